@@ -1,0 +1,135 @@
+#include "comm/init.h"
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <set>
+
+#include "comm/registry.h"
+#include "comm/rendezvous.h"
+#include "core/env.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "store/prefix_store.h"
+
+namespace collie {
+namespace {
+
+// Group ids must match across ranks; like torch, they come from the order of new_group calls.
+std::atomic<int> g_next_group_id{1};
+
+const BackendRegistration& lookup(const std::string& name) {
+  if (const auto* b = find_backend(name)) return *b;
+  std::string known;
+  for (const auto* b : backends()) known += (known.empty() ? "" : ", ") + b->name;
+  for (const auto& m : missing_backends()) {
+    if (m.name == name) {
+      throw InvalidArgument(fmt::format("backend '{}' is not available in this build: {}", name,
+                                        m.reason));
+    }
+  }
+  throw InvalidArgument(fmt::format("unknown backend '{}' (built: {})", name, known));
+}
+
+Millis default_timeout(const Env& env) {
+  if (auto v = env.get("COLLIE_TIMEOUT"); v && !v->empty()) return parse_duration(*v);
+  return kDefaultTimeout;
+}
+
+std::shared_ptr<ProcessGroup> create(const BackendRegistration& reg, GroupInfo info,
+                                     const Env& env) {
+  BackendArgs args{std::move(info), &env};
+  auto pg = reg.create(args);
+  return apply_wrappers(std::move(pg), args);
+}
+
+}  // namespace
+
+std::shared_ptr<ProcessGroup> init_process_group(const InitOptions& opts) {
+  const Env& env = opts.env ? *opts.env : Env::process();
+  configure_logging_from_env(env);
+  const BackendRegistration& reg = lookup(opts.backend);
+  const Millis timeout = opts.timeout == kUseGroupTimeout ? default_timeout(env) : opts.timeout;
+
+  Rendezvous rdzv;
+  std::string method = opts.init_method;
+  if (method.empty()) method = env.get("COLLIE_INIT_METHOD").value_or("");
+  if (opts.store) {
+    if (opts.rank < 0 || opts.world_size <= 0 || opts.rank >= opts.world_size) {
+      throw InvalidArgument(fmt::format(
+          "with an explicit store, pass rank and world size (got rank {}, world size {})",
+          opts.rank, opts.world_size));
+    }
+    rdzv = Rendezvous{opts.store, opts.rank, opts.world_size, "store"};
+  } else {
+    std::optional<SelfRendezvous> self;
+    if (method.empty() && reg.self_rendezvous) self = reg.self_rendezvous(env, timeout);
+    if (self) {
+      rdzv = Rendezvous{self->store, self->rank, self->world_size, reg.name};
+    } else {
+      rdzv = rendezvous(RendezvousRequest{method, opts.rank, opts.world_size, timeout}, env);
+    }
+  }
+  set_log_rank(rdzv.rank);
+  log(LogLevel::Info, "init_process_group: backend {} rank {}/{} via {}", reg.name, rdzv.rank,
+      rdzv.world_size, rdzv.method);
+
+  GroupInfo info;
+  info.backend = reg.name;
+  info.name = "0";
+  info.desc = opts.group_desc;
+  info.rank = rdzv.rank;
+  info.size = rdzv.world_size;
+  info.timeout = timeout;
+  info.store = std::make_shared<PrefixStore>("pg/0", rdzv.store);
+  return create(reg, std::move(info), env);
+}
+
+std::shared_ptr<ProcessGroup> new_group(ProcessGroup& parent, const std::vector<int>& ranks,
+                                        const NewGroupOptions& opts) {
+  const GroupInfo& p = parent.info();
+  const int id = g_next_group_id.fetch_add(1);
+  std::set<int> seen;
+  for (int r : ranks) {
+    if (r < 0 || r >= p.size) {
+      throw InvalidArgument(fmt::format("new_group: rank {} is outside the parent group of {}", r,
+                                        p.size));
+    }
+    if (!seen.insert(r).second) {
+      throw InvalidArgument(fmt::format("new_group: rank {} is listed twice", r));
+    }
+  }
+  if (ranks.empty()) throw InvalidArgument("new_group: empty rank list");
+  int my = -1;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    if (ranks[i] == p.rank) my = static_cast<int>(i);
+  }
+  if (my < 0) return nullptr;
+
+  auto prefixed = std::dynamic_pointer_cast<PrefixStore>(p.store);
+  std::shared_ptr<Store> root = prefixed ? prefixed->base() : p.store;
+  auto store = std::make_shared<PrefixStore>(fmt::format("pg/{}", id), root);
+  // Members must agree on the membership; the first to arrive records it.
+  const Bytes mine = to_bytes(fmt::format("{}", fmt::join(ranks, ",")));
+  const Bytes agreed = store->compare_set("members", Bytes{}, mine);
+  if (agreed != mine) {
+    throw InvalidArgument(fmt::format(
+        "[Rank {}] new_group #{}: this rank asked for ranks [{}] but another member asked for [{}]; "
+        "every rank must call new_group with the same ranks in the same order",
+        p.rank, id, to_string(mine), to_string(agreed)));
+  }
+  GroupInfo info;
+  info.backend = opts.backend.empty() ? p.backend : opts.backend;
+  info.name = std::to_string(id);
+  info.desc = opts.desc;
+  info.rank = my;
+  info.size = static_cast<int>(ranks.size());
+  for (int r : ranks) info.global_ranks.push_back(p.global_ranks.at(r));
+  info.timeout = opts.timeout == kUseGroupTimeout ? p.timeout : opts.timeout;
+  info.store = store;
+  return create(lookup(info.backend), std::move(info), Env::process());
+}
+
+void destroy_process_group(ProcessGroup& pg) { pg.shutdown(); }
+
+}  // namespace collie

@@ -1,0 +1,234 @@
+#include "comm/process_group.h"
+
+#include <fmt/format.h>
+
+#include <numeric>
+
+#include "core/error.h"
+
+namespace collie {
+namespace {
+
+[[noreturn]] void bad(const ProcessGroup& pg, const OpCall& c, const std::string& what) {
+  throw InvalidArgument(fmt::format("[Rank {}] {} (group {} '{}', {}): {}", pg.rank(),
+                                    op_name(c.type), pg.info().name, pg.info().desc,
+                                    pg.backend_name(), what));
+}
+
+void check_buffer(const ProcessGroup& pg, const OpCall& c, const TensorView& t, const char* which) {
+  if (t.numel > 0 && t.data == nullptr) bad(pg, c, fmt::format("{} buffer is null", which));
+  if (t.shape.ndim > 0 && t.shape.numel() != static_cast<int64_t>(t.numel)) {
+    bad(pg, c, fmt::format("{} shape {} does not match its {} elements", which,
+                           t.shape.to_string(), t.numel));
+  }
+}
+
+void check_splits(const ProcessGroup& pg, const OpCall& c, std::span<const int64_t> s,
+                  size_t numel, const char* which) {
+  if (s.empty()) return;
+  if (static_cast<int>(s.size()) != pg.size()) {
+    bad(pg, c, fmt::format("{} has {} entries for a group of {}", which, s.size(), pg.size()));
+  }
+  int64_t sum = 0;
+  for (int64_t v : s) {
+    if (v < 0) bad(pg, c, fmt::format("{} has a negative count", which));
+    sum += v;
+  }
+  if (static_cast<size_t>(sum) != numel) {
+    bad(pg, c, fmt::format("{} add up to {} elements but the buffer has {}", which, sum, numel));
+  }
+}
+
+}  // namespace
+
+ProcessGroup::ProcessGroup(GroupInfo info) : info_(std::move(info)) {
+  if (info_.global_ranks.empty()) {
+    info_.global_ranks.resize(info_.size);
+    std::iota(info_.global_ranks.begin(), info_.global_ranks.end(), 0);
+  }
+}
+
+ProcessGroup::~ProcessGroup() = default;
+
+size_t per_rank_count(const OpCall& c, int n) {
+  switch (c.type) {
+    case OpType::AllGather:
+    case OpType::Gather:
+      return c.input.numel;
+    case OpType::Scatter:
+    case OpType::ReduceScatter:
+      return c.output.numel;
+    case OpType::AllToAll:
+      return c.input.numel / static_cast<size_t>(n);
+    case OpType::Barrier:
+      return 0;
+    default:
+      return c.input.numel;
+  }
+}
+
+void ProcessGroup::validate(const OpCall& c) const {
+  const int n = size();
+  if (has_root(c.type) && (c.root < 0 || c.root >= n)) {
+    bad(*this, c, fmt::format("root {} is outside the group of {} ranks", c.root, n));
+  }
+  if (is_p2p(c.type)) {
+    if (c.peer < 0 || c.peer >= n) {
+      bad(*this, c, fmt::format("peer {} is outside the group of {} ranks", c.peer, n));
+    }
+    if (c.peer == rank()) bad(*this, c, "peer is this rank itself");
+  }
+  check_buffer(*this, c, c.input, "input");
+  check_buffer(*this, c, c.output, "output");
+  const bool has_in = c.input.data != nullptr || c.input.numel > 0;
+  const bool has_out = c.output.data != nullptr || c.output.numel > 0;
+  if (has_in && has_out) {
+    if (c.input.dtype != c.output.dtype) {
+      bad(*this, c, fmt::format("input dtype {} differs from output dtype {}",
+                                dtype_name(c.input.dtype), dtype_name(c.output.dtype)));
+    }
+    if (c.input.device.type != c.output.device.type) {
+      bad(*this, c, "input and output are on different devices");
+    }
+  }
+  const size_t in = c.input.numel, out = c.output.numel, un = static_cast<size_t>(n);
+  switch (c.type) {
+    case OpType::AllGather:
+      if (out != in * un) {
+        bad(*this, c, fmt::format("output has {} elements, expected size*input = {}*{}", out, n, in));
+      }
+      break;
+    case OpType::Gather:
+      if (rank() == c.root && out != in * un) {
+        bad(*this, c, fmt::format("root output has {} elements, expected {}*{}", out, n, in));
+      }
+      break;
+    case OpType::Scatter:
+      if (rank() == c.root && in != out * un) {
+        bad(*this, c, fmt::format("root input has {} elements, expected {}*{}", in, n, out));
+      }
+      break;
+    case OpType::ReduceScatter:
+      if (in != out * un) {
+        bad(*this, c, fmt::format("input has {} elements, expected size*output = {}*{}", in, n, out));
+      }
+      break;
+    case OpType::AllToAll:
+      if (c.input_splits.empty() != c.output_splits.empty()) {
+        bad(*this, c, "give both input_splits and output_splits, or neither");
+      }
+      if (c.input_splits.empty()) {
+        if (in != out || in % un != 0) {
+          bad(*this, c, fmt::format("input ({}) and output ({}) must be equal and divisible by {}",
+                                    in, out, n));
+        }
+      }
+      check_splits(*this, c, c.input_splits, in, "input_splits");
+      check_splits(*this, c, c.output_splits, out, "output_splits");
+      break;
+    default:
+      break;
+  }
+  const bool skip_caps = c.type == OpType::Gather && rank() != c.root && !has_in;
+  if (!skip_caps && (has_in || has_out || c.type == OpType::Barrier)) {
+    std::string why = capabilities().why_unsupported(c);
+    if (!why.empty()) bad(*this, c, why);
+  }
+}
+
+std::shared_ptr<Work> ProcessGroup::submit(OpCall call) {
+  switch (call.type) {
+    case OpType::Send:
+    case OpType::Recv:
+    case OpType::Broadcast:
+    case OpType::AllReduce:
+    case OpType::Reduce:
+      call.output = call.input;  // in place
+      break;
+    default:
+      break;
+  }
+  validate(call);
+  if (call.timeout == kUseGroupTimeout) call.timeout = info_.timeout;
+  call.seq = is_p2p(call.type) ? p2p_seq_.fetch_add(1, std::memory_order_relaxed) + 1
+                               : coll_seq_.fetch_add(1, std::memory_order_relaxed) + 1;
+  auto work = run(call);
+  work->set_context(rank());
+  return work;
+}
+
+namespace {
+OpCall base_call(OpType t, TensorView in, TensorView out, const CommonOptions& o) {
+  OpCall c;
+  c.type = t;
+  c.input = in;
+  c.output = out;
+  c.timeout = o.timeout;
+  c.async_op = o.async_op;
+  return c;
+}
+}  // namespace
+
+std::shared_ptr<Work> ProcessGroup::send(TensorView t, int dst, const P2POptions& o) {
+  OpCall c = base_call(OpType::Send, t, t, o);
+  c.peer = dst;
+  c.tag = o.tag;
+  return submit(c);
+}
+std::shared_ptr<Work> ProcessGroup::recv(TensorView t, int src, const P2POptions& o) {
+  OpCall c = base_call(OpType::Recv, t, t, o);
+  c.peer = src;
+  c.tag = o.tag;
+  return submit(c);
+}
+std::shared_ptr<Work> ProcessGroup::broadcast(TensorView t, const BroadcastOptions& o) {
+  OpCall c = base_call(OpType::Broadcast, t, t, o);
+  c.root = o.root;
+  return submit(c);
+}
+std::shared_ptr<Work> ProcessGroup::all_reduce(TensorView t, const AllReduceOptions& o) {
+  OpCall c = base_call(OpType::AllReduce, t, t, o);
+  c.reduce_op = o.op;
+  c.premul_factor = o.premul_factor;
+  return submit(c);
+}
+std::shared_ptr<Work> ProcessGroup::reduce(TensorView t, const ReduceOptions& o) {
+  OpCall c = base_call(OpType::Reduce, t, t, o);
+  c.reduce_op = o.op;
+  c.premul_factor = o.premul_factor;
+  c.root = o.root;
+  return submit(c);
+}
+std::shared_ptr<Work> ProcessGroup::all_gather(TensorView in, TensorView out,
+                                               const AllGatherOptions& o) {
+  return submit(base_call(OpType::AllGather, in, out, o));
+}
+std::shared_ptr<Work> ProcessGroup::gather(TensorView in, TensorView out, const GatherOptions& o) {
+  OpCall c = base_call(OpType::Gather, in, out, o);
+  c.root = o.root;
+  return submit(c);
+}
+std::shared_ptr<Work> ProcessGroup::scatter(TensorView in, TensorView out, const ScatterOptions& o) {
+  OpCall c = base_call(OpType::Scatter, in, out, o);
+  c.root = o.root;
+  return submit(c);
+}
+std::shared_ptr<Work> ProcessGroup::reduce_scatter(TensorView in, TensorView out,
+                                                   const ReduceScatterOptions& o) {
+  OpCall c = base_call(OpType::ReduceScatter, in, out, o);
+  c.reduce_op = o.op;
+  c.premul_factor = o.premul_factor;
+  return submit(c);
+}
+std::shared_ptr<Work> ProcessGroup::all_to_all(TensorView in, TensorView out,
+                                               const AllToAllOptions& o) {
+  OpCall c = base_call(OpType::AllToAll, in, out, o);
+  c.input_splits = o.input_splits;
+  c.output_splits = o.output_splits;
+  return submit(c);
+}
+std::shared_ptr<Work> ProcessGroup::barrier(const BarrierOptions& o) {
+  return submit(base_call(OpType::Barrier, TensorView{}, TensorView{}, o));
+}
+
+}  // namespace collie

@@ -1,0 +1,82 @@
+#include "comm/registry.h"
+
+#include <algorithm>
+#include <mutex>
+
+namespace collie {
+namespace {
+
+struct Registry {
+  std::mutex mu;
+  std::vector<BackendRegistration> backends;
+  std::vector<WrapperRegistration> wrappers;
+  std::vector<MissingBackend> missing;
+};
+
+Registry& registry() {
+  static Registry r;
+  return r;
+}
+
+}  // namespace
+
+bool register_backend(BackendRegistration reg) {
+  auto& r = registry();
+  std::lock_guard<std::mutex> lk(r.mu);
+  r.backends.push_back(std::move(reg));
+  return true;
+}
+
+bool register_wrapper(WrapperRegistration reg) {
+  auto& r = registry();
+  std::lock_guard<std::mutex> lk(r.mu);
+  r.wrappers.push_back(std::move(reg));
+  std::stable_sort(r.wrappers.begin(), r.wrappers.end(),
+                   [](const auto& a, const auto& b) { return a.order < b.order; });
+  return true;
+}
+
+bool register_missing_backend(MissingBackend m) {
+  auto& r = registry();
+  std::lock_guard<std::mutex> lk(r.mu);
+  r.missing.push_back(std::move(m));
+  return true;
+}
+
+const BackendRegistration* find_backend(const std::string& name) {
+  auto& r = registry();
+  std::lock_guard<std::mutex> lk(r.mu);
+  for (const auto& b : r.backends) {
+    if (b.name == name) return &b;
+  }
+  return nullptr;
+}
+
+std::vector<const BackendRegistration*> backends() {
+  auto& r = registry();
+  std::lock_guard<std::mutex> lk(r.mu);
+  std::vector<const BackendRegistration*> out;
+  for (const auto& b : r.backends) out.push_back(&b);
+  std::sort(out.begin(), out.end(), [](auto* a, auto* b) { return a->name < b->name; });
+  return out;
+}
+
+std::vector<MissingBackend> missing_backends() {
+  auto& r = registry();
+  std::lock_guard<std::mutex> lk(r.mu);
+  return r.missing;
+}
+
+std::shared_ptr<ProcessGroup> apply_wrappers(std::shared_ptr<ProcessGroup> pg,
+                                             const BackendArgs& args) {
+  std::vector<WrapperRegistration> ws;
+  {
+    auto& r = registry();
+    std::lock_guard<std::mutex> lk(r.mu);
+    ws = r.wrappers;
+  }
+  for (const auto& w : ws) pg = w.wrap(std::move(pg), args);
+  return pg;
+}
+
+}  // namespace collie

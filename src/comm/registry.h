@@ -1,0 +1,67 @@
+#pragma once
+// Backend and wrapper registry. Each backend registers itself from its own register.cpp (a
+// static registrar; all modules are linked into libcollie, so registrars are never dropped).
+// Wrappers (tracing, desync checks) register the same way and are applied by init_process_group
+// and new_group in ascending `order` (lowest = closest to the backend).
+// Thread safety: registration happens during static initialization; lookups are read-only.
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "comm/process_group.h"
+
+namespace collie {
+
+class Env;
+
+struct BackendArgs {
+  GroupInfo info;
+  const Env* env = nullptr;
+};
+
+// What a backend that finds its own peers (MPI under mpirun) reports instead of a store-based
+// rendezvous: its rank, size and a store it built.
+struct SelfRendezvous {
+  int rank = 0;
+  int world_size = 1;
+  std::shared_ptr<Store> store;
+};
+
+struct BackendRegistration {
+  std::string name;
+  std::function<std::shared_ptr<ProcessGroup>(const BackendArgs&)> create;
+  Capabilities capabilities;
+  std::string version;  // library version found at build time, e.g. "gloo 0.0~git20220518"
+  // Optional: rendezvous without an init method (returns nullopt when not applicable).
+  std::function<std::optional<SelfRendezvous>(const Env&, Millis timeout)> self_rendezvous;
+};
+
+struct WrapperRegistration {
+  std::string name;
+  int order = 0;
+  // Returns the wrapped group, or `pg` unchanged when the wrapper is disabled by config.
+  std::function<std::shared_ptr<ProcessGroup>(std::shared_ptr<ProcessGroup> pg,
+                                              const BackendArgs& args)>
+      wrap;
+};
+
+// A backend this build does not have, and why ("not built: CUDA toolkit not found").
+struct MissingBackend {
+  std::string name;
+  std::string reason;
+};
+
+bool register_backend(BackendRegistration reg);
+bool register_wrapper(WrapperRegistration reg);
+bool register_missing_backend(MissingBackend m);
+
+const BackendRegistration* find_backend(const std::string& name);
+std::vector<const BackendRegistration*> backends();
+std::vector<MissingBackend> missing_backends();
+// Applies every registered wrapper in order.
+std::shared_ptr<ProcessGroup> apply_wrappers(std::shared_ptr<ProcessGroup> pg,
+                                             const BackendArgs& args);
+
+}  // namespace collie

@@ -1,0 +1,149 @@
+#include "comm/rendezvous.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <thread>
+
+#include "comm/launch_env.h"
+#include "core/env.h"
+#include "core/error.h"
+#include "store/file_store.h"
+#include "store/tcp_store.h"
+
+namespace collie {
+namespace {
+
+uint16_t parse_port(std::string_view s, std::string_view what) {
+  int port = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), port);
+  if (ec != std::errc() || p != s.data() + s.size() || port <= 0 || port > 65535) {
+    throw InvalidArgument(fmt::format("{} '{}' is not a TCP port (1-65535)", what, s));
+  }
+  return static_cast<uint16_t>(port);
+}
+
+void resolve_rank_and_size(RendezvousRequest& req, const Env& env) {
+  LaunchEnv le = detect_launch_env(env);
+  if (req.rank < 0 && le.rank) req.rank = *le.rank;
+  if (req.world_size < 0 && le.world_size) req.world_size = *le.world_size;
+  if (req.world_size <= 0) {
+    throw InvalidArgument(
+        "world size unknown: pass it, or set WORLD_SIZE (or run under collie launch, mpirun or "
+        "srun)");
+  }
+  if (req.rank < 0) {
+    throw InvalidArgument("rank unknown: pass it, or set RANK (or run under a launcher)");
+  }
+  if (req.rank >= req.world_size) {
+    throw InvalidArgument(fmt::format("rank {} is outside world size {}", req.rank, req.world_size));
+  }
+}
+
+std::shared_ptr<Store> tcp_store(const std::string& host, uint16_t port, int rank, Millis timeout) {
+  TcpStoreOptions o;
+  o.host = host;
+  o.port = port;
+  o.is_server = rank == 0;
+  o.timeout = timeout;
+  return std::make_shared<TcpStore>(o);
+}
+
+}  // namespace
+
+std::string format_ranks(std::vector<int> ranks) {
+  std::sort(ranks.begin(), ranks.end());
+  std::string out;
+  for (size_t i = 0; i < ranks.size();) {
+    size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    if (!out.empty()) out += ", ";
+    out += j >= i + 2 ? fmt::format("{}-{}", ranks[i], ranks[j])
+                      : (j == i + 1 ? fmt::format("{}, {}", ranks[i], ranks[j])
+                                    : std::to_string(ranks[i]));
+    i = j + 1;
+  }
+  return out;
+}
+
+void store_barrier(Store& store, const std::string& name, int rank, int world, Millis timeout) {
+  store.set(fmt::format("{}/arrived/{}", name, rank), "1");
+  const int64_t n = store.add(name + "/count", 1);
+  if (n == world) store.set(name + "/done", "1");
+  try {
+    store.wait({name + "/done"}, timeout);
+  } catch (const StoreError&) {
+    std::vector<int> missing;
+    for (int r = 0; r < world; ++r) {
+      if (!store.check({fmt::format("{}/arrived/{}", name, r)})) missing.push_back(r);
+    }
+    if (missing.empty()) {  // everyone arrived just as we gave up
+      if (store.check({name + "/done"})) return;
+    }
+    throw TimeoutError(fmt::format(
+        "[Rank {}] {}: rank{} {} of {} did not arrive within {} ms (check that they started and "
+        "can reach the store)",
+        rank, name, missing.size() == 1 ? "" : "s", format_ranks(missing), world, timeout.count()));
+  }
+}
+
+Rendezvous rendezvous(const RendezvousRequest& in, const Env& env) {
+  RendezvousRequest req = in;
+  if (req.init_method.empty()) req.init_method = env.get("COLLIE_INIT_METHOD").value_or("env://");
+  resolve_rank_and_size(req, env);
+  Rendezvous out;
+  out.rank = req.rank;
+  out.world_size = req.world_size;
+  const std::string& m = req.init_method;
+  if (m == "env://") {
+    auto addr = env.get("MASTER_ADDR");
+    auto port = env.get("MASTER_PORT");
+    if (!addr || addr->empty() || !port || port->empty()) {
+      throw InvalidArgument(
+          "env:// needs MASTER_ADDR and MASTER_PORT (collie launch sets them; or use "
+          "tcp://HOST:PORT)");
+    }
+    out.store = tcp_store(*addr, parse_port(*port, "MASTER_PORT"), req.rank, req.timeout);
+    out.method = "env";
+  } else if (m.rfind("tcp://", 0) == 0) {
+    std::string hp = m.substr(6);
+    auto colon = hp.rfind(':');
+    if (colon == std::string::npos || colon == 0) {
+      throw InvalidArgument(fmt::format("init method '{}' must look like tcp://HOST:PORT", m));
+    }
+    std::string host = hp.substr(0, colon);
+    if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
+      host = host.substr(1, host.size() - 2);
+    }
+    out.store = tcp_store(host, parse_port(hp.substr(colon + 1), "port"), req.rank, req.timeout);
+    out.method = "tcp";
+  } else if (m.rfind("file://", 0) == 0) {
+    std::string path = m.substr(7);
+    if (path.empty() || path[0] != '/') {
+      throw InvalidArgument(fmt::format("init method '{}' must look like file:///ABSOLUTE/PATH", m));
+    }
+    out.store = std::make_shared<FileStore>(path, req.world_size, req.timeout);
+    out.method = "file";
+  } else {
+    throw InvalidArgument(fmt::format(
+        "unknown init method '{}' (use env://, tcp://HOST:PORT or file:///PATH)", m));
+  }
+  // Check in: claim the rank, agree on the world size, wait for everyone.
+  Store& s = *out.store;
+  if (s.add(fmt::format("rdzv/rank/{}", req.rank), 1) != 1) {
+    throw InvalidArgument(fmt::format(
+        "two processes claim rank {} (check RANK of each process, or remove a stale {})",
+        req.rank, out.method == "file" ? "store file" : "job on the same port"));
+  }
+  const Bytes ws = to_bytes(std::to_string(req.world_size));
+  const Bytes agreed = s.compare_set("rdzv/world_size", Bytes{}, ws);
+  if (agreed != ws) {
+    throw InvalidArgument(fmt::format("rank {} has world size {} but another rank has {}",
+                                      req.rank, req.world_size, to_string(agreed)));
+  }
+  store_barrier(s, "rdzv/barrier", req.rank, req.world_size, req.timeout);
+  return out;
+}
+
+}  // namespace collie

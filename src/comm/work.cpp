@@ -1,0 +1,84 @@
+#include "comm/work.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+
+#include "core/error.h"
+
+namespace collie {
+
+Work::Work(OpType op, uint64_t seq, Millis timeout) : op_(op), seq_(seq), timeout_(timeout) {}
+
+bool Work::is_completed() {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (done_) return true;
+  }
+  progress();
+  std::lock_guard<std::mutex> lk(mu_);
+  return done_;
+}
+
+bool Work::is_success() {
+  if (!is_completed()) return false;
+  std::lock_guard<std::mutex> lk(mu_);
+  return error_ == nullptr;
+}
+
+std::exception_ptr Work::exception() {
+  std::lock_guard<std::mutex> lk(mu_);
+  return error_;
+}
+
+void Work::wait(Millis timeout) {
+  const Millis limit = timeout == kUseGroupTimeout ? timeout_ : timeout;
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = start + limit;
+  std::unique_lock<std::mutex> lk(mu_);
+  while (!done_) {
+    if (std::chrono::steady_clock::now() >= deadline) break;
+    if (needs_polling()) {
+      lk.unlock();
+      progress();
+      lk.lock();
+      if (!done_) cv_.wait_for(lk, std::chrono::microseconds(50));
+    } else {
+      cv_.wait_until(lk, deadline);
+    }
+  }
+  if (!done_) {
+    throw TimeoutError(fmt::format(
+        "[Rank {}] {} #{} did not complete within {} ms; some rank may not have called it "
+        "(set COLLIE_DEBUG=DETAIL to check, or run `collie analyze` on the flight-recorder dumps)",
+        rank_, op_name(op_), seq_, limit.count()));
+  }
+  if (error_) std::rethrow_exception(error_);
+}
+
+bool Work::complete(std::exception_ptr error) {
+  std::vector<std::function<void(Work&)>> cbs;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (done_) return false;
+    done_ = true;
+    error_ = std::move(error);
+    cbs.swap(callbacks_);
+  }
+  cv_.notify_all();
+  for (auto& cb : cbs) cb(*this);
+  return true;
+}
+
+void Work::on_complete(std::function<void(Work&)> cb) {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (!done_) {
+      callbacks_.push_back(std::move(cb));
+      return;
+    }
+  }
+  cb(*this);
+}
+
+}  // namespace collie

@@ -1,0 +1,64 @@
+#pragma once
+// Work: the handle of one submitted operation.
+//
+// A backend creates one Work per op and calls complete() exactly once (success or error); the
+// first completion wins, so a watchdog may also fail a Work whose backend is stuck.
+// Works that advance only when polled (MPI requests, CUDA events) override progress().
+// Thread safety: all public methods may be called from any thread.
+#include <condition_variable>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <vector>
+
+#include "comm/op.h"
+
+namespace collie {
+
+class Work {
+ public:
+  Work(OpType op, uint64_t seq, Millis timeout);
+  virtual ~Work() = default;
+  Work(const Work&) = delete;
+  Work& operator=(const Work&) = delete;
+
+  // Non-blocking; may call progress() once.
+  bool is_completed();
+  bool is_success();
+  // Blocks until the op completes or `timeout` passes (kUseGroupTimeout = the op's own
+  // timeout). Rethrows the op's error; throws TimeoutError naming op, seq and rank if late.
+  void wait(Millis timeout = kUseGroupTimeout);
+  // The op's error once completed with one, else nullptr.
+  std::exception_ptr exception();
+
+  // Marks the op done. Returns false when it was already completed (the call is then a no-op).
+  bool complete(std::exception_ptr error = nullptr);
+  // Runs cb once when the op completes: immediately (on this thread) if it already has,
+  // otherwise on the completing thread. REQUIRES: cb does not block.
+  void on_complete(std::function<void(Work&)> cb);
+
+  OpType op() const { return op_; }
+  uint64_t seq() const { return seq_; }
+  Millis timeout() const { return timeout_; }
+  // Label used in error messages, e.g. "[Rank 2] all_reduce #57"; set by the group.
+  void set_context(int rank) { rank_ = rank; }
+
+ protected:
+  // Override to advance polled operations; call complete() from here when done.
+  virtual void progress() {}
+  // True when wait() must poll progress() instead of sleeping until complete().
+  virtual bool needs_polling() const { return false; }
+
+ private:
+  const OpType op_;
+  const uint64_t seq_;
+  const Millis timeout_;
+  int rank_ = -1;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::exception_ptr error_;
+  std::vector<std::function<void(Work&)>> callbacks_;
+};
+
+}  // namespace collie

@@ -1,0 +1,38 @@
+#pragma once
+// Time seam (LevelDB's Env idea): code that waits or measures deadlines takes a Clock so tests
+// can drive it with FakeClock instead of sleeping. SystemClock is stateless and thread-safe;
+// FakeClock is thread-safe (atomic time, sleepers wake when advance() passes their deadline).
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+
+namespace collie {
+
+class Clock {
+ public:
+  using TimePoint = std::chrono::steady_clock::time_point;
+  virtual ~Clock() = default;
+  virtual TimePoint now() const = 0;
+  virtual void sleep_for(std::chrono::nanoseconds d) = 0;
+  // Nanoseconds since the Unix epoch (wall clock), for timestamps in records and dumps.
+  virtual int64_t wall_ns() const;
+  static Clock& system();
+};
+
+class FakeClock : public Clock {
+ public:
+  TimePoint now() const override { return TimePoint(std::chrono::nanoseconds(ns_.load())); }
+  int64_t wall_ns() const override { return ns_.load(); }
+  // Blocks until another thread advances time past now + d.
+  void sleep_for(std::chrono::nanoseconds d) override;
+  void advance(std::chrono::nanoseconds d);
+
+ private:
+  std::atomic<int64_t> ns_{1'000'000'000};
+  std::mutex mu_;
+  std::condition_variable cv_;
+};
+
+}  // namespace collie

@@ -1,0 +1,38 @@
+#pragma once
+// Environment seam: configuration is read through Env so tests can supply a map instead of
+// mutating the process environment. ProcessEnv reads getenv (thread-safe as long as nobody
+// calls setenv concurrently); MapEnv is immutable after construction.
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace collie {
+
+class Env {
+ public:
+  virtual ~Env() = default;
+  virtual std::optional<std::string> get(std::string_view name) const = 0;
+  // First variable of `names` that is set and non-empty.
+  std::optional<std::string> first_of(std::initializer_list<std::string_view> names) const;
+  // Parses an integer; throws InvalidArgument naming the variable if it is not one.
+  std::optional<long long> get_int(std::string_view name) const;
+  static const Env& process();
+};
+
+class MapEnv : public Env {
+ public:
+  using Map = std::map<std::string, std::string>;
+  explicit MapEnv(Map vars) : vars_(std::move(vars)) {}
+  std::optional<std::string> get(std::string_view name) const override;
+
+ private:
+  std::map<std::string, std::string> vars_;
+};
+
+// Parses durations such as "30", "30s", "500ms", "2m", "1h" (bare numbers are seconds).
+// Throws InvalidArgument on anything else.
+std::chrono::milliseconds parse_duration(std::string_view s);
+
+}  // namespace collie

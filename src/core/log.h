@@ -1,0 +1,43 @@
+#pragma once
+// Process-wide logger: one line per message on stderr, prefixed "[Rank r]" once the rank is
+// known. Thread-safe: level and rank are atomics, each line is written with one fwrite.
+// The effective level follows torch.distributed's matrix (see effective_log_level).
+#include <fmt/format.h>
+
+#include <string_view>
+
+namespace collie {
+
+enum class LogLevel : int { Trace = 0, Debug = 1, Info = 2, Warning = 3, Error = 4, Off = 5 };
+enum class DebugLevel : int { Off = 0, Info = 1, Detail = 2 };
+
+// COLLIE_LOG_LEVEL (fallback TORCH_CPP_LOG_LEVEL): TRACE|DEBUG|INFO|WARNING|ERROR, default
+// WARNING. COLLIE_DEBUG (fallback TORCH_DISTRIBUTED_DEBUG): OFF|INFO|DETAIL, default OFF.
+// Unknown values throw InvalidArgument naming the variable.
+class Env;
+LogLevel parse_log_level(std::string_view s);
+DebugLevel parse_debug_level(std::string_view s);
+std::string_view debug_level_name(DebugLevel d);
+// torch's matrix: log level INFO with debug INFO gives Debug, with DETAIL gives Trace;
+// otherwise the log level as given.
+LogLevel effective_log_level(LogLevel requested, DebugLevel debug);
+
+// Reads both variables from env and applies them. Called by init_process_group and the CLI.
+void configure_logging_from_env(const Env& env);
+
+void set_log_level(LogLevel level);
+LogLevel log_level();
+void set_debug_level(DebugLevel level);
+DebugLevel debug_level();
+void set_log_rank(int rank);  // -1 = unknown (no prefix)
+
+bool log_enabled(LogLevel level);
+void log_line(LogLevel level, std::string_view msg);
+
+template <typename... Args>
+void log(LogLevel level, fmt::format_string<Args...> f, Args&&... args) {
+  if (!log_enabled(level)) return;
+  log_line(level, fmt::format(f, std::forward<Args>(args)...));
+}
+
+}  // namespace collie

@@ -1,0 +1,144 @@
+#include "core/reduce_kernel.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+#include "core/error.h"
+#include "core/half.h"
+
+namespace collie {
+namespace {
+
+template <typename T, typename F>
+void apply(void* acc, const void* in, size_t n, F f) {
+  T* a = static_cast<T*>(acc);
+  const T* b = static_cast<const T*>(in);
+  for (size_t i = 0; i < n; ++i) a[i] = f(a[i], b[i]);
+}
+
+template <typename T>
+void reduce_typed(void* acc, const void* in, size_t n, ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum:
+    case ReduceOp::Avg:
+    case ReduceOp::PreMulSum:
+      apply<T>(acc, in, n, [](T x, T y) { return static_cast<T>(x + y); });
+      return;
+    case ReduceOp::Prod:
+      apply<T>(acc, in, n, [](T x, T y) { return static_cast<T>(x * y); });
+      return;
+    case ReduceOp::Min:
+      apply<T>(acc, in, n, [](T x, T y) { return std::min(x, y); });
+      return;
+    case ReduceOp::Max:
+      apply<T>(acc, in, n, [](T x, T y) { return std::max(x, y); });
+      return;
+    case ReduceOp::BAnd:
+    case ReduceOp::BOr:
+    case ReduceOp::BXor:
+      if constexpr (std::is_integral_v<T>) {
+        if (op == ReduceOp::BAnd) apply<T>(acc, in, n, [](T x, T y) { return T(x & y); });
+        if (op == ReduceOp::BOr) apply<T>(acc, in, n, [](T x, T y) { return T(x | y); });
+        if (op == ReduceOp::BXor) apply<T>(acc, in, n, [](T x, T y) { return T(x ^ y); });
+        return;
+      }
+      break;
+  }
+  throw InvalidArgument("reduce op " + std::string(reduce_op_name(op)) +
+                        " is defined for integer dtypes only");
+}
+
+// 16-bit floats reduce through float, one rounding per step (as Gloo and NCCL do).
+template <typename H>
+void reduce_half(void* acc, const void* in, size_t n, ReduceOp op) {
+  if (is_bitwise(op)) {
+    throw InvalidArgument("reduce op " + std::string(reduce_op_name(op)) +
+                          " is defined for integer dtypes only");
+  }
+  H* a = static_cast<H*>(acc);
+  const H* b = static_cast<const H*>(in);
+  for (size_t i = 0; i < n; ++i) {
+    float x = a[i].to_float(), y = b[i].to_float(), r;
+    switch (op) {
+      case ReduceOp::Prod: r = x * y; break;
+      case ReduceOp::Min: r = std::min(x, y); break;
+      case ReduceOp::Max: r = std::max(x, y); break;
+      default: r = x + y; break;
+    }
+    a[i] = H::from_float(r);
+  }
+}
+
+template <typename T>
+void scale_typed(void* buf, size_t n, double factor) {
+  T* p = static_cast<T*>(buf);
+  for (size_t i = 0; i < n; ++i) p[i] = static_cast<T>(p[i] * factor);
+}
+
+template <typename H>
+void scale_half(void* buf, size_t n, double factor) {
+  H* p = static_cast<H*>(buf);
+  for (size_t i = 0; i < n; ++i) p[i] = H::from_float(static_cast<float>(p[i].to_float() * factor));
+}
+
+template <typename T>
+void divide_typed(void* buf, size_t n, int64_t k) {
+  T* p = static_cast<T*>(buf);
+  for (size_t i = 0; i < n; ++i) p[i] = static_cast<T>(p[i] / static_cast<T>(k));
+}
+
+template <typename H>
+void divide_half(void* buf, size_t n, int64_t k) {
+  H* p = static_cast<H*>(buf);
+  for (size_t i = 0; i < n; ++i) p[i] = H::from_float(p[i].to_float() / static_cast<float>(k));
+}
+
+}  // namespace
+
+void reduce_into(void* acc, const void* in, size_t n, DType d, ReduceOp op) {
+  switch (d) {
+    case DType::Int8: return reduce_typed<int8_t>(acc, in, n, op);
+    case DType::UInt8: return reduce_typed<uint8_t>(acc, in, n, op);
+    case DType::Int32: return reduce_typed<int32_t>(acc, in, n, op);
+    case DType::UInt32: return reduce_typed<uint32_t>(acc, in, n, op);
+    case DType::Int64: return reduce_typed<int64_t>(acc, in, n, op);
+    case DType::UInt64: return reduce_typed<uint64_t>(acc, in, n, op);
+    case DType::Float16: return reduce_half<Half>(acc, in, n, op);
+    case DType::BFloat16: return reduce_half<BFloat16>(acc, in, n, op);
+    case DType::Float32: return reduce_typed<float>(acc, in, n, op);
+    case DType::Float64: return reduce_typed<double>(acc, in, n, op);
+  }
+}
+
+void scale(void* buf, size_t n, DType d, double factor) {
+  switch (d) {
+    case DType::Int8: return scale_typed<int8_t>(buf, n, factor);
+    case DType::UInt8: return scale_typed<uint8_t>(buf, n, factor);
+    case DType::Int32: return scale_typed<int32_t>(buf, n, factor);
+    case DType::UInt32: return scale_typed<uint32_t>(buf, n, factor);
+    case DType::Int64: return scale_typed<int64_t>(buf, n, factor);
+    case DType::UInt64: return scale_typed<uint64_t>(buf, n, factor);
+    case DType::Float16: return scale_half<Half>(buf, n, factor);
+    case DType::BFloat16: return scale_half<BFloat16>(buf, n, factor);
+    case DType::Float32: return scale_typed<float>(buf, n, factor);
+    case DType::Float64: return scale_typed<double>(buf, n, factor);
+  }
+}
+
+void divide(void* buf, size_t n, DType d, int64_t k) {
+  switch (d) {
+    case DType::Int8: return divide_typed<int8_t>(buf, n, k);
+    case DType::UInt8: return divide_typed<uint8_t>(buf, n, k);
+    case DType::Int32: return divide_typed<int32_t>(buf, n, k);
+    case DType::UInt32: return divide_typed<uint32_t>(buf, n, k);
+    case DType::Int64: return divide_typed<int64_t>(buf, n, k);
+    case DType::UInt64: return divide_typed<uint64_t>(buf, n, k);
+    case DType::Float16: return divide_half<Half>(buf, n, k);
+    case DType::BFloat16: return divide_half<BFloat16>(buf, n, k);
+    case DType::Float32: return divide_typed<float>(buf, n, k);
+    case DType::Float64: return divide_typed<double>(buf, n, k);
+  }
+}
+
+}  // namespace collie

@@ -1,0 +1,135 @@
+#include "store/hash_store.h"
+
+#include <charconv>
+
+#include "core/error.h"
+
+namespace collie {
+
+int64_t parse_counter(const Bytes& value, const std::string& key) {
+  int64_t out = 0;
+  const char* b = reinterpret_cast<const char*>(value.data());
+  auto [p, ec] = std::from_chars(b, b + value.size(), out);
+  if (ec != std::errc() || p != b + value.size()) {
+    throw StoreError("store: add on key '" + key + "' whose value is not an integer");
+  }
+  return out;
+}
+
+void HashStore::set(const std::string& key, const Bytes& value) {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    map_[key] = value;
+  }
+  cv_.notify_all();
+}
+
+void HashStore::wait_locked(std::unique_lock<std::mutex>& lk, const std::vector<std::string>& keys,
+                            Millis timeout) {
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = start + resolve(timeout);
+  auto ready = [&] {
+    for (const auto& k : keys) {
+      if (map_.find(k) == map_.end()) return false;
+    }
+    return true;
+  };
+  if (!cv_.wait_until(lk, deadline, ready)) {
+    throw_store_timeout(keys,
+                        std::chrono::duration_cast<Millis>(std::chrono::steady_clock::now() - start),
+                        "HashStore");
+  }
+}
+
+Bytes HashStore::get(const std::string& key) {
+  std::unique_lock<std::mutex> lk(mu_);
+  wait_locked(lk, {key}, kUseGroupTimeout);
+  return map_[key];
+}
+
+int64_t HashStore::add(const std::string& key, int64_t delta) {
+  int64_t v;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    auto it = map_.find(key);
+    v = (it == map_.end() ? 0 : parse_counter(it->second, key)) + delta;
+    map_[key] = to_bytes(std::to_string(v));
+  }
+  cv_.notify_all();
+  return v;
+}
+
+bool HashStore::check(const std::vector<std::string>& keys) {
+  std::lock_guard<std::mutex> lk(mu_);
+  for (const auto& k : keys) {
+    if (map_.find(k) == map_.end()) return false;
+  }
+  return true;
+}
+
+void HashStore::wait(const std::vector<std::string>& keys, Millis timeout) {
+  std::unique_lock<std::mutex> lk(mu_);
+  wait_locked(lk, keys, timeout);
+}
+
+Bytes HashStore::compare_set(const std::string& key, const Bytes& expected, const Bytes& desired) {
+  Bytes result;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    auto it = map_.find(key);
+    if (it == map_.end()) {
+      if (!expected.empty()) return expected;  // torch semantics: missing key returns expected
+      map_[key] = desired;
+      result = desired;
+    } else if (it->second == expected) {
+      it->second = desired;
+      result = desired;
+    } else {
+      return it->second;
+    }
+  }
+  cv_.notify_all();
+  return result;
+}
+
+bool HashStore::delete_key(const std::string& key) {
+  std::lock_guard<std::mutex> lk(mu_);
+  return map_.erase(key) > 0;
+}
+
+int64_t HashStore::num_keys() {
+  std::lock_guard<std::mutex> lk(mu_);
+  return static_cast<int64_t>(map_.size());
+}
+
+void HashStore::append(const std::string& key, const Bytes& value) {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    auto& v = map_[key];
+    v.insert(v.end(), value.begin(), value.end());
+  }
+  cv_.notify_all();
+}
+
+std::vector<Bytes> HashStore::multi_get(const std::vector<std::string>& keys) {
+  std::unique_lock<std::mutex> lk(mu_);
+  wait_locked(lk, keys, kUseGroupTimeout);
+  std::vector<Bytes> out;
+  out.reserve(keys.size());
+  for (const auto& k : keys) out.push_back(map_[k]);
+  return out;
+}
+
+void HashStore::multi_set(const std::vector<std::string>& keys, const std::vector<Bytes>& values) {
+  if (keys.size() != values.size()) {
+    throw InvalidArgument("multi_set: " + std::to_string(keys.size()) + " keys but " +
+                          std::to_string(values.size()) + " values");
+  }
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    for (size_t i = 0; i < keys.size(); ++i) map_[keys[i]] = values[i];
+  }
+  cv_.notify_all();
+}
+
+}  // namespace collie

@@ -1,0 +1,42 @@
+#pragma once
+// HashStore: in-process store (a map under a mutex + condition variable). For ranks running as
+// threads of one process (unit tests) and as the backing map of the TcpStore server.
+// Thread-safe.
+#include <condition_variable>
+#include <map>
+#include <mutex>
+
+#include "store/store.h"
+
+namespace collie {
+
+class HashStore : public Store {
+ public:
+  explicit HashStore(Millis timeout = kDefaultTimeout) : Store(timeout) {}
+
+  void set(const std::string& key, const Bytes& value) override;
+  Bytes get(const std::string& key) override;
+  int64_t add(const std::string& key, int64_t delta) override;
+  bool check(const std::vector<std::string>& keys) override;
+  void wait(const std::vector<std::string>& keys, Millis timeout) override;
+  Bytes compare_set(const std::string& key, const Bytes& expected, const Bytes& desired) override;
+  bool delete_key(const std::string& key) override;
+  int64_t num_keys() override;
+  void append(const std::string& key, const Bytes& value) override;
+  std::vector<Bytes> multi_get(const std::vector<std::string>& keys) override;
+  void multi_set(const std::vector<std::string>& keys, const std::vector<Bytes>& values) override;
+  using Store::set;
+  using Store::wait;
+
+ private:
+  void wait_locked(std::unique_lock<std::mutex>& lk, const std::vector<std::string>& keys,
+                   Millis timeout);
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<std::string, Bytes> map_;
+};
+
+// Integer values are stored as decimal text (as torch's stores do), shared by all stores.
+int64_t parse_counter(const Bytes& value, const std::string& key);
+
+}  // namespace collie

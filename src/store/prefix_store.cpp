@@ -1,0 +1,39 @@
+#include "store/prefix_store.h"
+
+namespace collie {
+
+PrefixStore::PrefixStore(std::string prefix, std::shared_ptr<Store> base)
+    : Store(base->timeout()), prefix_(std::move(prefix)), base_(std::move(base)) {}
+
+std::vector<std::string> PrefixStore::ks(const std::vector<std::string>& keys) const {
+  std::vector<std::string> out;
+  out.reserve(keys.size());
+  for (const auto& key : keys) out.push_back(k(key));
+  return out;
+}
+
+void PrefixStore::set(const std::string& key, const Bytes& value) { base_->set(k(key), value); }
+Bytes PrefixStore::get(const std::string& key) {
+  base_->wait({k(key)}, timeout());
+  return base_->get(k(key));
+}
+int64_t PrefixStore::add(const std::string& key, int64_t delta) { return base_->add(k(key), delta); }
+bool PrefixStore::check(const std::vector<std::string>& keys) { return base_->check(ks(keys)); }
+void PrefixStore::wait(const std::vector<std::string>& keys, Millis timeout) {
+  base_->wait(ks(keys), resolve(timeout));
+}
+Bytes PrefixStore::compare_set(const std::string& key, const Bytes& expected, const Bytes& desired) {
+  return base_->compare_set(k(key), expected, desired);
+}
+bool PrefixStore::delete_key(const std::string& key) { return base_->delete_key(k(key)); }
+int64_t PrefixStore::num_keys() { return base_->num_keys(); }
+void PrefixStore::append(const std::string& key, const Bytes& value) { base_->append(k(key), value); }
+std::vector<Bytes> PrefixStore::multi_get(const std::vector<std::string>& keys) {
+  base_->wait(ks(keys), timeout());
+  return base_->multi_get(ks(keys));
+}
+void PrefixStore::multi_set(const std::vector<std::string>& keys, const std::vector<Bytes>& values) {
+  base_->multi_set(ks(keys), values);
+}
+
+}  // namespace collie

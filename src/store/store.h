@@ -1,0 +1,70 @@
+#pragma once
+// Store: the key-value control plane (rendezvous, NCCL unique ids, debug-server addresses, dump
+// requests, monitored-barrier arrivals). Never used per collective on the hot path.
+//
+// Thread safety: every implementation is safe to call from several threads at once.
+// Blocking calls (get, wait) wait at most timeout() (or the given timeout) and then throw
+// StoreError naming the key(s) and the elapsed time. Non-copyable.
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/timeout.h"
+
+namespace collie {
+
+using Bytes = std::vector<uint8_t>;
+
+Bytes to_bytes(std::string_view s);
+std::string to_string(const Bytes& b);
+
+class Store {
+ public:
+  explicit Store(Millis timeout = kDefaultTimeout) : timeout_(timeout) {}
+  virtual ~Store() = default;
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  virtual void set(const std::string& key, const Bytes& value) = 0;
+  // Waits until key exists (up to timeout()), then returns its value.
+  virtual Bytes get(const std::string& key) = 0;
+  // Atomically adds delta to the integer stored at key (missing = 0); returns the new value.
+  virtual int64_t add(const std::string& key, int64_t delta) = 0;
+  // True when every key exists; never waits.
+  virtual bool check(const std::vector<std::string>& keys) = 0;
+  // Waits until every key exists or the timeout passes (kUseGroupTimeout = timeout()).
+  virtual void wait(const std::vector<std::string>& keys, Millis timeout) = 0;
+  void wait(const std::vector<std::string>& keys) { wait(keys, kUseGroupTimeout); }
+  // If key's value equals expected (or key is missing and expected is empty) sets desired.
+  // Returns the value now stored (desired on success, the current value otherwise).
+  virtual Bytes compare_set(const std::string& key, const Bytes& expected,
+                            const Bytes& desired) = 0;
+  // True if the key existed.
+  virtual bool delete_key(const std::string& key) = 0;
+  virtual int64_t num_keys() = 0;
+  // Appends to the value at key (creates it when missing).
+  virtual void append(const std::string& key, const Bytes& value) = 0;
+  // Waits for all keys like get; values in the order of keys.
+  virtual std::vector<Bytes> multi_get(const std::vector<std::string>& keys) = 0;
+  // REQUIRES: keys.size() == values.size().
+  virtual void multi_set(const std::vector<std::string>& keys, const std::vector<Bytes>& values) = 0;
+
+  void set(const std::string& key, std::string_view value) { set(key, to_bytes(value)); }
+  std::string get_string(const std::string& key) { return to_string(get(key)); }
+
+  Millis timeout() const { return timeout_; }
+  void set_timeout(Millis t) { timeout_ = t; }
+
+ protected:
+  Millis resolve(Millis t) const { return t == kUseGroupTimeout ? timeout_ : t; }
+
+ private:
+  Millis timeout_;
+};
+
+// The error every implementation throws when a wait expires, so messages read the same.
+[[noreturn]] void throw_store_timeout(const std::vector<std::string>& keys, Millis waited,
+                                      std::string_view where);
+
+}  // namespace collie

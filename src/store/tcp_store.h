@@ -1,0 +1,57 @@
+#pragma once
+// TcpStore: client of a TcpStoreServer; when opts.is_server is set it also owns the server
+// (rank 0 by default), which runs an event loop on its own thread. Wire protocol: length-prefixed
+// binary frames, one request and one response at a time per connection, message sizes bounded
+// by max_message_bytes. Client connect retries with exponential backoff + jitter until
+// connect_timeout (or timeout) passes, then throws NetworkError naming host:port.
+// Thread safety: a TcpStore may be shared by threads (requests are serialized per connection).
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "store/store.h"
+
+namespace collie {
+
+class TcpStoreServer;
+
+struct TcpStoreOptions {
+  std::string host = "127.0.0.1";  // address to connect to (and to bind when is_server)
+  uint16_t port = 0;               // 0 with is_server: pick a free port (see port())
+  bool is_server = false;
+  Millis timeout = kDefaultTimeout;  // for get/wait and for connecting
+  size_t max_message_bytes = 64u << 20;
+};
+
+class TcpStore : public Store {
+ public:
+  explicit TcpStore(const TcpStoreOptions& opts);
+  ~TcpStore() override;
+
+  uint16_t port() const { return port_; }
+  const std::string& host() const { return host_; }
+
+  void set(const std::string& key, const Bytes& value) override;
+  Bytes get(const std::string& key) override;
+  int64_t add(const std::string& key, int64_t delta) override;
+  bool check(const std::vector<std::string>& keys) override;
+  void wait(const std::vector<std::string>& keys, Millis timeout) override;
+  Bytes compare_set(const std::string& key, const Bytes& expected, const Bytes& desired) override;
+  bool delete_key(const std::string& key) override;
+  int64_t num_keys() override;
+  void append(const std::string& key, const Bytes& value) override;
+  std::vector<Bytes> multi_get(const std::vector<std::string>& keys) override;
+  void multi_set(const std::vector<std::string>& keys, const std::vector<Bytes>& values) override;
+  using Store::set;
+  using Store::wait;
+
+ private:
+  class Connection;
+  std::unique_ptr<TcpStoreServer> server_;
+  std::unique_ptr<Connection> conn_;
+  std::string host_;
+  uint16_t port_ = 0;
+};
+
+}  // namespace collie

@@ -1,0 +1,45 @@
+#include <gtest/gtest.h>
+
+#include "core/dtype.h"
+#include "core/half.h"
+#include "core/reduce_op.h"
+
+namespace collie {
+
+TEST(DType, SizesAndNamesRoundTrip) {
+  for (DType d : kAllDTypes) {
+    EXPECT_EQ(parse_dtype(dtype_name(d)), d);
+    EXPECT_EQ(parse_dtype(nccl_tests_name(d)), d);
+  }
+  EXPECT_EQ(dtype_size(DType::BFloat16), 2u);
+  EXPECT_EQ(dtype_size(DType::UInt64), 8u);
+  EXPECT_EQ(nccl_tests_name(DType::Float32), "float");
+  EXPECT_EQ(nccl_tests_name(DType::Float16), "half");
+  EXPECT_EQ(parse_dtype("bf16"), DType::BFloat16);
+  EXPECT_FALSE(parse_dtype("float128").has_value());
+}
+
+TEST(ReduceOp, NamesRoundTrip) {
+  for (ReduceOp op : kAllReduceOps) EXPECT_EQ(parse_reduce_op(reduce_op_name(op)), op);
+  EXPECT_FALSE(parse_reduce_op("median").has_value());
+  EXPECT_TRUE(is_bitwise(ReduceOp::BXor));
+  EXPECT_FALSE(is_bitwise(ReduceOp::Max));
+}
+
+TEST(Half, ExactValuesRoundTrip) {
+  for (float f : {0.0f, 1.0f, -2.5f, 65504.0f, 0.000061035156f, 1024.0f, -0.5f}) {
+    EXPECT_EQ(Half::from_float(f).to_float(), f) << f;
+    EXPECT_EQ(BFloat16::from_float(f).to_float(), BFloat16::from_float(f).to_float());
+  }
+  EXPECT_EQ(Half::from_float(1.0f).bits, 0x3c00);
+  EXPECT_EQ(Half::from_float(1e6f).bits, 0x7c00);  // overflow to inf
+  EXPECT_EQ(BFloat16::from_float(1.0f).bits, 0x3f80);
+  // round to nearest even: 1 + 2^-11 is halfway between 1 and 1 + 2^-10
+  EXPECT_EQ(Half::from_float(1.0f + 1.0f / 2048).bits, 0x3c00);
+  EXPECT_EQ(Half::from_float(1.0f + 3.0f / 2048).bits, 0x3c02);
+  // subnormal
+  EXPECT_EQ(Half::from_float(5.960464477539063e-08f).bits, 0x0001);
+  EXPECT_FLOAT_EQ(Half{0x0001}.to_float(), 5.960464477539063e-08f);
+}
+
+}  // namespace collie

@@ -1,0 +1,60 @@
+#include <gtest/gtest.h>
+
+#include "comm/launch_env.h"
+#include "core/env.h"
+#include "core/error.h"
+#include "core/log.h"
+
+namespace collie {
+
+TEST(Env, ParseDuration) {
+  EXPECT_EQ(parse_duration("30").count(), 30000);
+  EXPECT_EQ(parse_duration("250ms").count(), 250);
+  EXPECT_EQ(parse_duration("2m").count(), 120000);
+  EXPECT_EQ(parse_duration("1.5s").count(), 1500);
+  EXPECT_THROW(parse_duration("abc"), InvalidArgument);
+  EXPECT_THROW(parse_duration("5 parsecs"), InvalidArgument);
+}
+
+TEST(Env, IntegerParsingNamesTheVariable) {
+  MapEnv env(MapEnv::Map{{"RANK", "x1"}});
+  try {
+    env.get_int("RANK");
+    FAIL();
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("RANK='x1'"), std::string::npos);
+  }
+}
+
+TEST(Logging, TorchEffectiveLevelMatrix) {
+  EXPECT_EQ(effective_log_level(LogLevel::Error, DebugLevel::Detail), LogLevel::Error);
+  EXPECT_EQ(effective_log_level(LogLevel::Warning, DebugLevel::Info), LogLevel::Warning);
+  EXPECT_EQ(effective_log_level(LogLevel::Info, DebugLevel::Off), LogLevel::Info);
+  EXPECT_EQ(effective_log_level(LogLevel::Info, DebugLevel::Info), LogLevel::Debug);
+  EXPECT_EQ(effective_log_level(LogLevel::Info, DebugLevel::Detail), LogLevel::Trace);
+  EXPECT_THROW(parse_debug_level("LOUD"), InvalidArgument);
+  EXPECT_EQ(parse_debug_level("detail"), DebugLevel::Detail);
+}
+
+TEST(LaunchEnv, SourcesAndContradictions) {
+  EXPECT_EQ(detect_launch_env(MapEnv(MapEnv::Map{})).source, "");
+  auto t = detect_launch_env(MapEnv(MapEnv::Map{{"RANK", "2"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "0"}}));
+  EXPECT_EQ(t.source, "env");
+  EXPECT_EQ(*t.rank, 2);
+  auto o = detect_launch_env(MapEnv(MapEnv::Map{{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "3"}}));
+  EXPECT_EQ(o.source, "openmpi");
+  EXPECT_EQ(*o.world_size, 3);
+  auto p = detect_launch_env(MapEnv(MapEnv::Map{{"PMI_RANK", "0"}, {"PMI_SIZE", "2"}}));
+  EXPECT_EQ(p.source, "pmi");
+  auto s = detect_launch_env(MapEnv(MapEnv::Map{{"SLURM_PROCID", "5"}, {"SLURM_NTASKS", "8"},
+                                     {"SLURM_NTASKS_PER_NODE", "4(x2)"}}));
+  EXPECT_EQ(s.source, "slurm");
+  EXPECT_FALSE(s.local_world_size.has_value());
+  EXPECT_THROW(detect_launch_env(MapEnv(MapEnv::Map{{"RANK", "1"}, {"WORLD_SIZE", "4"},
+                                         {"OMPI_COMM_WORLD_RANK", "2"},
+                                         {"OMPI_COMM_WORLD_SIZE", "4"}})),
+               InvalidArgument);
+  EXPECT_THROW(detect_launch_env(MapEnv(MapEnv::Map{{"RANK", "4"}, {"WORLD_SIZE", "4"}})), InvalidArgument);
+}
+
+}  // namespace collie

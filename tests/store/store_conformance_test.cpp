@@ -1,0 +1,147 @@
+// One conformance suite for every Store implementation. Each implementation contributes a
+// factory; the same assertions run against all of them.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <thread>
+
+#include "core/error.h"
+#include "store/hash_store.h"
+#include "store/prefix_store.h"
+#include "store_factories.h"
+
+namespace collie {
+namespace {
+
+class StoreConformance : public ::testing::TestWithParam<StoreFactory> {
+ protected:
+  void SetUp() override { env_ = GetParam().make(); }
+  void TearDown() override { env_.reset(); }
+  Store& s() { return *env_->primary; }
+  std::shared_ptr<Store> other() { return env_->connect(); }
+  std::unique_ptr<StoreFixture> env_;
+};
+
+TEST_P(StoreConformance, SetGetAcrossClients) {
+  s().set("a", "hello");
+  EXPECT_EQ(other()->get_string("a"), "hello");
+  s().set("a", "bye");
+  EXPECT_EQ(s().get_string("a"), "bye");
+  Bytes bin = {0, 1, 2, 255, 0};
+  other()->set("bin", bin);
+  EXPECT_EQ(s().get("bin"), bin);
+}
+
+TEST_P(StoreConformance, GetWaitsForALaterSet) {
+  auto c = other();
+  std::thread t([c] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    c->set("late", "x");
+  });
+  EXPECT_EQ(s().get_string("late"), "x");
+  t.join();
+}
+
+TEST_P(StoreConformance, AddIsAtomicAcrossClients) {
+  constexpr int kThreads = 8, kAdds = 50;
+  std::vector<std::thread> ts;
+  for (int i = 0; i < kThreads; ++i) {
+    ts.emplace_back([this] {
+      auto c = other();
+      for (int j = 0; j < kAdds; ++j) c->add("ctr", 1);
+    });
+  }
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(s().add("ctr", 0), kThreads * kAdds);
+  EXPECT_EQ(s().add("neg", -5), -5);
+}
+
+TEST_P(StoreConformance, CheckWaitAndTimeoutNamesKeyAndElapsed) {
+  EXPECT_FALSE(s().check({"k1"}));
+  s().set("k1", "v");
+  EXPECT_TRUE(s().check({"k1"}));
+  EXPECT_FALSE(s().check({"k1", "k2"}));
+  s().wait({"k1"}, std::chrono::milliseconds(100));
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    s().wait({"never"}, std::chrono::milliseconds(200));
+    FAIL() << "wait did not time out";
+  } catch (const StoreError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("never"), std::string::npos) << msg;
+    EXPECT_NE(msg.find(" ms"), std::string::npos) << msg;
+  }
+  const auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_GE(took, std::chrono::milliseconds(190));
+  EXPECT_LT(took, std::chrono::seconds(5));
+}
+
+TEST_P(StoreConformance, GetTimesOutWithStoreTimeout) {
+  s().set_timeout(std::chrono::milliseconds(150));
+  EXPECT_THROW(s().get("absent"), StoreError);
+}
+
+TEST_P(StoreConformance, CompareSet) {
+  EXPECT_EQ(to_string(s().compare_set("cs", Bytes{}, to_bytes("first"))), "first");
+  EXPECT_EQ(to_string(s().compare_set("cs", to_bytes("wrong"), to_bytes("x"))), "first");
+  EXPECT_EQ(to_string(s().compare_set("cs", to_bytes("first"), to_bytes("second"))), "second");
+  EXPECT_EQ(s().get_string("cs"), "second");
+  // Missing key with a non-empty expectation: nothing is set, expected is returned.
+  EXPECT_EQ(to_string(s().compare_set("missing", to_bytes("e"), to_bytes("d"))), "e");
+  EXPECT_FALSE(s().check({"missing"}));
+}
+
+TEST_P(StoreConformance, DeleteAndNumKeys) {
+  const int64_t base = s().num_keys();
+  s().set("d1", "1");
+  s().set("d2", "2");
+  EXPECT_EQ(s().num_keys(), base + 2);
+  EXPECT_TRUE(s().delete_key("d1"));
+  EXPECT_FALSE(s().delete_key("d1"));
+  EXPECT_EQ(s().num_keys(), base + 1);
+  EXPECT_FALSE(s().check({"d1"}));
+}
+
+TEST_P(StoreConformance, AppendAndMulti) {
+  s().append("log", to_bytes("ab"));
+  other()->append("log", to_bytes("cd"));
+  EXPECT_EQ(s().get_string("log"), "abcd");
+  s().multi_set({"m1", "m2", "m3"}, {to_bytes("x"), to_bytes(""), to_bytes("zz")});
+  auto v = other()->multi_get({"m3", "m1", "m2"});
+  ASSERT_EQ(v.size(), 3u);
+  EXPECT_EQ(to_string(v[0]), "zz");
+  EXPECT_EQ(to_string(v[1]), "x");
+  EXPECT_TRUE(v[2].empty());
+  EXPECT_THROW(s().multi_set({"a"}, {}), InvalidArgument);
+}
+
+TEST_P(StoreConformance, AddOnNonIntegerFails) {
+  s().set("txt", "abc");
+  EXPECT_THROW(s().add("txt", 1), StoreError);
+}
+
+TEST_P(StoreConformance, LargeValue) {
+  Bytes big(4 << 20);
+  for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<uint8_t>(i * 7);
+  s().set("big", big);
+  EXPECT_EQ(other()->get("big"), big);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllStores, StoreConformance, ::testing::ValuesIn(all_store_factories()),
+                         [](const auto& info) { return info.param.name; });
+
+TEST(PrefixStore, NamespacesKeys) {
+  auto base = std::make_shared<HashStore>();
+  PrefixStore a("a", base), b("b", base);
+  a.set("k", "1");
+  b.set("k", "2");
+  EXPECT_EQ(a.get_string("k"), "1");
+  EXPECT_EQ(b.get_string("k"), "2");
+  EXPECT_EQ(base->get_string("a/k"), "1");
+}
+
+}  // namespace
+}  // namespace collie
