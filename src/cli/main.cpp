@@ -1,0 +1,92 @@
+// `collie` entry point: builds the CLI11 app from the registered subcommands.
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "cli/command.h"
+#include "core/error.h"
+#include "core/log.h"
+
+namespace collie::cli {
+
+bool register_command(Command c) {
+  const_cast<std::vector<Command>&>(commands()).push_back(std::move(c));
+  return true;
+}
+
+const std::vector<Command>& commands() {
+  static std::vector<Command> cmds;
+  return cmds;
+}
+
+int report_exception(const std::string& command) {
+  try {
+    throw;
+  } catch (const InvalidArgument& e) {
+    std::fprintf(stderr, "collie %s: error: %s\n", command.c_str(), e.what());
+    return kExitUsage;
+  } catch (const TimeoutError& e) {
+    std::fprintf(stderr, "collie %s: timeout: %s\n", command.c_str(), e.what());
+    return kExitTimeout;
+  } catch (const Error& e) {
+    std::fprintf(stderr, "collie %s: error: %s\n", command.c_str(), e.what());
+    return kExitRuntime;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "collie %s: internal error: %s\n", command.c_str(), e.what());
+    return kExitRuntime;
+  }
+}
+
+// nccl-tests spells some flags with one dash and several letters (-np); CLI11 would read them
+// as bundled short flags, so they are rewritten to their long form first.
+std::vector<std::string> normalize_args(int argc, char** argv) {
+  std::vector<std::string> out;
+  for (int i = 0; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "-np") a = "--np";
+    out.push_back(a);
+  }
+  return out;
+}
+
+}  // namespace collie::cli
+
+int main(int argc, char** argv) {
+  using namespace collie::cli;
+  CLI::App app{"collie: benchmark and debug collective communication"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("collie ") + COLLIE_VERSION);
+  std::function<int()> chosen;
+  std::string chosen_name;
+  for (const auto& c : commands()) {
+    CLI::App* sub = app.add_subcommand(c.name, c.help);
+    auto run = c.setup(*sub);
+    sub->callback([run, &chosen, &chosen_name, name = c.name] {
+      chosen = run;
+      chosen_name = name;
+    });
+  }
+  std::vector<std::string> args = normalize_args(argc, argv);
+  std::vector<char*> cargs;
+  for (auto& a : args) cargs.push_back(a.data());
+  try {
+    app.parse(static_cast<int>(cargs.size()), cargs.data());
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::string msg = e.what();
+    std::fprintf(stderr, "collie: error: %s (see collie --help)\n", msg.c_str());
+    return kExitUsage;
+  }
+  if (!chosen) return kExitUsage;
+  try {
+    return chosen();
+  } catch (...) {
+    return report_exception(chosen_name);
+  }
+}
