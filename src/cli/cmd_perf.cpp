@@ -1,0 +1,383 @@
+// `collie perf [COLLECTIVE...|all] [flags]`: the nccl-tests-compatible benchmark. Thin: parses
+// and checks flags, launches local ranks when not under a launcher, creates the process group
+// and hands everything else to perf/ (engine) and reports/ (output).
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cli/command.h"
+#include "comm/init.h"
+#include "comm/launch_env.h"
+#include "core/env.h"
+#include "core/error.h"
+#include "perf/collective.h"
+#include "perf/driver.h"
+#include "perf/output.h"
+
+// TODO(merge): drop these weak redeclarations once comm/init.cpp is compiled on main (it waits
+// for store/tcp_store.cpp). Until then a build without it still links and `collie perf` says
+// why it cannot create a group instead of failing to build.
+namespace collie {
+[[gnu::weak]] std::shared_ptr<ProcessGroup> init_process_group(const InitOptions& opts);
+[[gnu::weak]] void destroy_process_group(ProcessGroup& pg);
+}  // namespace collie
+
+namespace collie::cli {
+namespace {
+
+using perf::PerfOptions;
+
+constexpr int kDefaultLocalRanks = 4;
+
+struct PerfFlags {
+  std::vector<std::string> collectives;
+  std::string min_bytes = "8", max_bytes = "64M", step_bytes = "1M";
+  int64_t step_factor = 2;
+  int iters = 20, warmup = 1, agg = 1, cycles = 1, check = 1;
+  std::string op = "sum", dtype = "float";
+  int root = 0, average = 1, blocking = 0, timeout_s = 0, timestamps = 0;
+  int per_iter = 0, iter_skip = 0, cuda_graph = 0;
+  std::string json, csv, jsonl, backend = "gloo", placement = "both";
+  int np = 0;
+  bool np_given = false;
+  double min_busbw = 0;
+  uint64_t seed = 0;
+};
+
+// "8", "64K", "1.5M", "2G" (binary units, as nccl-tests). Throws InvalidArgument.
+int64_t parse_size(const std::string& flag, const std::string& v) {
+  char* end = nullptr;
+  const double num = std::strtod(v.c_str(), &end);
+  double unit = 1;
+  std::string suffix = end ? std::string(end) : "";
+  if (suffix == "K" || suffix == "k")
+    unit = 1024.0;
+  else if (suffix == "M" || suffix == "m")
+    unit = 1024.0 * 1024;
+  else if (suffix == "G" || suffix == "g")
+    unit = 1024.0 * 1024 * 1024;
+  else if (!suffix.empty() || end == v.c_str())
+    unit = -1;
+  if (unit < 0 || num < 0 || !std::isfinite(num))
+    throw InvalidArgument(flag + " '" + v + "' is not a size (use e.g. 8, 64K, 1M, 2G)");
+  return static_cast<int64_t>(num * unit);
+}
+
+std::vector<std::string> split_commas(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    const size_t c = s.find(',', start);
+    out.push_back(s.substr(start, c == std::string::npos ? std::string::npos : c - start));
+    if (c == std::string::npos) break;
+    start = c + 1;
+  }
+  return out;
+}
+
+// Turns flags into engine options; every mistake is one InvalidArgument line (exit 2).
+PerfOptions to_options(const PerfFlags& f, bool iters_given) {
+  PerfOptions o;
+  o.collectives.clear();
+  for (const auto& c : f.collectives) {
+    for (const auto& name : split_commas(c)) {
+      if (name == "all") {
+        for (auto* d : perf::all_collectives()) o.collectives.push_back(d->name);
+      } else if (perf::find_collective(name) == nullptr) {
+        std::string known;
+        for (auto* d : perf::all_collectives()) known += (known.empty() ? "" : ", ") + d->name;
+        throw InvalidArgument("unknown collective '" + name + "' (known: " + known + ", all)");
+      } else {
+        o.collectives.push_back(name);
+      }
+    }
+  }
+  if (o.collectives.empty()) o.collectives = {"all_reduce"};
+  o.min_bytes = parse_size("-b", f.min_bytes);
+  o.max_bytes = parse_size("-e", f.max_bytes);
+  o.step_bytes = parse_size("-i", f.step_bytes);
+  if (o.min_bytes > o.max_bytes)
+    throw InvalidArgument("-b " + f.min_bytes + " is larger than -e " + f.max_bytes);
+  if (f.step_factor < 1) throw InvalidArgument("-f must be >= 1");
+  o.step_factor = f.step_factor;
+  if (o.step_factor <= 1 && o.step_bytes <= 0) throw InvalidArgument("-i must be > 0 when -f is 1");
+  if (f.iters < 1) throw InvalidArgument("-n must be >= 1");
+  if (f.warmup < 0 || f.agg < 1 || f.cycles < 0 || f.check < 0 || f.iter_skip < 0)
+    throw InvalidArgument("-w, -c, -N and -K must be >= 0 and -m >= 1");
+  if (f.iter_skip >= f.iters) throw InvalidArgument("-K must be smaller than -n");
+  o.iters = f.iters;
+  o.scale_iters = !iters_given;
+  o.warmup_iters = f.warmup;
+  o.agg_iters = f.agg;
+  o.cycles = f.cycles;
+  o.check_iters = f.check;
+  o.ops.clear();
+  if (f.op == "all") {
+    o.ops = {ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Max, ReduceOp::Min, ReduceOp::Avg};
+  } else {
+    auto op = parse_reduce_op(f.op);
+    if (!op || *op == ReduceOp::PreMulSum)
+      throw InvalidArgument("unknown op '" + f.op + "' (use sum, prod, max, min, avg or all)");
+    o.ops = {*op};
+  }
+  o.dtypes.clear();
+  if (f.dtype == "all") {
+    o.dtypes.assign(kAllDTypes.begin(), kAllDTypes.end());
+  } else {
+    auto d = parse_dtype(f.dtype);
+    if (!d)
+      throw InvalidArgument("unknown dtype '" + f.dtype +
+                            "' (use int8 uint8 int32 uint32 int64 uint64 half float double "
+                            "bfloat16 or all)");
+    o.dtypes = {*d};
+  }
+  if (f.root < -1) throw InvalidArgument("-r must be a rank or -1 (all roots)");
+  o.root = f.root;
+  if (f.average < 0 || f.average > 3)
+    throw InvalidArgument("-a must be 0 (rank 0), 1 (avg), 2 (min) or 3 (max)");
+  o.average = static_cast<perf::TimeReduce>(f.average);
+  o.blocking = f.blocking != 0;
+  if (f.timeout_s < 0) throw InvalidArgument("-T must be >= 0 seconds");
+  if (f.timeout_s > 0) o.timeout = std::chrono::seconds(f.timeout_s);
+  o.report_iters = f.per_iter != 0;
+  o.iter_skip = f.iter_skip;
+  o.timestamps = f.timestamps != 0;
+  if (f.placement == "in")
+    o.placement = perf::Placement::In;
+  else if (f.placement == "out")
+    o.placement = perf::Placement::Out;
+  else if (f.placement == "both")
+    o.placement = perf::Placement::Both;
+  else
+    throw InvalidArgument("--placement must be in, out or both");
+  o.seed = f.seed;
+  if (f.cuda_graph != 0 && f.backend != "nccl")
+    throw InvalidArgument("-G (CUDA graphs) needs --backend nccl; the " + f.backend +
+                          " backend runs on host memory");
+  if (f.backend != "gloo" && f.backend != "mpi" && f.backend != "nccl")
+    throw InvalidArgument("--backend must be gloo, mpi or nccl");
+  if (f.np < 0 || (f.np == 0 && f.np_given)) throw InvalidArgument("-np must be >= 1");
+  o.hooks = perf::TestHooks::from_env(Env::process());
+  return o;
+}
+
+std::vector<std::string> own_argv() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::vector<std::string> args;
+  std::string a;
+  while (std::getline(in, a, '\0')) args.push_back(a);
+  return args;
+}
+
+int free_loopback_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) throw NetworkError("cannot create a socket to pick a local port");
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    ::close(fd);
+    throw NetworkError("cannot bind 127.0.0.1:0 to pick a local port");
+  }
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+// Runs this same command as `np` local ranks (fork + exec with RANK/WORLD_SIZE/MASTER_* set) and
+// waits for them. When one rank fails the others get `grace` to finish, then are killed.
+// Returns rank 0's exit status, or the first failing rank's when rank 0 succeeded.
+// Kept small and self-contained so it can be swapped for src/launch's library once that lands.
+int launch_local(int np, std::chrono::milliseconds grace) {
+  const std::vector<std::string> args = own_argv();
+  const int port = free_loopback_port();
+  std::vector<pid_t> pids;
+  std::fflush(stdout);
+  std::fflush(stderr);
+  for (int r = 0; r < np; ++r) {
+    const pid_t pid = ::fork();
+    if (pid < 0) throw Error("fork failed while starting local rank " + std::to_string(r));
+    if (pid == 0) {
+      ::setenv("RANK", std::to_string(r).c_str(), 1);
+      ::setenv("LOCAL_RANK", std::to_string(r).c_str(), 1);
+      ::setenv("WORLD_SIZE", std::to_string(np).c_str(), 1);
+      ::setenv("LOCAL_WORLD_SIZE", std::to_string(np).c_str(), 1);
+      ::setenv("MASTER_ADDR", "127.0.0.1", 1);
+      ::setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
+      std::vector<char*> argv;
+      for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+      argv.push_back(nullptr);
+      ::execv("/proc/self/exe", argv.data());
+      std::fprintf(stderr, "collie perf: cannot re-execute itself for rank %d\n", r);
+      std::_Exit(kExitRuntime);
+    }
+    pids.push_back(pid);
+  }
+  std::vector<int> status(np, -1);
+  int alive = np;
+  auto first_failure = std::chrono::steady_clock::time_point::max();
+  while (alive > 0) {
+    int st = 0;
+    const pid_t done = ::waitpid(-1, &st, WNOHANG);
+    if (done > 0) {
+      for (int r = 0; r < np; ++r) {
+        if (pids[r] != done) continue;
+        status[r] = WIFEXITED(st) ? WEXITSTATUS(st) : kExitRuntime;
+        --alive;
+        if (status[r] != 0 && first_failure == std::chrono::steady_clock::time_point::max())
+          first_failure = std::chrono::steady_clock::now();
+      }
+      continue;
+    }
+    if (std::chrono::steady_clock::now() - first_failure > grace) {
+      for (int r = 0; r < np; ++r)
+        if (status[r] < 0) ::kill(pids[r], SIGKILL);
+      first_failure = std::chrono::steady_clock::time_point::max() - std::chrono::hours(1);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  if (status[0] != 0) return status[0];
+  for (int s : status)
+    if (s != 0) return s;
+  return kExitOk;
+}
+
+int run_rank(const PerfFlags& f, const PerfOptions& o,
+             const std::map<std::string, std::string>& flags) {
+  if (&init_process_group == nullptr)
+    throw Error("this build has no init_process_group (comm/init.cpp is not compiled yet)");
+  InitOptions init;
+  init.backend = f.backend;
+  if (f.timeout_s > 0) init.timeout = std::chrono::seconds(f.timeout_s);
+  std::shared_ptr<ProcessGroup> pg = init_process_group(init);
+  std::unique_ptr<perf::ReportSink> sink;
+  if (pg->rank() == 0) {
+    perf::OutputOptions out;
+    out.json_path = f.json;
+    out.csv_path = f.csv;
+    out.jsonl_path = f.jsonl;
+    out.timestamps = o.timestamps;
+    out.report_iters = o.report_iters;
+    out.progress = ::isatty(STDERR_FILENO) != 0;
+    out.flags = flags;
+    sink = std::make_unique<perf::ReportSink>(stdout, out);
+  }
+  const perf::PerfOutcome res = perf::run_perf(*pg, o, sink.get(), COLLIE_VERSION);
+  if (sink) sink->finish(res.result);
+  destroy_process_group(*pg);
+  if (res.wrong_total > 0) {
+    if (pg->rank() == 0)
+      std::fprintf(stderr,
+                   "collie perf: FAILED: %lld wrong elements (see #wrong; -J records the "
+                   "first wrong rank and offset)\n",
+                   static_cast<long long>(res.wrong_total));
+    return kExitFailure;
+  }
+  double min_bw = f.min_busbw;
+  if (min_bw <= 0) {
+    if (auto env = Env::process().get("NCCL_TESTS_MIN_BW"); env && !env->empty())
+      min_bw = std::strtod(env->c_str(), nullptr);
+  }
+  if (pg->rank() == 0 && min_bw > 0 && res.result.summary &&
+      res.result.summary->avg_busbw_gbps < 0.9 * min_bw) {
+    std::fprintf(stderr, "collie perf: FAILED: avg bus bandwidth %g GB/s is below 0.9 x %g GB/s\n",
+                 res.result.summary->avg_busbw_gbps, min_bw);
+    return kExitFailure;
+  }
+  return kExitOk;
+}
+
+COLLIE_COMMAND(Command{
+    "perf", "benchmark collectives (nccl-tests compatible table)", [](CLI::App& app) {
+      auto f = std::make_shared<PerfFlags>();
+      app.add_option("collectives", f->collectives,
+                     "all_reduce all_gather broadcast reduce reduce_scatter alltoall gather "
+                     "scatter sendrecv barrier, or all (default all_reduce)");
+      app.add_option("-b,--minbytes", f->min_bytes, "smallest size (K/M/G suffixes)");
+      app.add_option("-e,--maxbytes", f->max_bytes, "largest size");
+      app.add_option("-i,--stepbytes", f->step_bytes, "size increment when -f is 1");
+      app.add_option("-f,--stepfactor", f->step_factor, "size multiplication factor");
+      auto* n = app.add_option("-n,--iters", f->iters,
+                               "timed iterations (default 20, fewer above 8 MiB unless given)");
+      app.add_option("-w,--warmup_iters", f->warmup, "warmup iterations");
+      app.add_option("-m,--agg_iters", f->agg, "operations aggregated per iteration");
+      app.add_option("-N,--run_cycles", f->cycles, "run the sweep N times (0 = forever)");
+      app.add_option("-c,--check", f->check, "validation iterations (0 = off)");
+      app.add_option("-o,--op", f->op, "sum prod max min avg all");
+      app.add_option("-d,--datatype", f->dtype, "dtype (nccl-tests names) or all");
+      app.add_option("-r,--root", f->root, "root rank (-1 = every root)");
+      app.add_option("-a,--average", f->average, "time across ranks: 0 rank0 1 avg 2 min 3 max");
+      app.add_option("-z,--blocking", f->blocking, "wait for every op (1) even with -m");
+      app.add_option("-T,--timeout", f->timeout_s, "seconds bounding every step (0 = group's)");
+      app.add_option("-S,--report_timestamps", f->timestamps, "append a timestamp to each row");
+      app.add_option("-J,--output_file", f->json, "write results JSON (collie.perf.v1)");
+      app.add_option("-I,--per_iter", f->per_iter, "print per-iteration statistics");
+      app.add_option("-K,--skip_iters", f->iter_skip, "skip the first K iterations in -I stats");
+      app.add_option("-G,--cudagraph", f->cuda_graph, "CUDA graph launches (nccl backend only)");
+      app.add_option("--backend", f->backend, "gloo | mpi | nccl");
+      auto* np = app.add_option("--np", f->np,
+                                "local ranks to launch (default 4 when not "
+                                "under a launcher)");
+      app.add_option("--csv", f->csv, "append rows to a CSV file");
+      app.add_option("--jsonl", f->jsonl, "append rows to a JSONL file");
+      app.add_option("--min-busbw", f->min_busbw,
+                     "fail when avg busbw < 0.9 x this (GB/s; default $NCCL_TESTS_MIN_BW)");
+      app.add_option("--placement", f->placement, "in | out | both");
+      app.add_option("--seed", f->seed, "seed of the validation data");
+      return [f, n, np, &app]() -> int {
+        f->np_given = np->count() > 0;
+        PerfOptions o;
+        try {
+          o = to_options(*f, n->count() > 0);
+        } catch (const InvalidArgument& e) {
+          std::fprintf(stderr, "collie perf: error: %s\n", e.what());
+          return kExitUsage;
+        }
+        std::map<std::string, std::string> flags;
+        for (const CLI::Option* opt : app.get_options()) {
+          if (opt->count() == 0 || opt->get_name() == "--help") continue;
+          std::string v;
+          for (const auto& r : opt->results()) v += (v.empty() ? "" : " ") + r;
+          flags[opt->get_name()] = v;
+        }
+        const LaunchEnv le = detect_launch_env(Env::process());
+        if (le.source.empty()) {
+          if (f->backend == "mpi") {
+            std::fprintf(stderr,
+                         "collie perf: error: --backend mpi runs under mpirun: "
+                         "mpirun -np N collie perf --backend mpi ...\n");
+            return kExitUsage;
+          }
+          const int ranks = f->np_given ? f->np : kDefaultLocalRanks;
+          const auto grace = f->timeout_s > 0
+                                 ? std::chrono::milliseconds(f->timeout_s * 1000 + 5000)
+                                 : std::chrono::milliseconds(30000);
+          return launch_local(ranks, grace);
+        }
+        if (f->np_given && le.world_size && *le.world_size != f->np) {
+          std::fprintf(stderr,
+                       "collie perf: error: -np %d but the %s launcher started %d ranks; "
+                       "drop -np under a launcher\n",
+                       f->np, le.source.c_str(), *le.world_size);
+          return kExitUsage;
+        }
+        return run_rank(*f, o, flags);
+      };
+    }});
+
+}  // namespace
+}  // namespace collie::cli
