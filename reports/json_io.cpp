@@ -37,6 +37,7 @@ json to_json(const ResultRow& r) {
          {"iters", r.iters},
          {"agg_iters", r.agg_iters},
          {"cycle", r.cycle}};
+  if (!r.samples_us.empty()) j["samples_us"] = r.samples_us;
   if (r.wrong > 0) j["first_wrong"] = json{{"rank", r.wrong_rank}, {"offset", r.wrong_offset}};
   return j;
 }
@@ -109,6 +110,7 @@ ResultRow row_from_json(const json& j) {
   r.iter.max_us = field<double>(s, "max_us");
   r.iter.mean_us = field<double>(s, "mean_us");
   r.iter.cv = field<double>(s, "cv");
+  if (j.contains("samples_us")) r.samples_us = field<std::vector<double>>(j, "samples_us");
   r.iters = field<int>(j, "iters");
   r.agg_iters = field<int>(j, "agg_iters");
   r.cycle = field<int>(j, "cycle");

@@ -38,6 +38,9 @@ struct ResultRow {
   std::vector<double> rank_time_us;  // per-rank average time per call, indexed by rank
   int slowest_rank = -1;
   IterStats iter;  // per-iteration stats (slowest rank per iteration)
+  // The per-iteration times behind `iter` (with -I; empty otherwise), for the rank test of
+  // `collie report compare`.
+  std::vector<double> samples_us;
   int iters = 0;
   int agg_iters = 1;
   int cycle = 0;  // -N run cycle this row belongs to

@@ -322,6 +322,7 @@ class Driver {
       per_iter.push_back(m);
     }
     r.iter = reports::compute_iter_stats(per_iter);
+    if (o_.report_iters) r.samples_us = std::move(per_iter);
     const double algbytes = static_cast<double>(l.count * ts) * d.algbw_ranks_factor(pg_.size());
     r.algbw_gbps = r.time_us > 0 ? algbytes / 1e3 / r.time_us : 0;
     r.busbw_gbps = r.algbw_gbps * d.busbw_factor(pg_.size());

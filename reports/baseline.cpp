@@ -1,0 +1,109 @@
+#include "reports/baseline.h"
+
+#include <algorithm>
+#include <map>
+
+#include "core/error.h"
+#include "reports/json_io.h"
+#include "reports/stats.h"
+
+namespace collie::reports {
+
+RowKey key_of(const ResultRow& r) {
+  return RowKey{r.collective, r.dtype, r.redop, r.placement, r.root, r.size_bytes};
+}
+
+std::string describe(const RowKey& k) {
+  std::string s = k.collective + " " + k.dtype + " " + k.redop + " " + k.placement + " " +
+                  std::to_string(k.size_bytes) + " B";
+  if (k.root >= 0) s += " root " + std::to_string(k.root);
+  return s;
+}
+
+CombinedRows combine_rows(const std::vector<const ResultRow*>& rows) {
+  std::vector<RowKey> order;
+  std::map<RowKey, std::vector<const ResultRow*>> groups;
+  for (const ResultRow* r : rows) {
+    auto& g = groups[key_of(*r)];
+    if (g.empty()) order.push_back(key_of(*r));
+    g.push_back(r);
+  }
+  CombinedRows out;
+  for (const RowKey& k : order) {
+    const auto& g = groups[k];
+    ResultRow row = *g.front();
+    std::vector<double> time, algbw, busbw;
+    std::vector<double> samples;
+    int64_t wrong = -1;
+    for (const ResultRow* r : g) {
+      time.push_back(r->time_us);
+      algbw.push_back(r->algbw_gbps);
+      busbw.push_back(r->busbw_gbps);
+      samples.insert(samples.end(), r->samples_us.begin(), r->samples_us.end());
+      if (r->wrong >= 0) wrong = std::max<int64_t>(wrong, 0) + r->wrong;
+    }
+    row.time_us = median_of(time);
+    row.algbw_gbps = median_of(algbw);
+    row.busbw_gbps = median_of(busbw);
+    row.wrong = wrong;
+    row.cycle = 0;
+    // Pooled samples keep the between-run variation visible to the rank test.
+    row.samples_us = std::move(samples);
+    if (!row.samples_us.empty()) row.iter = compute_iter_stats(row.samples_us);
+    RowSpread s;
+    s.runs = static_cast<int>(g.size());
+    s.time_min_us = *std::min_element(time.begin(), time.end());
+    s.time_max_us = *std::max_element(time.begin(), time.end());
+    s.busbw_min_gbps = *std::min_element(busbw.begin(), busbw.end());
+    s.busbw_max_gbps = *std::max_element(busbw.begin(), busbw.end());
+    out.rows.push_back(std::move(row));
+    out.spread.push_back(s);
+  }
+  return out;
+}
+
+LoadedRun make_baseline(const std::vector<LoadedRun>& runs) {
+  const RunMeta& first = runs.front().result.meta;
+  std::vector<const ResultRow*> rows;
+  for (const auto& run : runs) {
+    const RunMeta& m = run.result.meta;
+    if (m.backend != first.backend || m.world_size != first.world_size)
+      throw InvalidArgument("cannot combine " + run.path + " (backend " + m.backend +
+                            ", world size " + std::to_string(m.world_size) + ") with " +
+                            runs.front().path + " (backend " + first.backend + ", world size " +
+                            std::to_string(first.world_size) +
+                            "); make one baseline per configuration");
+    for (const auto& r : run.result.rows) rows.push_back(&r);
+  }
+  LoadedRun b;
+  b.path = "baseline";
+  b.label = "baseline";
+  b.result.meta = first;
+  for (const auto& run : runs) {
+    const RunMeta& m = run.result.meta;
+    b.result.meta.started_at = std::min(b.result.meta.started_at, m.started_at);
+    b.result.meta.finished_at = std::max(b.result.meta.finished_at, m.finished_at);
+  }
+  CombinedRows c = combine_rows(rows);
+  b.result.rows = std::move(c.rows);
+  b.spread = std::move(c.spread);
+  b.baseline_runs = static_cast<int>(runs.size());
+  b.result.summary = summarize(b.result.rows, first.world_size);
+  return b;
+}
+
+nlohmann::json baseline_to_json(const LoadedRun& b, const std::vector<std::string>& sources) {
+  nlohmann::json j = to_json(b.result);
+  j["baseline"] = {{"runs", b.baseline_runs}, {"sources", sources}};
+  for (size_t i = 0; i < b.spread.size() && i < j["rows"].size(); ++i) {
+    const RowSpread& s = b.spread[i];
+    j["rows"][i]["baseline"] = {{"runs", s.runs},
+                                {"time_min_us", s.time_min_us},
+                                {"time_max_us", s.time_max_us},
+                                {"busbw_min_gbps", s.busbw_min_gbps},
+                                {"busbw_max_gbps", s.busbw_max_gbps}};
+  }
+  return j;
+}
+
+}  // namespace collie::reports

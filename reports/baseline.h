@@ -1,0 +1,46 @@
+#pragma once
+// Combining rows: several runs (or -N cycles of one run) become one row per key with the median
+// of time/algbw/busbw, the pooled per-iteration samples and the run-to-run spread. Used by
+// `collie report baseline` and by compare, so both sides of a comparison are combined the same
+// way. Pure functions; thread-safe.
+#include <nlohmann/json.hpp>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "reports/load.h"
+
+namespace collie::reports {
+
+// What identifies "the same measurement" across runs (the backend is per file).
+struct RowKey {
+  std::string collective, dtype, redop, placement;
+  int root = -1;
+  int64_t size_bytes = 0;
+  auto tie() const { return std::tie(collective, dtype, redop, placement, root, size_bytes); }
+  bool operator<(const RowKey& o) const { return tie() < o.tie(); }
+  bool operator==(const RowKey& o) const { return tie() == o.tie(); }
+};
+
+RowKey key_of(const ResultRow& r);
+// "all_reduce float sum out 1048576 B" (root shown only for rooted collectives).
+std::string describe(const RowKey& k);
+
+// One combined row per key, in first-seen order; spread[i] belongs to rows[i].
+struct CombinedRows {
+  std::vector<ResultRow> rows;
+  std::vector<RowSpread> spread;
+};
+CombinedRows combine_rows(const std::vector<const ResultRow*>& rows);
+
+// Combines `runs` into a baseline. Throws InvalidArgument when the runs disagree on backend or
+// world size (a baseline mixing them would gate against the wrong numbers).
+// REQUIRES: !runs.empty().
+LoadedRun make_baseline(const std::vector<LoadedRun>& runs);
+
+// The baseline file: the collie.perf.v1 document (any reader of results reads it) plus a
+// top-level "baseline" object {runs, sources} and per row "baseline" {runs, min/max of time and
+// busbw}.
+nlohmann::json baseline_to_json(const LoadedRun& baseline, const std::vector<std::string>& sources);
+
+}  // namespace collie::reports

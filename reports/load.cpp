@@ -1,0 +1,115 @@
+#include "reports/load.h"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "core/error.h"
+#include "reports/json_io.h"
+
+namespace collie::reports {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* kSchemaPrefix = "collie.perf.v";
+
+std::string stem(const std::string& path) {
+  std::string s = path.substr(path.find_last_of('/') + 1);
+  if (s.size() > 5 && s.ends_with(".json")) s.resize(s.size() - 5);
+  return s;
+}
+
+json parse_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InvalidArgument(path + ": cannot open results file (check the path)");
+  std::stringstream buf;
+  buf << in.rdbuf();
+  const std::string text = buf.str();
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos)
+    throw InvalidArgument(path + ": results file is empty (the run did not write it; re-run " +
+                          "collie perf -J)");
+  try {
+    return json::parse(text);
+  } catch (const json::parse_error& e) {
+    const bool at_end = e.byte >= text.size();
+    throw InvalidArgument(path + ": not valid JSON at byte " + std::to_string(e.byte) +
+                          (at_end ? " (file is truncated; was the run interrupted?)"
+                                  : " (file is corrupt)") +
+                          "; re-run collie perf -J to regenerate it");
+  }
+}
+
+// Checks the schema name and version before the field-by-field reader sees the file, so an
+// unknown version fails with a version message rather than a missing-field one.
+void check_schema(const std::string& path, const json& j) {
+  if (!j.is_object() || !j.contains("schema") || !j["schema"].is_string())
+    throw InvalidArgument(path + ": not a collie results file (no \"schema\" field; expected " +
+                          kSchemaName + " written by collie perf -J)");
+  const std::string schema = j["schema"].get<std::string>();
+  if (schema == kSchemaName) return;
+  if (schema.starts_with(kSchemaPrefix)) {
+    const std::string v = schema.substr(std::string(kSchemaPrefix).size());
+    const bool newer = !v.empty() && v.find_first_not_of("0123456789") == std::string::npos &&
+                       std::stoi(v) > 1;
+    throw InvalidArgument(path + ": schema " + schema + " is " +
+                          (newer ? "newer than this collie reads" : "not supported") +
+                          " (this collie reads " + kSchemaName + "); " +
+                          (newer ? "upgrade collie to read it" : "re-run collie perf -J"));
+  }
+  throw InvalidArgument(path + ": schema '" + schema + "' is not a collie perf results file " +
+                        "(expected " + kSchemaName + ")");
+}
+
+RowSpread spread_from_json(const json& b) {
+  RowSpread s;
+  s.runs = b.value("runs", 1);
+  s.time_min_us = b.value("time_min_us", 0.0);
+  s.time_max_us = b.value("time_max_us", 0.0);
+  s.busbw_min_gbps = b.value("busbw_min_gbps", 0.0);
+  s.busbw_max_gbps = b.value("busbw_max_gbps", 0.0);
+  return s;
+}
+
+}  // namespace
+
+LoadedRun load_run(const std::string& path) {
+  const json j = parse_file(path);
+  check_schema(path, j);
+  LoadedRun run;
+  run.path = path;
+  run.label = stem(path);
+  try {
+    run.result = run_from_json(j);
+    if (j.contains("baseline")) {
+      run.baseline_runs = j["baseline"].value("runs", 0);
+      for (const auto& row : j.at("rows"))
+        run.spread.push_back(row.contains("baseline") ? spread_from_json(row["baseline"])
+                                                      : RowSpread{});
+    }
+  } catch (const InvalidArgument& e) {
+    throw InvalidArgument(path + ": " + e.what() + " (file is corrupt or hand-edited)");
+  } catch (const json::exception& e) {
+    throw InvalidArgument(path + ": malformed results file (" + e.what() + ")");
+  }
+  return run;
+}
+
+std::vector<LoadedRun> load_runs(const std::vector<std::string>& paths) {
+  std::vector<LoadedRun> runs;
+  std::map<std::string, int> seen;
+  for (const auto& p : paths) {
+    runs.push_back(load_run(p));
+    auto& r = runs.back();
+    // Two files with the same name (runs/a.json, other/a.json) must not share a legend entry.
+    if (seen[r.label]++ > 0) r.label = fmt::format("{}-{}", r.label, r.result.meta.backend);
+    if (seen[r.label]++ > 0) r.label = fmt::format("{}-{}", r.label, runs.size());
+  }
+  return runs;
+}
+
+}  // namespace collie::reports

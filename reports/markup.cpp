@@ -1,0 +1,73 @@
+#include "reports/markup.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdlib>
+
+#include "core/error.h"
+
+namespace collie::reports {
+
+std::string xml_escape(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+std::string size_label(int64_t bytes) {
+  static const char* kUnits[] = {"", "K", "M", "G", "T"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  return fmt::format("{:g}{}", v, kUnits[u]);
+}
+
+int64_t parse_size_label(const std::string& flag, const std::string& text) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  const std::string suffix = end ? end : "";
+  double unit = -1;
+  if (suffix.empty()) unit = 1;
+  if (suffix == "K" || suffix == "k") unit = 1024.0;
+  if (suffix == "M" || suffix == "m") unit = 1024.0 * 1024;
+  if (suffix == "G" || suffix == "g") unit = 1024.0 * 1024 * 1024;
+  if (end == text.c_str() || unit < 0 || v < 0 || !std::isfinite(v))
+    throw InvalidArgument(flag + " '" + text + "' is not a size (use e.g. 8, 64K, 1M, 2G)");
+  return static_cast<int64_t>(v * unit);
+}
+
+std::string num(double v, int digits) {
+  if (v == 0 || !std::isfinite(v)) return fmt::format("{:g}", v);
+  const int mag = static_cast<int>(std::floor(std::log10(std::fabs(v))));
+  const int decimals = std::max(0, digits - 1 - mag);
+  return fmt::format("{:.{}f}", v, decimals);
+}
+
+std::string percent(double fraction) { return fmt::format("{:+.1f}%", fraction * 100); }
+
+}  // namespace collie::reports

@@ -1,0 +1,320 @@
+#include "reports/render.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "core/error.h"
+#include "reports/baseline.h"
+#include "reports/markup.h"
+#include "reports/row_writers.h"
+#include "reports/stats.h"
+#include "reports/table.h"
+
+namespace collie::reports {
+
+namespace {
+
+SeriesKey series_of(const ResultRow& r) {
+  return SeriesKey{r.collective, r.dtype, r.redop, r.placement, r.root};
+}
+
+std::vector<const ResultRow*> pointers(const std::vector<ResultRow>& rows) {
+  std::vector<const ResultRow*> p;
+  for (const auto& r : rows) p.push_back(&r);
+  return p;
+}
+
+std::string join(const std::vector<std::string>& v, const char* sep) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : sep) + x;
+  return s;
+}
+
+std::string ranks_text(const std::vector<int>& ranks) {
+  if (ranks.empty()) return "none";
+  std::vector<std::string> v;
+  for (int r : ranks) v.push_back(std::to_string(r));
+  return "rank " + join(v, ", ");
+}
+
+}  // namespace
+
+std::string series_title(const SeriesKey& k) {
+  std::string s = k.collective + " " + k.dtype + " " + k.redop + " " +
+                  (k.placement == "in" ? "in-place" : "out-of-place");
+  if (k.root >= 0 && k.redop != "none") s += " root " + std::to_string(k.root);
+  return s;
+}
+
+std::vector<SeriesTable> series_tables(const std::vector<LoadedRun>& runs) {
+  std::vector<SeriesTable> out;
+  std::map<SeriesKey, size_t> index;
+  for (size_t ri = 0; ri < runs.size(); ++ri) {
+    for (auto& row : combine_rows(pointers(runs[ri].result.rows)).rows) {
+      const SeriesKey k = series_of(row);
+      auto [it, added] = index.emplace(k, out.size());
+      if (added) {
+        out.push_back(SeriesTable{k, {}, std::vector<std::map<int64_t, ResultRow>>(runs.size())});
+      }
+      SeriesTable& t = out[it->second];
+      t.sizes.push_back(row.size_bytes);
+      t.by_run[ri][row.size_bytes] = std::move(row);
+    }
+  }
+  for (auto& t : out) {
+    std::sort(t.sizes.begin(), t.sizes.end());
+    t.sizes.erase(std::unique(t.sizes.begin(), t.sizes.end()), t.sizes.end());
+  }
+  return out;
+}
+
+std::vector<double> per_rank_ratio(const RunResult& r) {
+  const int n = r.meta.world_size;
+  std::vector<double> sum(std::max(n, 0), 0);
+  int rows = 0;
+  for (const auto& row : r.rows) {
+    if (static_cast<int>(row.rank_time_us.size()) != n || n < 1) continue;
+    const double med = median_of(row.rank_time_us);
+    if (med <= 0) continue;
+    for (int k = 0; k < n; ++k) sum[k] += row.rank_time_us[k] / med;
+    ++rows;
+  }
+  if (rows == 0) return {};
+  for (double& v : sum) v /= rows;
+  return sum;
+}
+
+std::string render_markdown(const std::vector<LoadedRun>& runs) {
+  std::string s = "# collie perf report\n\n## Runs\n\n|  |";
+  std::string sep = "|---|";
+  for (const auto& r : runs) {
+    s += " " + r.label + " |";
+    sep += "---|";
+  }
+  s += "\n" + sep + "\n";
+  auto line = [&](const char* name, auto value_of) {
+    s += fmt::format("| {} |", name);
+    for (const auto& r : runs) s += fmt::format(" {} |", value_of(r));
+    s += "\n";
+  };
+  line("file", [](const LoadedRun& r) { return "`" + r.path + "`"; });
+  line("backend", [](const LoadedRun& r) { return r.result.meta.backend; });
+  line("world size", [](const LoadedRun& r) { return std::to_string(r.result.meta.world_size); });
+  line("hosts", [](const LoadedRun& r) {
+    std::vector<std::string> h = r.result.meta.hosts;
+    std::sort(h.begin(), h.end());
+    h.erase(std::unique(h.begin(), h.end()), h.end());
+    return join(h, ", ");
+  });
+  line("collie", [](const LoadedRun& r) { return r.result.meta.version; });
+  line("started", [](const LoadedRun& r) { return r.result.meta.started_at; });
+  line("finished", [](const LoadedRun& r) {
+    return r.result.summary ? r.result.meta.finished_at : std::string("interrupted");
+  });
+  line("baseline of", [](const LoadedRun& r) {
+    return r.baseline_runs > 0 ? std::to_string(r.baseline_runs) + " runs" : std::string("-");
+  });
+  line("avg busbw (GB/s)", [](const LoadedRun& r) {
+    return r.result.summary ? num(r.result.summary->avg_busbw_gbps) : std::string("-");
+  });
+  line("wrong elements", [](const LoadedRun& r) {
+    return r.result.summary ? std::to_string(r.result.summary->wrong_total) : std::string("-");
+  });
+  line("stragglers", [](const LoadedRun& r) {
+    return r.result.summary ? ranks_text(r.result.summary->stragglers) : std::string("-");
+  });
+
+  for (const auto& t : series_tables(runs)) {
+    s += "\n## " + series_title(t.key) + "\n\n| size |";
+    std::string sep2 = "|---:|";
+    for (const auto& r : runs) {
+      s += fmt::format(" {} time (us) | {} busbw (GB/s) |", r.label, r.label);
+      sep2 += "---:|---:|";
+    }
+    s += "\n" + sep2 + "\n";
+    for (int64_t size : t.sizes) {
+      s += "| " + size_label(size) + " |";
+      for (const auto& by : t.by_run) {
+        auto it = by.find(size);
+        if (it == by.end()) {
+          s += " - | - |";
+          continue;
+        }
+        const ResultRow& row = it->second;
+        const std::string wrong = row.wrong > 0 ? fmt::format(" ({} wrong)", row.wrong) : "";
+        s += fmt::format(" {} | {}{} |", num(row.time_us), num(row.busbw_gbps), wrong);
+      }
+      s += "\n";
+    }
+  }
+
+  bool any_ranks = false;
+  for (const auto& r : runs) any_ranks |= !per_rank_ratio(r.result).empty();
+  if (any_ranks) {
+    s += "\n## Per-rank time (mean of rank time / median rank time over all rows)\n\n| rank |";
+    std::string sep3 = "|---:|";
+    size_t max_ranks = 0;
+    for (const auto& r : runs) {
+      s += " " + r.label + " |";
+      sep3 += "---:|";
+      max_ranks = std::max(max_ranks, per_rank_ratio(r.result).size());
+    }
+    s += "\n" + sep3 + "\n";
+    for (size_t k = 0; k < max_ranks; ++k) {
+      s += fmt::format("| {} |", k);
+      for (const auto& r : runs) {
+        const auto ratio = per_rank_ratio(r.result);
+        const auto& st = r.result.summary ? r.result.summary->stragglers : std::vector<int>{};
+        const bool slow = std::find(st.begin(), st.end(), static_cast<int>(k)) != st.end();
+        s += k < ratio.size() ? fmt::format(" {:.2f}{} |", ratio[k], slow ? " **straggler**" : "")
+                              : std::string(" - |");
+      }
+      s += "\n";
+    }
+  }
+  return s;
+}
+
+std::string render_junit(const std::vector<LoadedRun>& runs) {
+  struct Suite {
+    std::string name, body;
+    int tests = 0, failures = 0, errors = 0;
+    double time = 0;
+  };
+  std::vector<Suite> suites;
+  for (const auto& run : runs) {
+    std::map<std::string, size_t> by_collective;
+    for (const auto& row : run.result.rows) {
+      auto [it, added] = by_collective.emplace(row.collective, suites.size());
+      if (added) suites.emplace_back().name = "collie.perf." + run.label + "." + row.collective;
+      Suite& su = suites[it->second];
+      const double secs = row.time_us * row.iters / 1e6;
+      su.tests++;
+      su.time += secs;
+      const std::string name = fmt::format(
+          "{} B {} {} {}{}{}", row.size_bytes, row.dtype, row.redop, row.placement,
+          row.root >= 0 && row.redop != "none" ? fmt::format(" root {}", row.root) : "",
+          row.cycle > 0 ? fmt::format(" cycle {}", row.cycle) : "");
+      su.body += fmt::format("    <testcase name=\"{}\" classname=\"{}\" time=\"{:.6f}\">\n",
+                             xml_escape(name), xml_escape(su.name), secs);
+      if (row.wrong > 0) {
+        su.failures++;
+        su.body += fmt::format(
+            "      <failure message=\"{} wrong elements (first on rank {} at element {})\" "
+            "type=\"wrong-data\"/>\n",
+            row.wrong, row.wrong_rank, row.wrong_offset);
+      }
+      su.body += fmt::format(
+          "      <system-out>time {} us, algbw {} GB/s, busbw {} GB/s, #wrong {}</system-out>\n",
+          num(row.time_us), num(row.algbw_gbps), num(row.busbw_gbps),
+          row.wrong < 0 ? "N/A" : std::to_string(row.wrong));
+      su.body += "    </testcase>\n";
+    }
+    if (!run.result.summary) {
+      suites.emplace_back().name = "collie.perf." + run.label + ".run";
+      Suite& su = suites.back();
+      su.tests = su.errors = 1;
+      su.body = fmt::format(
+          "    <testcase name=\"run complete\" classname=\"{}\" time=\"0\">\n      <error "
+          "message=\"{} has no summary: the run was interrupted after {} rows\" "
+          "type=\"incomplete\"/>\n    </testcase>\n",
+          xml_escape(su.name), xml_escape(run.path), run.result.rows.size());
+    }
+  }
+  int tests = 0, failures = 0, errors = 0;
+  double time = 0;
+  for (const auto& su : suites) {
+    tests += su.tests;
+    failures += su.failures;
+    errors += su.errors;
+    time += su.time;
+  }
+  std::string s = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  s += fmt::format(
+      "<testsuites name=\"collie perf\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"0\" "
+      "time=\"{:.6f}\">\n",
+      tests, failures, errors, time);
+  for (const auto& su : suites) {
+    s += fmt::format(
+        "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"0\" "
+        "time=\"{:.6f}\">\n",
+        xml_escape(su.name), su.tests, su.failures, su.errors, su.time);
+    s += su.body + "  </testsuite>\n";
+  }
+  return s + "</testsuites>\n";
+}
+
+std::string render_table(const std::vector<LoadedRun>& runs) {
+  std::string s;
+  for (const auto& run : runs) {
+    const RunMeta& m = run.result.meta;
+    s += fmt::format("# collie report: {} ({}), backend {}, {} ranks, collie {}\n", run.label,
+                     run.path, m.backend, m.world_size, m.version);
+    std::vector<std::string> collectives;
+    for (const auto& r : run.result.rows)
+      if (std::find(collectives.begin(), collectives.end(), r.collective) == collectives.end())
+        collectives.push_back(r.collective);
+    for (const auto& coll : collectives) {
+      s += "#\n# Collective test starting: " + coll + "_perf\n#\n" + format_column_header();
+      std::vector<ResultRow> rows;
+      for (const auto& r : run.result.rows)
+        if (r.collective == coll) rows.push_back(r);
+      // One line per size/dtype/op/root/cycle with out-of-place and in-place side by side.
+      std::vector<bool> done(rows.size(), false);
+      for (size_t i = 0; i < rows.size(); ++i) {
+        if (done[i]) continue;
+        done[i] = true;
+        const ResultRow* out = rows[i].placement == "out" ? &rows[i] : nullptr;
+        const ResultRow* in = out ? nullptr : &rows[i];
+        for (size_t j = i + 1; j < rows.size(); ++j) {
+          const ResultRow& o = rows[j];
+          if (done[j] || o.size_bytes != rows[i].size_bytes || o.dtype != rows[i].dtype ||
+              o.redop != rows[i].redop || o.root != rows[i].root || o.cycle != rows[i].cycle)
+            continue;
+          if (o.placement == "in" && !in) in = &o, done[j] = true;
+          if (o.placement == "out" && !out) out = &o, done[j] = true;
+        }
+        s += format_row(out, in) + "\n";
+      }
+      const Summary sum = summarize(rows, m.world_size);
+      s += format_straggler_line(rows, sum) + format_trailer(coll, sum);
+    }
+  }
+  return s;
+}
+
+void render_csv_file(const std::vector<LoadedRun>& runs, const std::string& path) {
+  if (runs.size() == 1) {
+    CsvWriter w(path);
+    for (const auto& r : runs[0].result.rows) w.write(r);
+    return;
+  }
+  // CsvWriter owns the row format; write each run through it and prefix the run's label.
+  std::string out;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const std::string part = path + ".part";
+    {
+      CsvWriter w(part);
+      for (const auto& r : runs[i].result.rows) w.write(r);
+    }
+    std::ifstream in(part);
+    std::string line;
+    bool header = true;
+    while (std::getline(in, line)) {
+      if (header && i == 0) out += "source," + line + "\n";
+      if (!header) out += runs[i].label + "," + line + "\n";
+      header = false;
+    }
+    std::remove(part.c_str());
+  }
+  std::ofstream f(path, std::ios::trunc);
+  f << out;
+  if (!f) throw Error("cannot write " + path + " (check the directory exists and is writable)");
+}
+
+}  // namespace collie::reports

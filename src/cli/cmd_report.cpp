@@ -1,0 +1,145 @@
+// `collie report render|compare|baseline`: reads result files and writes reports or gates a CI
+// job. Thin: flag parsing and exit codes here, everything else in reports/. Exit codes: 0 pass,
+// 1 regression (compare), 2 unusable input or bad flags (one line on stderr).
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/command.h"
+#include "core/error.h"
+#include "reports/baseline.h"
+#include "reports/compare_writers.h"
+#include "reports/html_report.h"
+#include "reports/markup.h"
+#include "reports/render.h"
+
+namespace collie::cli {
+namespace {
+
+using namespace collie::reports;
+
+struct ReportFlags {
+  std::vector<std::string> inputs;
+  std::string format, output;
+  std::string baseline, current, max_regression = "5%", min_size = "0", metric = "busbw";
+  double alpha = 0.01;
+};
+
+void write_output(const std::string& path, const std::string& text) {
+  if (path.empty() || path == "-") {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    return;
+  }
+  std::ofstream f(path, std::ios::trunc | std::ios::binary);
+  f << text;
+  f.flush();
+  if (!f) throw Error("cannot write " + path + " (check the directory exists and is writable)");
+}
+
+// "5%" or "5" = 5 percent; the fraction 0.05 is returned.
+double parse_percent(const std::string& text) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  const std::string rest = end ? end : "";
+  if (end == text.c_str() || (!rest.empty() && rest != "%") || v < 0 || v >= 1000)
+    throw InvalidArgument("--max-regression '" + text + "' is not a percentage (e.g. 5%)");
+  return v / 100;
+}
+
+int run_render(const ReportFlags& f) {
+  const std::vector<LoadedRun> runs = load_runs(f.inputs);
+  if (f.format == "html") {
+    write_output(f.output, render_html(runs));
+  } else if (f.format == "md") {
+    write_output(f.output, render_markdown(runs));
+  } else if (f.format == "junit") {
+    write_output(f.output, render_junit(runs));
+  } else if (f.format == "table") {
+    write_output(f.output, render_table(runs));
+  } else {
+    render_csv_file(runs, f.output.empty() || f.output == "-" ? "/dev/stdout" : f.output);
+  }
+  return kExitOk;
+}
+
+int run_compare(const ReportFlags& f) {
+  CompareOptions o;
+  o.max_regression = parse_percent(f.max_regression);
+  o.min_size = parse_size_label("--min-size", f.min_size);
+  o.metric = f.metric == "time" ? Metric::Time : Metric::BusBw;
+  o.alpha = f.alpha;
+  const LoadedRun base = load_run(f.baseline);
+  const LoadedRun cur = load_run(f.current);
+  const CompareReport rep = compare_runs(base, cur, o);
+  if (f.format == "json")
+    write_output(f.output, compare_json(rep).dump(2) + "\n");
+  else if (f.format == "junit")
+    write_output(f.output, compare_junit(rep));
+  else
+    write_output(f.output, compare_markdown(rep));
+  std::fprintf(stderr, "%s\n", compare_summary_line(rep).c_str());
+  return rep.passed() ? kExitOk : kExitFailure;
+}
+
+int run_baseline(const ReportFlags& f) {
+  const std::vector<LoadedRun> runs = load_runs(f.inputs);
+  const LoadedRun b = make_baseline(runs);
+  write_output(f.output, baseline_to_json(b, f.inputs).dump(2) + "\n");
+  std::fprintf(stderr, "collie report baseline: %zu rows from %zu runs -> %s\n",
+               b.result.rows.size(), runs.size(), f.output.c_str());
+  return kExitOk;
+}
+
+COLLIE_COMMAND(Command{
+    "report", "render result files (html, md, csv, junit, table) and gate CI on regressions",
+    [](CLI::App& app) {
+      auto f = std::make_shared<ReportFlags>();
+      auto chosen = std::make_shared<std::string>();
+      app.require_subcommand(1);
+
+      CLI::App* render = app.add_subcommand("render", "render results side by side");
+      render->add_option("results", f->inputs, "results JSON files (collie perf -J)")
+          ->required();
+      render->add_option("--format", f->format, "html | md | csv | junit | table")
+          ->required()
+          ->check(CLI::IsMember({"html", "md", "csv", "junit", "table"}));
+      render->add_option("-o,--output", f->output, "output file (default: stdout)");
+      render->callback([chosen] { *chosen = "render"; });
+
+      CLI::App* compare = app.add_subcommand(
+          "compare", "compare CURRENT against BASELINE; exit 1 on a regression, 2 on bad input");
+      compare->add_option("baseline", f->baseline, "baseline results or baseline file")
+          ->required();
+      compare->add_option("current", f->current, "current results")->required();
+      compare->add_option("--max-regression", f->max_regression,
+                          "allowed worsening per row, e.g. 5% (default 5%)");
+      compare->add_option("--min-size", f->min_size, "ignore rows below this size (K/M/G)");
+      compare->add_option("--metric", f->metric, "busbw (default) | time")
+          ->check(CLI::IsMember({"busbw", "time"}));
+      compare->add_option("--alpha", f->alpha,
+                          "significance level of the Mann-Whitney test (default 0.01)")
+          ->check(CLI::Range(1e-9, 0.5));
+      compare->add_option("--format", f->format, "md (default) | json | junit")
+          ->check(CLI::IsMember({"md", "json", "junit"}));
+      compare->add_option("-o,--output", f->output, "output file (default: stdout)");
+      compare->callback([chosen] { *chosen = "compare"; });
+
+      CLI::App* baseline =
+          app.add_subcommand("baseline", "combine runs into a baseline (median per row)");
+      baseline->add_option("runs", f->inputs, "results JSON files of the same configuration")
+          ->required();
+      baseline->add_option("-o,--output", f->output, "baseline file to write")->required();
+      baseline->callback([chosen] { *chosen = "baseline"; });
+
+      return [f, chosen]() -> int {
+        if (*chosen == "render") return run_render(*f);
+        if (*chosen == "compare") return run_compare(*f);
+        return run_baseline(*f);
+      };
+    }});
+
+}  // namespace
+}  // namespace collie::cli
