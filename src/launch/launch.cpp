@@ -174,8 +174,16 @@ class Launcher {
     std::vector<char*> envp = c_strings(env), argv = c_strings(args);
     const std::string exec_fail =
         fmt::format("collie launch: rank {}: cannot run '{}': ", rank, spec_.argv[0]);
+    // The child must not run our handlers (they write to our signal pipe) between fork and
+    // exec: block the signals across fork, reset them in the child, then unblock.
+    sigset_t block, old_mask;
+    sigemptyset(&block);
+    for (int sig : {SIGINT, SIGTERM, SIGCHLD}) sigaddset(&block, sig);
+    sigprocmask(SIG_BLOCK, &block, &old_mask);
     const pid_t pid = fork();
     if (pid == 0) {
+      for (int sig : {SIGINT, SIGTERM, SIGCHLD}) signal(sig, SIG_DFL);
+      sigprocmask(SIG_SETMASK, &old_mask, nullptr);
       setpgid(0, 0);  // one group per rank: killing it also kills what the rank started
       dup2(out[1], STDOUT_FILENO);
       dup2(err[1], STDERR_FILENO);
@@ -186,6 +194,7 @@ class Launcher {
       [[maybe_unused]] ssize_t w3 = write(STDERR_FILENO, "\n", 1);
       _exit(127);
     }
+    sigprocmask(SIG_SETMASK, &old_mask, nullptr);
     close(out[1]);
     close(err[1]);
     if (pid < 0) {
