@@ -151,6 +151,7 @@ TEST(TcpStore, ServerProcessDeathGivesNetworkError) {
   ASSERT_EQ(parked.wait_for(15s), std::future_status::ready);
   const std::string msg = parked.get();
   EXPECT_NE(msg.find("closed the connection"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("127.0.0.1:" + std::to_string(port)), std::string::npos) << msg;
   EXPECT_NE(msg.find("never_set"), std::string::npos) << msg;
   EXPECT_THROW(client.ping(), NetworkError);
 }
