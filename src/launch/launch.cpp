@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -49,9 +50,16 @@ class SignalGuard {
     sigemptyset(&sa.sa_mask);
     sa.sa_flags = SA_RESTART;
     for (size_t i = 0; i < kSignals.size(); ++i) sigaction(kSignals[i], &sa, &old_[i]);
+    // A reader that goes away (`collie launch ... | head`) must not kill the launcher and
+    // orphan the ranks; LineBuffer drops the output instead.
+    struct sigaction ign {};
+    ign.sa_handler = SIG_IGN;
+    sigemptyset(&ign.sa_mask);
+    sigaction(SIGPIPE, &ign, &old_pipe_);
   }
   ~SignalGuard() {
     for (size_t i = 0; i < kSignals.size(); ++i) sigaction(kSignals[i], &old_[i], nullptr);
+    sigaction(SIGPIPE, &old_pipe_, nullptr);
     g_signal_pipe = -1;
     close(fds_[0]);
     close(fds_[1]);
@@ -62,6 +70,7 @@ class SignalGuard {
   static constexpr std::array<int, 3> kSignals = {SIGINT, SIGTERM, SIGCHLD};
   int fds_[2] = {-1, -1};
   std::array<struct sigaction, 3> old_{};
+  struct sigaction old_pipe_ {};
 };
 
 struct Child {
@@ -180,11 +189,15 @@ class Launcher {
     sigemptyset(&block);
     for (int sig : {SIGINT, SIGTERM, SIGCHLD}) sigaddset(&block, sig);
     sigprocmask(SIG_BLOCK, &block, &old_mask);
+    const pid_t launcher_pid = getpid();
     const pid_t pid = fork();
     if (pid == 0) {
-      for (int sig : {SIGINT, SIGTERM, SIGCHLD}) signal(sig, SIG_DFL);
+      for (int sig : {SIGINT, SIGTERM, SIGCHLD, SIGPIPE}) signal(sig, SIG_DFL);
       sigprocmask(SIG_SETMASK, &old_mask, nullptr);
       setpgid(0, 0);  // one group per rank: killing it also kills what the rank started
+      // If the launcher itself dies (SIGKILL, OOM), the ranks must not run on unsupervised.
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != launcher_pid) _exit(128 + SIGKILL);
       dup2(out[1], STDOUT_FILENO);
       dup2(err[1], STDERR_FILENO);
       execvpe(argv[0], argv.data(), envp.data());

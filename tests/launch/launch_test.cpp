@@ -184,6 +184,37 @@ TEST(Launch, ForwardsSigtermToEveryRank) {
   }
 }
 
+bool process_alive(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string pid_s, comm, state;
+  if (!(stat >> pid_s >> comm >> state)) return false;
+  return state != "Z" && state != "X";
+}
+
+// A launcher that dies without cleaning up (SIGKILL) must not leave its ranks running.
+TEST(Launch, RanksDieWithTheLauncher) {
+  Capture out, err;
+  const pid_t launcher = fork();
+  ASSERT_GE(launcher, 0);
+  if (launcher == 0) {
+    _exit(run(sh(2, "echo $$; exec sleep 30", out, err)).exit_code);
+  }
+  const auto deadline = Steady::now() + 10s;
+  while (out.sorted_lines().size() < 2 && Steady::now() < deadline)
+    std::this_thread::sleep_for(20ms);
+  const auto lines = out.sorted_lines();
+  ASSERT_EQ(lines.size(), 2u) << out.text();
+  std::vector<pid_t> ranks;
+  for (const auto& l : lines) ranks.push_back(std::stoi(l.substr(l.find(' ') + 1)));
+  kill(launcher, SIGKILL);
+  waitpid(launcher, nullptr, 0);
+  for (pid_t r : ranks) {
+    const auto until = Steady::now() + 5s;
+    while (process_alive(r) && Steady::now() < until) std::this_thread::sleep_for(20ms);
+    EXPECT_FALSE(process_alive(r)) << "rank pid " << r << " outlived the launcher";
+  }
+}
+
 TEST(LineBuffer, SplitsOverlongLines) {
   Capture out;
   {

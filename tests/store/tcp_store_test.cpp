@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -48,6 +49,13 @@ uint16_t free_port() {
 
 TEST(TcpStore, FiveHundredTwelveConcurrentClients) {
   constexpr int kClients = 512;
+  // Client and server ends of every connection live in this process: 2 fds per client.
+  rlimit lim{};
+  getrlimit(RLIMIT_NOFILE, &lim);
+  if (lim.rlim_cur < 4 * kClients) {
+    lim.rlim_cur = std::min<rlim_t>(lim.rlim_max, 4 * kClients);
+    setrlimit(RLIMIT_NOFILE, &lim);
+  }
   TcpStore server(server_opts());
   std::atomic<int> ok{0};
   std::vector<std::thread> ts;
