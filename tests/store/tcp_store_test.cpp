@@ -210,6 +210,40 @@ TEST(TcpStore, OversizeRequestIsRejectedByTheServer) {
   EXPECT_EQ(server.get_string("still"), "alive");
 }
 
+TEST(TcpStoreProtocol, TruncatedFieldsThrowInsteadOfAllocating) {
+  store_wire::Writer w;
+  w.u8(1).str("key").bytes(Bytes(10, 3));
+  const Bytes& frame = w.finish();
+  EXPECT_EQ(store_wire::decode_u32(frame.data()), frame.size() - store_wire::kHeaderBytes);
+  store_wire::Reader ok(frame.data() + 4, frame.size() - 4);
+  EXPECT_EQ(ok.u8(), 1);
+  EXPECT_EQ(ok.str(), "key");
+  EXPECT_EQ(ok.bytes(), Bytes(10, 3));
+  EXPECT_TRUE(ok.done());
+  // A length field claiming 4 GiB inside a 9-byte payload.
+  const uint8_t bad[] = {1, 0xff, 0xff, 0xff, 0xff, 'k', 'e', 'y', 0};
+  store_wire::Reader r(bad, sizeof(bad));
+  r.u8();
+  EXPECT_THROW(r.str(), StoreError);
+}
+
+TEST(TcpStore, UnknownOpIsAnsweredWithAnErrorAndTheServerKeepsServing) {
+  TcpStore server(server_opts());
+  const int fd = net::connect_with_retry("127.0.0.1", server.port(), 5s);
+  const uint8_t frame[] = {1, 0, 0, 0, 200};  // a 1-byte request with op 200
+  ASSERT_EQ(send(fd, frame, sizeof(frame), MSG_NOSIGNAL), 5);
+  uint8_t hdr[4];
+  net::recv_all(fd, hdr, 4, Steady::now() + 5s, "test");
+  Bytes body(store_wire::decode_u32(hdr));
+  net::recv_all(fd, body.data(), body.size(), Steady::now() + 5s, "test");
+  store_wire::Reader r(body.data(), body.size());
+  EXPECT_EQ(r.u8(), static_cast<uint8_t>(store_wire::Status::kError));
+  EXPECT_NE(r.str().find("unknown store request op 200"), std::string::npos);
+  close(fd);
+  server.set("after", "1");
+  EXPECT_EQ(TcpStore(client_of(server)).get_string("after"), "1");
+}
+
 TEST(TcpStore, ManyParkedWaitersWakeOnOneSet) {
   TcpStore server(server_opts());
   std::vector<std::future<std::string>> waiters;
