@@ -120,7 +120,10 @@ std::vector<char*> c_strings(std::vector<std::string>& v) {
 
 class Launcher {
  public:
-  Launcher(const LaunchSpec& spec, uint16_t port) : spec_(spec), port_(port) {}
+  Launcher(const LaunchSpec& spec, uint16_t port) : spec_(spec), port_(port) {
+    devnull_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (devnull_ < 0) throw Error(fmt::format("launch: /dev/null: {}", std::strerror(errno)));
+  }
 
   ~Launcher() {
     for (auto& c : children_) {
@@ -132,6 +135,7 @@ class Launcher {
         if (fd >= 0) close(fd);
       }
     }
+    close(devnull_);
   }
 
   LaunchResult run(int signal_fd) {
@@ -198,6 +202,9 @@ class Launcher {
       // If the launcher itself dies (SIGKILL, OOM), the ranks must not run on unsupervised.
       prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (getppid() != launcher_pid) _exit(128 + SIGKILL);
+      // Ranks live in background process groups: reading the terminal would stop them
+      // (SIGTTIN), so stdin is /dev/null, as mpirun gives every rank but rank 0.
+      dup2(devnull_, STDIN_FILENO);
       dup2(out[1], STDOUT_FILENO);
       dup2(err[1], STDERR_FILENO);
       execvpe(argv[0], argv.data(), envp.data());
@@ -357,6 +364,7 @@ class Launcher {
 
   const LaunchSpec& spec_;
   uint16_t port_;
+  int devnull_ = -1;
   std::vector<Child> children_;
   LaunchResult result_;
   std::optional<Steady::time_point> job_deadline_, kill_deadline_, drain_deadline_;

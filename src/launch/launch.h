@@ -3,10 +3,10 @@
 // run() starts nprocs copies of argv, each in its own process group, with
 //   RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT
 // set (and other launchers' rank variables — Open MPI, PMI, Slurm — removed, since the children
-// form a new world). Child stdout/stderr go through pipes and are written line by line to
-// out_fd/err_fd, prefixed "[rank] " unless prefix_output is false. SIGINT/SIGTERM received by
-// the launcher are forwarded to every child. When a rank exits non-zero (or is killed), the others
-// get SIGTERM, then SIGKILL after kill_grace; run() returns that first rank's status.
+// form a new world). Child stdin is /dev/null; child stdout/stderr go through pipes and are written
+// line by line to out_fd/err_fd, prefixed "[rank] " unless prefix_output is false. SIGINT/SIGTERM
+// received by the launcher are forwarded to every child. When a rank exits non-zero (or is killed),
+// the others get SIGTERM, then SIGKILL after kill_grace; run() returns that first rank's status.
 // Thread safety: run() installs SIGINT/SIGTERM/SIGCHLD handlers for its duration and restores
 // the old ones; only one run() may be active per process. It never waits forever when timeout
 // is set; without one it waits as long as the children run (like mpirun).

@@ -68,7 +68,7 @@ TEST(Launch, SetsRankEnvironmentAndPrefixesLines) {
   Capture out, err;
   LaunchSpec s = sh(3,
                     "echo \"$RANK $WORLD_SIZE $LOCAL_RANK $LOCAL_WORLD_SIZE $MASTER_ADDR "
-                    "$MASTER_PORT $EXTRA ${SLURM_PROCID:-none}\"; echo oops >&2",
+                    "$MASTER_PORT $EXTRA ${SLURM_PROCID:-none}\"; echo oops >&2; read x || true",
                     out, err);
   s.extra_env = {{"EXTRA", "x"}};
   setenv("SLURM_PROCID", "7", 1);  // an enclosing launcher's rank must not leak into children
