@@ -7,6 +7,7 @@
 // line by line to out_fd/err_fd, prefixed "[rank] " unless prefix_output is false. SIGINT/SIGTERM
 // received by the launcher are forwarded to every child. When a rank exits non-zero (or is killed),
 // the others get SIGTERM, then SIGKILL after kill_grace; run() returns that first rank's status.
+// Ranks are killed if the launcher process dies (PR_SET_PDEATHSIG).
 // Thread safety: run() installs SIGINT/SIGTERM/SIGCHLD handlers for its duration and restores
 // the old ones; only one run() may be active per process. It never waits forever when timeout
 // is set; without one it waits as long as the children run (like mpirun).
