@@ -100,6 +100,9 @@ void ProcessGroupGloo::shutdown() {
   }
   if (worker_.joinable()) worker_.join();
   waiters_->stop();
+  // Closing the sockets now (not at destruction) lets peers still waiting on this rank fail
+  // with NetworkError at once instead of running into their timeout.
+  if (context_) context_->closeConnections();
 }
 
 GlooErrorContext ProcessGroupGloo::error_context(const OpCall& c) const {
