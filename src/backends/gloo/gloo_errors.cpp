@@ -14,11 +14,11 @@ std::string prefix(const GlooErrorContext& c) {
   return fmt::format("[Rank {}] gloo {} #{}{} ({})", c.rank, op_name(c.op), c.seq, peer, c.group);
 }
 
-bool looks_like_timeout(const std::string& what) {
+}  // namespace
+
+bool looks_like_gloo_timeout(const std::string& what) {
   return what.find("imed out") != std::string::npos || what.find("imeout") != std::string::npos;
 }
-
-}  // namespace
 
 std::exception_ptr translate_gloo_error(const GlooErrorContext& c, std::exception_ptr error) {
   try {
@@ -27,7 +27,7 @@ std::exception_ptr translate_gloo_error(const GlooErrorContext& c, std::exceptio
     return error;
   } catch (const gloo::IoException& e) {
     const std::string what = e.what();
-    if (looks_like_timeout(what)) {
+    if (looks_like_gloo_timeout(what)) {
       return std::make_exception_ptr(TimeoutError(fmt::format(
           "{} did not complete within {} ms: {}; some rank may not have called it or is stuck "
           "(set COLLIE_DEBUG=DETAIL, or run `collie analyze` on the flight-recorder dumps)",

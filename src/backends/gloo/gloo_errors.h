@@ -20,6 +20,9 @@ struct GlooErrorContext {
   Millis timeout{0};
 };
 
+// True when a Gloo message reports a timeout ("Timed out", "Connect timeout", ...).
+bool looks_like_gloo_timeout(const std::string& what);
+
 // Returns the collie exception for `error` (which must be non-null).
 std::exception_ptr translate_gloo_error(const GlooErrorContext& ctx, std::exception_ptr error);
 

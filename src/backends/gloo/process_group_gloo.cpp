@@ -64,15 +64,15 @@ ProcessGroupGloo::ProcessGroupGloo(GroupInfo info, const Env& env)
   try {
     ctx->connectFullMesh(store, device);
   } catch (const Error&) {
-    throw;
-  } catch (...) {
-    GlooErrorContext ec{i.rank, OpType::Barrier, 0, -1, group_label(i), i.timeout};
-    try {
-      std::rethrow_exception(translate_gloo_error(ec, std::current_exception()));
-    } catch (const Error& e) {
-      throw NetworkError(fmt::format("[Rank {}] gloo: connecting {} ({} ranks) over {} failed: {}",
-                                     i.rank, group_label(i), i.size, device->str(), e.what()));
-    }
+    throw;  // the store's own errors already name the missing keys
+  } catch (const std::exception& e) {
+    const std::string msg = fmt::format(
+        "[Rank {}] gloo: connecting {} ({} ranks) over {} ({}) failed: {}; check that every rank "
+        "started and that this address is reachable from the others (set GLOO_SOCKET_IFNAME or "
+        "COLLIE_GLOO_HOST)",
+        i.rank, group_label(i), i.size, device->str(), choice.reason, e.what());
+    if (looks_like_gloo_timeout(e.what())) throw TimeoutError(msg);
+    throw NetworkError(msg);
   }
   context_ = std::move(ctx);
   log(LogLevel::Debug, "gloo: {} connected, {} ranks, device {} ({})", group_label(i), i.size,
@@ -181,20 +181,23 @@ void ProcessGroupGloo::worker_loop() {
     Job job = std::move(queue_.front());
     queue_.pop_front();
     busy_ = true;
-    const bool usable = broken_.empty();
+    std::exception_ptr refused;
+    if (!broken_.empty()) {
+      try {
+        check_usable(job.call);
+      } catch (...) {
+        refused = std::current_exception();
+      }
+    }
     lk.unlock();
-    if (usable) {
+    if (refused) {
+      job.work->complete(refused);
+    } else {
       try {
         execute(job.call);
         job.work->complete();
       } catch (...) {
         fail(job.call, *job.work, std::current_exception());
-      }
-    } else {
-      try {
-        check_usable(job.call);
-      } catch (...) {
-        job.work->complete(std::current_exception());
       }
     }
     lk.lock();
