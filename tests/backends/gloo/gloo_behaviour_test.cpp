@@ -143,6 +143,84 @@ TEST(GlooErrors, PeerThatDiesGivesNetworkOrTimeoutErrorNotAHang) {
   EXPECT_EQ(result.ranks[2].status, RankStatus::Died) << result.summary();
 }
 
+TEST(GlooErrors, PerOpTimeoutBecomesTimeoutErrorForCollectivesAndRecv) {
+  auto result = run_ranks(2, [](RankContext& ctx) {
+    ProcessGroup& pg = *ctx.pg;
+    if (ctx.rank == 1) {
+      // Alive but never joins: rank 0's ops must time out on their own deadline.
+      std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+      return;
+    }
+    std::vector<int64_t> v(10, 1);
+    P2POptions po;
+    po.timeout = Millis(400);
+    const auto start = std::chrono::steady_clock::now();
+    std::string got;
+    auto w = pg.recv(i64(v), 1, po);
+    try {
+      w->wait();
+    } catch (const TimeoutError& e) {
+      got = e.what();
+    }
+    check(!got.empty(), "recv from a silent peer did not time out");
+    // wait() and the backend share the deadline; the backend's own error (with the peer) is
+    // the Work's outcome once it has recorded it.
+    got.clear();
+    try {
+      w->wait(Millis(1000));
+    } catch (const TimeoutError& e) {
+      got = e.what();
+    }
+    check(got.find("[Rank 0] gloo recv #1 with peer 1") != std::string::npos,
+          "recv timeout message: '{}'", got);
+    got.clear();
+    AllReduceOptions o;
+    o.timeout = Millis(400);
+    try {
+      pg.all_reduce(i64(v), o)->wait();
+    } catch (const Error& e) {
+      got = e.what();  // the timed-out recv already broke the group; that must be reported
+    }
+    check(!got.empty(), "all_reduce after a timeout did not fail");
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                        std::chrono::steady_clock::now() - start)
+                        .count();
+    check(ms < 2000, "timeouts took {} ms in total", ms);
+  });
+  EXPECT_TRUE(result.ok()) << result.summary();
+}
+
+TEST(GlooCollectivesLarge, MultiSegmentAllReduceAndReduceScatter) {
+  auto result = run_ranks(3, [](RankContext& ctx) {
+    // Several of Gloo's 1 MiB segments, with collie's reduction function in every one.
+    const size_t n = 3 * 400000;
+    std::vector<float> v(n);
+    for (size_t i = 0; i < n; ++i) v[i] = static_cast<float>((i + ctx.rank) % 17);
+    std::vector<float> in = v, out(n / 3);
+    ctx.pg->all_reduce(TensorView::cpu(v.data(), n, DType::Float32))->wait();
+    ReduceScatterOptions o;
+    o.op = ReduceOp::Max;
+    ctx.pg
+        ->reduce_scatter(TensorView::cpu(in.data(), n, DType::Float32),
+                         TensorView::cpu(out.data(), n / 3, DType::Float32), o)
+        ->wait();
+    for (size_t i = 0; i < n; i += 997) {
+      float want = 0;
+      for (int r = 0; r < 3; ++r) want += static_cast<float>((i + r) % 17);
+      check(v[i] == want, "rank {}: all_reduce element {} is {}, expected {}", ctx.rank, i, v[i],
+            want);
+    }
+    for (size_t i = 0; i < n / 3; i += 101) {
+      const size_t g = ctx.rank * (n / 3) + i;
+      float want = 0;
+      for (int r = 0; r < 3; ++r) want = std::max(want, static_cast<float>((g + r) % 17));
+      check(out[i] == want, "rank {}: reduce_scatter element {} is {}, expected {}", ctx.rank, i,
+            out[i], want);
+    }
+  });
+  EXPECT_TRUE(result.ok()) << result.summary();
+}
+
 TEST(GlooHarness, ReportsHungRanksByName) {
   RunOptions opts;
   // Threads cannot be killed, so the group timeout (4 s) lets rank 0 out within the harness's
