@@ -76,16 +76,26 @@ std::unique_lock<std::mutex> Runtime::lock() {
 
 MPI_Datatype Runtime::datatype(DType d) const {
   switch (d) {
-    case DType::Int8: return MPI_INT8_T;
-    case DType::UInt8: return MPI_UINT8_T;
-    case DType::Int32: return MPI_INT32_T;
-    case DType::UInt32: return MPI_UINT32_T;
-    case DType::Int64: return MPI_INT64_T;
-    case DType::UInt64: return MPI_UINT64_T;
-    case DType::Float16: return half_;
-    case DType::BFloat16: return bfloat_;
-    case DType::Float32: return MPI_FLOAT;
-    case DType::Float64: return MPI_DOUBLE;
+    case DType::Int8:
+      return MPI_INT8_T;
+    case DType::UInt8:
+      return MPI_UINT8_T;
+    case DType::Int32:
+      return MPI_INT32_T;
+    case DType::UInt32:
+      return MPI_UINT32_T;
+    case DType::Int64:
+      return MPI_INT64_T;
+    case DType::UInt64:
+      return MPI_UINT64_T;
+    case DType::Float16:
+      return half_;
+    case DType::BFloat16:
+      return bfloat_;
+    case DType::Float32:
+      return MPI_FLOAT;
+    case DType::Float64:
+      return MPI_DOUBLE;
   }
   return MPI_DATATYPE_NULL;
 }
@@ -97,12 +107,18 @@ MPI_Op Runtime::op(ReduceOp op, DType d) const {
     case ReduceOp::Avg:
     case ReduceOp::PreMulSum:
       return half ? half_ops_[0] : MPI_SUM;
-    case ReduceOp::Prod: return half ? half_ops_[1] : MPI_PROD;
-    case ReduceOp::Min: return half ? half_ops_[2] : MPI_MIN;
-    case ReduceOp::Max: return half ? half_ops_[3] : MPI_MAX;
-    case ReduceOp::BAnd: return MPI_BAND;
-    case ReduceOp::BOr: return MPI_BOR;
-    case ReduceOp::BXor: return MPI_BXOR;
+    case ReduceOp::Prod:
+      return half ? half_ops_[1] : MPI_PROD;
+    case ReduceOp::Min:
+      return half ? half_ops_[2] : MPI_MIN;
+    case ReduceOp::Max:
+      return half ? half_ops_[3] : MPI_MAX;
+    case ReduceOp::BAnd:
+      return MPI_BAND;
+    case ReduceOp::BOr:
+      return MPI_BOR;
+    case ReduceOp::BXor:
+      return MPI_BXOR;
   }
   return MPI_OP_NULL;
 }

@@ -27,8 +27,8 @@ bool MpiWork::poll() {
   int rc = MPI_SUCCESS;
   {
     auto lk = Runtime::get().lock();
-    rc = MPI_Testall(static_cast<int>(requests.size()), requests.data(), &flag,
-                     MPI_STATUSES_IGNORE);
+    rc =
+        MPI_Testall(static_cast<int>(requests.size()), requests.data(), &flag, MPI_STATUSES_IGNORE);
   }
   if (rc != MPI_SUCCESS) {
     mpi_done_ = true;

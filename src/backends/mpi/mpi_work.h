@@ -26,9 +26,9 @@ class MpiWork : public Work {
 
   // Filled by the group before the first poll.
   std::vector<MPI_Request> requests;
-  std::vector<std::byte> scratch;   // PreMulSum's scaled copy of the input
-  std::vector<int> counts;          // all_to_all with splits: 4 * size ints
-  std::function<void()> finish;     // runs once after MPI completes successfully
+  std::vector<std::byte> scratch;  // PreMulSum's scaled copy of the input
+  std::vector<int> counts;         // all_to_all with splits: 4 * size ints
+  std::function<void()> finish;    // runs once after MPI completes successfully
   const std::string& label() const { return label_; }
 
   // Tests the requests once; returns true when the Work is completed.

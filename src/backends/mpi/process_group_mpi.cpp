@@ -63,8 +63,8 @@ const Capabilities& ProcessGroupMPI::declared_capabilities() {
 ProcessGroupMPI::ProcessGroupMPI(GroupInfo info) : ProcessGroup(std::move(info)) {
   Runtime& rt = Runtime::get();
   const auto& g = this->info().global_ranks;
-  const std::string where = fmt::format("[Rank {}] mpi group {} '{}'", rank(), this->info().name,
-                                        this->info().desc);
+  const std::string where =
+      fmt::format("[Rank {}] mpi group {} '{}'", rank(), this->info().name, this->info().desc);
   for (int r : g) {
     if (r < 0 || r >= rt.world_size()) {
       throw BackendError(fmt::format(
@@ -91,8 +91,8 @@ ProcessGroupMPI::ProcessGroupMPI(GroupInfo info) : ProcessGroup(std::move(info))
     }
     if (rc == MPI_SUCCESS && !test_until(req, Clock::now() + this->info().timeout)) {
       throw TimeoutError(fmt::format(
-          "{}: not every MPI rank created the group within {} ms; every rank must create it",
-          where, this->info().timeout.count()));
+          "{}: not every MPI rank created the group within {} ms; every rank must create it", where,
+          this->info().timeout.count()));
     }
   } else {
     auto lk = rt.lock();
@@ -203,8 +203,8 @@ void ProcessGroupMPI::start(const OpCall& c, MpiWork& w) {
   switch (c.type) {
     case OpType::Send: {
       fn = "MPI_Isend";
-      rc = MPI_Isend(c.input.data, checked_count(c.input.numel, lbl), dt, c.peer, c.tag, comm_,
-                     req);
+      rc =
+          MPI_Isend(c.input.data, checked_count(c.input.numel, lbl), dt, c.peer, c.tag, comm_, req);
       break;
     }
     case OpType::Recv: {
@@ -257,8 +257,8 @@ void ProcessGroupMPI::start(const OpCall& c, MpiWork& w) {
       fn = "MPI_Iscatter";
       const int cnt = checked_count(c.output.numel, lbl);
       if (rank() == c.root) checked_count(c.input.numel, lbl);
-      rc = MPI_Iscatter(rank() == c.root ? c.input.data : nullptr, cnt, dt, c.output.data, cnt,
-                        dt, c.root, comm_, req);
+      rc = MPI_Iscatter(rank() == c.root ? c.input.data : nullptr, cnt, dt, c.output.data, cnt, dt,
+                        c.root, comm_, req);
       break;
     }
     case OpType::ReduceScatter: {
