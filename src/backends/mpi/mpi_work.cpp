@@ -7,8 +7,13 @@
 
 namespace collie::mpi {
 
-MpiWork::MpiWork(OpType op, uint64_t seq, Millis timeout, std::string label)
-    : Work(op, seq, timeout), label_(std::move(label)) {}
+MpiWork::MpiWork(OpType op, uint64_t seq, Millis timeout, int rank,
+                 std::shared_ptr<const std::string> group)
+    : Work(op, seq, timeout), rank_(rank), group_(std::move(group)) {}
+
+std::string MpiWork::label() const {
+  return fmt::format("[Rank {}] mpi {} #{} {}", rank_, op_name(op()), seq(), *group_);
+}
 
 MpiWork::~MpiWork() {
   std::lock_guard<std::mutex> lk(test_mu_);
@@ -27,27 +32,38 @@ bool MpiWork::poll() {
   int rc = MPI_SUCCESS;
   {
     auto lk = Runtime::get().lock();
-    rc =
-        MPI_Testall(static_cast<int>(requests.size()), requests.data(), &flag, MPI_STATUSES_IGNORE);
+    rc = MPI_Test(&request, &flag, MPI_STATUS_IGNORE);
   }
   if (rc != MPI_SUCCESS) {
     mpi_done_ = true;
     complete(std::make_exception_ptr(BackendError(fmt::format(
         "{}: MPI reported an error: {}; the communicator may be unusable, check the other "
         "ranks' logs",
-        label_, error_string(rc)))));
+        label(), error_string(rc)))));
     return true;
   }
   if (!flag) return false;
   mpi_done_ = true;
+  run_finish();
+  return true;
+}
+
+void MpiWork::mpi_returned() {
+  {
+    std::lock_guard<std::mutex> lk(test_mu_);
+    mpi_done_ = true;
+  }
+  run_finish();
+}
+
+void MpiWork::run_finish() {
   try {
     if (finish) finish();
   } catch (...) {
     complete(std::current_exception());
-    return true;
+    return;
   }
   complete();
-  return true;
 }
 
 }  // namespace collie::mpi

@@ -1,7 +1,8 @@
 #pragma once
-// MpiWork: one submitted op as a set of non-blocking MPI requests. It advances only when polled
-// (Work::wait and is_completed call progress(), which runs MPI_Testall), then runs the op's
-// finishing step (Avg's division) and completes.
+// MpiWork: one submitted op. An async op holds a non-blocking MPI request and advances only when
+// polled (Work::wait and is_completed call progress(), which runs MPI_Test), then runs the op's
+// finishing step (Avg's division) and completes. A synchronous op is completed by the group
+// before run() returns.
 // Ownership: holds the op's scratch buffers and count arrays; if it is destroyed while MPI still
 // owns them (an op abandoned after a timeout) they are deliberately leaked, because MPI may still
 // write into them and a nonblocking collective cannot be cancelled.
@@ -10,6 +11,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -20,26 +22,34 @@ namespace collie::mpi {
 
 class MpiWork : public Work {
  public:
-  // `label` prefixes error messages, e.g. "[Rank 1] mpi all_reduce #7 (group 0 'default_pg')".
-  MpiWork(OpType op, uint64_t seq, Millis timeout, std::string label);
+  // `group` is the group's part of error messages ("(group 0 'default_pg')"); formatting the
+  // label only when an error needs it keeps the hot path free of string work.
+  MpiWork(OpType op, uint64_t seq, Millis timeout, int rank,
+          std::shared_ptr<const std::string> group);
   ~MpiWork() override;
 
   // Filled by the group before the first poll.
-  std::vector<MPI_Request> requests;
+  MPI_Request request = MPI_REQUEST_NULL;
   std::vector<std::byte> scratch;  // PreMulSum's scaled copy of the input
   std::vector<int> counts;         // all_to_all with splits: 4 * size ints
   std::function<void()> finish;    // runs once after MPI completes successfully
-  const std::string& label() const { return label_; }
+  // "[Rank 1] mpi all_reduce #7 (group 0 'default_pg')".
+  std::string label() const;
 
-  // Tests the requests once; returns true when the Work is completed.
+  // Async ops: tests the request once; returns true when the Work is completed.
   bool poll();
+  // Synchronous ops: the blocking MPI call returned successfully; finish and complete.
+  void mpi_returned();
 
  protected:
   void progress() override { poll(); }
   bool needs_polling() const override { return true; }
 
  private:
-  const std::string label_;
+  void run_finish();
+
+  const int rank_;
+  const std::shared_ptr<const std::string> group_;
   std::mutex test_mu_;
   bool mpi_done_ = false;
 };

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <climits>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <numeric>
@@ -12,6 +13,7 @@
 #include "backends/mpi/mpi_runtime.h"
 #include "backends/mpi/mpi_work.h"
 #include "core/error.h"
+#include "core/log.h"
 #include "core/reduce_kernel.h"
 
 namespace collie::mpi {
@@ -33,11 +35,14 @@ bool test_until(MPI_Request& req, Clock::time_point deadline) {
   }
 }
 
-int checked_count(size_t n, const std::string& label) {
+// collie's exit status for an expired deadline (cli/command.h kExitTimeout).
+constexpr int kTimeoutExitStatus = 3;
+
+int checked_count(size_t n, const MpiWork& w) {
   if (n > static_cast<size_t>(INT_MAX)) {
     throw InvalidArgument(fmt::format(
         "{}: {} elements exceed MPI's int count limit ({}); split the buffer into smaller ops",
-        label, n, INT_MAX));
+        w.label(), n, INT_MAX));
   }
   return static_cast<int>(n);
 }
@@ -60,7 +65,11 @@ const Capabilities& ProcessGroupMPI::declared_capabilities() {
   return caps;
 }
 
-ProcessGroupMPI::ProcessGroupMPI(GroupInfo info) : ProcessGroup(std::move(info)) {
+ProcessGroupMPI::ProcessGroupMPI(GroupInfo info)
+    : ProcessGroup(std::move(info)),
+      group_label_(std::make_shared<const std::string>(
+          fmt::format("(group {} '{}')", this->info().name, this->info().desc))),
+      watchdog_([this](OpType op, uint64_t seq, Millis t) { expire(op, seq, t); }) {
   Runtime& rt = Runtime::get();
   const auto& g = this->info().global_ranks;
   const std::string where =
@@ -126,9 +135,7 @@ void ProcessGroupMPI::shutdown() {
   shut_down_ = true;
   int finalized = 0;
   MPI_Finalized(&finalized);
-  std::lock_guard<std::mutex> lk(abandoned_mu_);
-  // A communicator with abandoned requests is left alone: freeing it could block on them.
-  if (!finalized && comm_ != MPI_COMM_NULL && abandoned_.empty()) {
+  if (!finalized && comm_ != MPI_COMM_NULL) {
     auto mpi_lock = Runtime::get().lock();
     MPI_Comm_free(&comm_);
   }
@@ -137,45 +144,52 @@ void ProcessGroupMPI::shutdown() {
 
 const Capabilities& ProcessGroupMPI::capabilities() const { return declared_capabilities(); }
 
-std::string ProcessGroupMPI::label(const OpCall& c) const {
-  return fmt::format("[Rank {}] mpi {} #{} (group {} '{}')", rank(), op_name(c.type), c.seq,
-                     info().name, info().desc);
-}
-
 std::shared_ptr<Work> ProcessGroupMPI::run(const OpCall& call) {
   if (shut_down_) {
-    throw BackendError(fmt::format("{}: the group was shut down; create a new one", label(call)));
+    throw BackendError(
+        fmt::format("[Rank {}] mpi {} #{} {}: the group was shut down; create a new one", rank(),
+                    op_name(call.type), call.seq, *group_label_));
   }
-  auto w = std::make_shared<MpiWork>(call.type, call.seq, call.timeout, label(call));
-  start(call, *w);
-  if (!call.async_op) drive(call, w);
+  auto w = std::make_shared<MpiWork>(call.type, call.seq, call.timeout, rank(), group_label_);
+  if (call.async_op) {
+    start(call, *w, &w->request);
+    return w;
+  }
+  watchdog_.arm(call.type, call.seq, call.timeout);
+  try {
+    start(call, *w, nullptr);
+  } catch (...) {
+    watchdog_.disarm();
+    throw;
+  }
+  watchdog_.disarm();
+  w->mpi_returned();
   return w;
 }
 
-void ProcessGroupMPI::drive(const OpCall& call, const std::shared_ptr<MpiWork>& w) {
-  const auto deadline = Clock::now() + call.timeout;
-  for (uint32_t i = 0;; ++i) {
-    if (w->poll()) return;
-    if ((i & 255) == 0 && Clock::now() >= deadline) break;
-    std::this_thread::yield();
-  }
-  if (w->complete(std::make_exception_ptr(TimeoutError(fmt::format(
-          "{} did not complete within {} ms; some rank may not have called it, or is stuck "
-          "(check the other ranks, set COLLIE_DEBUG=DETAIL to check for desync)",
-          w->label(), call.timeout.count()))))) {
-    std::lock_guard<std::mutex> lk(abandoned_mu_);
-    abandoned_.push_back(w);
-  }
+void ProcessGroupMPI::expire(OpType op, uint64_t seq, Millis timeout) {
+  const std::string msg = fmt::format(
+      "[Rank {}] mpi {} #{} {} did not complete within {} ms; some rank may not have called it "
+      "or is stuck (check the other ranks; COLLIE_DEBUG=DETAIL checks for desync). A blocking "
+      "MPI call cannot be interrupted, so collie ends the job with MPI_Abort; submit with "
+      "async_op and wait(timeout) to handle the TimeoutError instead.",
+      rank(), op_name(op), seq, *group_label_, timeout.count());
+  log(LogLevel::Error, "{}", msg);
+  std::fprintf(stderr, "collie: timeout: %s\n", msg.c_str());
+  std::fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, kTimeoutExitStatus);
+  std::_Exit(kTimeoutExitStatus);  // MPI_Abort does not return; this keeps [[noreturn]] honest
 }
 
-void ProcessGroupMPI::start(const OpCall& c, MpiWork& w) {
+// Each case issues the non-blocking call when `req` is set, else the blocking one.
+void ProcessGroupMPI::start(const OpCall& c, MpiWork& w, MPI_Request* req) {
   Runtime& rt = Runtime::get();
   const TensorView& t = c.input.data ? c.input : c.output;
   const DType d = t.dtype;
   const MPI_Datatype dt = rt.datatype(d);
   const MPI_Op op = has_reduce_op(c.type) ? rt.op(c.reduce_op, d) : MPI_OP_NULL;
-  const std::string& lbl = w.label();
   const int n = size();
+  const bool root = rank() == c.root;
 
   // PreMulSum sums factor * input; scale a copy unless the input is also the output.
   auto premul_source = [&](const TensorView& in, bool in_place) -> const void* {
@@ -195,117 +209,127 @@ void ProcessGroupMPI::start(const OpCall& c, MpiWork& w) {
     }
   };
 
-  w.requests.assign(1, MPI_REQUEST_NULL);
-  MPI_Request* req = w.requests.data();
   int rc = MPI_SUCCESS;
   const char* fn = "";
   auto lk = rt.lock();
   switch (c.type) {
     case OpType::Send: {
-      fn = "MPI_Isend";
-      rc =
-          MPI_Isend(c.input.data, checked_count(c.input.numel, lbl), dt, c.peer, c.tag, comm_, req);
+      fn = "send";
+      const int cnt = checked_count(c.input.numel, w);
+      rc = req ? MPI_Isend(c.input.data, cnt, dt, c.peer, c.tag, comm_, req)
+               : MPI_Send(c.input.data, cnt, dt, c.peer, c.tag, comm_);
       break;
     }
     case OpType::Recv: {
-      fn = "MPI_Irecv";
-      rc = MPI_Irecv(c.output.data, checked_count(c.output.numel, lbl), dt, c.peer, c.tag, comm_,
-                     req);
+      fn = "recv";
+      const int cnt = checked_count(c.output.numel, w);
+      rc = req ? MPI_Irecv(c.output.data, cnt, dt, c.peer, c.tag, comm_, req)
+               : MPI_Recv(c.output.data, cnt, dt, c.peer, c.tag, comm_, MPI_STATUS_IGNORE);
       break;
     }
     case OpType::Broadcast: {
-      fn = "MPI_Ibcast";
-      rc = MPI_Ibcast(c.input.data, checked_count(c.input.numel, lbl), dt, c.root, comm_, req);
+      fn = "bcast";
+      const int cnt = checked_count(c.input.numel, w);
+      rc = req ? MPI_Ibcast(c.input.data, cnt, dt, c.root, comm_, req)
+               : MPI_Bcast(c.input.data, cnt, dt, c.root, comm_);
       break;
     }
     case OpType::AllReduce: {
-      fn = "MPI_Iallreduce";
+      fn = "allreduce";
+      const int cnt = checked_count(c.input.numel, w);
       premul_source(c.input, true);
       avg_on(c.input);
-      rc = MPI_Iallreduce(MPI_IN_PLACE, c.input.data, checked_count(c.input.numel, lbl), dt, op,
-                          comm_, req);
+      rc = req ? MPI_Iallreduce(MPI_IN_PLACE, c.input.data, cnt, dt, op, comm_, req)
+               : MPI_Allreduce(MPI_IN_PLACE, c.input.data, cnt, dt, op, comm_);
       break;
     }
     case OpType::Reduce: {
-      fn = "MPI_Ireduce";
-      const int cnt = checked_count(c.input.numel, lbl);
-      if (rank() == c.root) {
-        premul_source(c.input, true);
-        avg_on(c.input);
-        rc = MPI_Ireduce(MPI_IN_PLACE, c.input.data, cnt, dt, op, c.root, comm_, req);
-      } else {
-        rc = MPI_Ireduce(premul_source(c.input, false), nullptr, cnt, dt, op, c.root, comm_, req);
-      }
+      fn = "reduce";
+      const int cnt = checked_count(c.input.numel, w);
+      if (root) avg_on(c.input);
+      const void* src = root ? MPI_IN_PLACE : premul_source(c.input, false);
+      if (root) premul_source(c.input, true);
+      void* dst = root ? c.input.data : nullptr;
+      rc = req ? MPI_Ireduce(src, dst, cnt, dt, op, c.root, comm_, req)
+               : MPI_Reduce(src, dst, cnt, dt, op, c.root, comm_);
       break;
     }
     case OpType::AllGather: {
-      fn = "MPI_Iallgather";
-      const int cnt = checked_count(c.input.numel, lbl);
-      checked_count(c.output.numel, lbl);
-      rc = MPI_Iallgather(c.input.data, cnt, dt, c.output.data, cnt, dt, comm_, req);
+      fn = "allgather";
+      const int cnt = checked_count(c.input.numel, w);
+      checked_count(c.output.numel, w);
+      rc = req ? MPI_Iallgather(c.input.data, cnt, dt, c.output.data, cnt, dt, comm_, req)
+               : MPI_Allgather(c.input.data, cnt, dt, c.output.data, cnt, dt, comm_);
       break;
     }
     case OpType::Gather: {
-      fn = "MPI_Igather";
-      const int cnt = checked_count(c.input.numel, lbl);
-      if (rank() == c.root) checked_count(c.output.numel, lbl);
-      rc = MPI_Igather(c.input.data, cnt, dt, rank() == c.root ? c.output.data : nullptr, cnt, dt,
-                       c.root, comm_, req);
+      fn = "gather";
+      const int cnt = checked_count(c.input.numel, w);
+      if (root) checked_count(c.output.numel, w);
+      void* out = root ? c.output.data : nullptr;
+      rc = req ? MPI_Igather(c.input.data, cnt, dt, out, cnt, dt, c.root, comm_, req)
+               : MPI_Gather(c.input.data, cnt, dt, out, cnt, dt, c.root, comm_);
       break;
     }
     case OpType::Scatter: {
-      fn = "MPI_Iscatter";
-      const int cnt = checked_count(c.output.numel, lbl);
-      if (rank() == c.root) checked_count(c.input.numel, lbl);
-      rc = MPI_Iscatter(rank() == c.root ? c.input.data : nullptr, cnt, dt, c.output.data, cnt, dt,
-                        c.root, comm_, req);
+      fn = "scatter";
+      const int cnt = checked_count(c.output.numel, w);
+      if (root) checked_count(c.input.numel, w);
+      const void* in = root ? c.input.data : nullptr;
+      rc = req ? MPI_Iscatter(in, cnt, dt, c.output.data, cnt, dt, c.root, comm_, req)
+               : MPI_Scatter(in, cnt, dt, c.output.data, cnt, dt, c.root, comm_);
       break;
     }
     case OpType::ReduceScatter: {
-      fn = "MPI_Ireduce_scatter_block";
-      checked_count(c.input.numel, lbl);
+      fn = "reduce_scatter_block";
+      checked_count(c.input.numel, w);
+      const int cnt = checked_count(c.output.numel, w);
       avg_on(c.output);
-      rc = MPI_Ireduce_scatter_block(premul_source(c.input, false), c.output.data,
-                                     checked_count(c.output.numel, lbl), dt, op, comm_, req);
+      const void* src = premul_source(c.input, false);
+      rc = req ? MPI_Ireduce_scatter_block(src, c.output.data, cnt, dt, op, comm_, req)
+               : MPI_Reduce_scatter_block(src, c.output.data, cnt, dt, op, comm_);
       break;
     }
     case OpType::AllToAll: {
-      checked_count(c.input.numel, lbl);
-      checked_count(c.output.numel, lbl);
+      checked_count(c.input.numel, w);
+      checked_count(c.output.numel, w);
       if (c.input_splits.empty()) {
-        fn = "MPI_Ialltoall";
+        fn = "alltoall";
         const int cnt = static_cast<int>(c.input.numel / static_cast<size_t>(n));
-        rc = MPI_Ialltoall(c.input.data, cnt, dt, c.output.data, cnt, dt, comm_, req);
-      } else {
-        fn = "MPI_Ialltoallv";
-        // Layout: send counts, send displacements, recv counts, recv displacements.
-        w.counts.assign(4 * static_cast<size_t>(n), 0);
-        int* sc = w.counts.data();
-        int* sd = sc + n;
-        int* rcnt = sd + n;
-        int* rd = rcnt + n;
-        for (int i = 0; i < n; ++i) {
-          sc[i] = static_cast<int>(c.input_splits[i]);
-          rcnt[i] = static_cast<int>(c.output_splits[i]);
-          if (i > 0) {
-            sd[i] = sd[i - 1] + sc[i - 1];
-            rd[i] = rd[i - 1] + rcnt[i - 1];
-          }
-        }
-        rc = MPI_Ialltoallv(c.input.data, sc, sd, dt, c.output.data, rcnt, rd, dt, comm_, req);
+        rc = req ? MPI_Ialltoall(c.input.data, cnt, dt, c.output.data, cnt, dt, comm_, req)
+                 : MPI_Alltoall(c.input.data, cnt, dt, c.output.data, cnt, dt, comm_);
+        break;
       }
+      fn = "alltoallv";
+      // Layout: send counts, send displacements, recv counts, recv displacements.
+      w.counts.assign(4 * static_cast<size_t>(n), 0);
+      int* sc = w.counts.data();
+      int* sd = sc + n;
+      int* rcnt = sd + n;
+      int* rd = rcnt + n;
+      for (int i = 0; i < n; ++i) {
+        sc[i] = static_cast<int>(c.input_splits[i]);
+        rcnt[i] = static_cast<int>(c.output_splits[i]);
+        if (i > 0) {
+          sd[i] = sd[i - 1] + sc[i - 1];
+          rd[i] = rd[i - 1] + rcnt[i - 1];
+        }
+      }
+      rc = req ? MPI_Ialltoallv(c.input.data, sc, sd, dt, c.output.data, rcnt, rd, dt, comm_, req)
+               : MPI_Alltoallv(c.input.data, sc, sd, dt, c.output.data, rcnt, rd, dt, comm_);
       break;
     }
     case OpType::Barrier: {
-      fn = "MPI_Ibarrier";
-      rc = MPI_Ibarrier(comm_, req);
+      fn = "barrier";
+      rc = req ? MPI_Ibarrier(comm_, req) : MPI_Barrier(comm_);
       break;
     }
   }
   if (rc != MPI_SUCCESS) {
     throw BackendError(
-        fmt::format("{}: {} failed: {}; check that every rank passed matching counts", lbl, fn,
-                    error_string(rc)));
+        fmt::format("{}: MPI {} ({}) failed: {}; check that every rank passed "
+                    "matching counts and roots",
+                    w.label(), fn, req ? "non-blocking" : "blocking", error_string(rc)));
   }
 }
 

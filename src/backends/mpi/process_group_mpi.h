@@ -1,10 +1,13 @@
 #pragma once
 // ProcessGroupMPI: the ProcessGroup API over Open MPI (host buffers only).
 //
-// Every op is started with a non-blocking MPI call (MPI_Iallreduce, MPI_Ialltoallv, ...) and
-// returned as an MpiWork. Ops submitted with async_op = false are driven to completion inside
-// run() by test-polling until the op's deadline; an op that misses it completes with a
-// TimeoutError naming op, seq and rank (the MPI request stays pending; the group is then unusable).
+// Async ops (async_op = true) start a non-blocking MPI call (MPI_Iallreduce, MPI_Ialltoallv, ...)
+// and return an MpiWork that is test-polled; wait(timeout) raises TimeoutError naming op, seq and
+// rank. Synchronous ops call the blocking MPI function (Open MPI's tuned algorithms, no overhead
+// over raw MPI) under a watchdog: past the op's deadline the job is ended with MPI_Abort after
+// printing the same TimeoutError text, since a blocking MPI call cannot be interrupted.
+// REQUIRES: every rank passes the same async_op for a given collective (MPI never matches a
+// blocking collective with a non-blocking one; a mismatch ends at the deadline, not in a hang).
 // Float16/BFloat16 reductions use user-defined MPI ops over core/reduce_kernel.h; Avg is a sum
 // followed by a division, PreMulSum scales a copy of the input before summing.
 //
@@ -18,6 +21,7 @@
 #include <mutex>
 #include <vector>
 
+#include "backends/mpi/mpi_watchdog.h"
 #include "comm/process_group.h"
 
 namespace collie::mpi {
@@ -40,13 +44,13 @@ class ProcessGroupMPI : public ProcessGroup {
   std::shared_ptr<Work> run(const OpCall& call) override;
 
  private:
-  void start(const OpCall& call, MpiWork& w);
-  void drive(const OpCall& call, const std::shared_ptr<MpiWork>& w);
-  std::string label(const OpCall& call) const;
+  // Issues the MPI call: non-blocking into *req, or blocking when req is null.
+  void start(const OpCall& call, MpiWork& w, MPI_Request* req);
+  [[noreturn]] void expire(OpType op, uint64_t seq, Millis timeout);
 
   MPI_Comm comm_ = MPI_COMM_NULL;
-  std::mutex abandoned_mu_;
-  std::vector<std::shared_ptr<MpiWork>> abandoned_;  // timed out while MPI still owns buffers
+  const std::shared_ptr<const std::string> group_label_;  // "(group 0 'default_pg')"
+  Watchdog watchdog_;
   bool shut_down_ = false;
 };
 
