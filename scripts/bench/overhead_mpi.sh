@@ -2,7 +2,7 @@
 # Overhead of the collie MPI backend vs raw Open MPI loops in the same mpirun.
 # Usage: scripts/bench/overhead_mpi.sh [BUILD_DIR=build] [NP=2] [MAX_BYTES=16777216] [TRIALS=5]
 # ratio = collie / blocking MPI_Allreduce|MPI_Alltoall; iratio = collie / MPI_I* + MPI_Wait
-# (what the backend calls). Target: ratio <= 1.03 at >= 64 KiB, delta <= +1 us below.
+# (what async ops call). Target: ratio <= 1.03 at >= 64 KiB, delta <= +1 us below.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$root/build}
