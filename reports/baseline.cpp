@@ -33,13 +33,14 @@ CombinedRows combine_rows(const std::vector<const ResultRow*>& rows) {
     const auto& g = groups[k];
     ResultRow row = *g.front();
     std::vector<double> time, algbw, busbw;
-    std::vector<double> samples;
+    std::vector<double> samples, p50;
     int64_t wrong = -1;
     for (const ResultRow* r : g) {
       time.push_back(r->time_us);
       algbw.push_back(r->algbw_gbps);
       busbw.push_back(r->busbw_gbps);
       samples.insert(samples.end(), r->samples_us.begin(), r->samples_us.end());
+      if (!r->samples_us.empty()) p50.push_back(median_of(r->samples_us));
       if (r->wrong >= 0) wrong = std::max<int64_t>(wrong, 0) + r->wrong;
     }
     row.time_us = median_of(time);
@@ -56,6 +57,10 @@ CombinedRows combine_rows(const std::vector<const ResultRow*>& rows) {
     s.time_max_us = *std::max_element(time.begin(), time.end());
     s.busbw_min_gbps = *std::min_element(busbw.begin(), busbw.end());
     s.busbw_max_gbps = *std::max_element(busbw.begin(), busbw.end());
+    if (p50.size() == g.size()) {
+      s.p50_min_us = *std::min_element(p50.begin(), p50.end());
+      s.p50_max_us = *std::max_element(p50.begin(), p50.end());
+    }
     out.rows.push_back(std::move(row));
     out.spread.push_back(s);
   }
@@ -101,7 +106,9 @@ nlohmann::json baseline_to_json(const LoadedRun& b, const std::vector<std::strin
                                 {"time_min_us", s.time_min_us},
                                 {"time_max_us", s.time_max_us},
                                 {"busbw_min_gbps", s.busbw_min_gbps},
-                                {"busbw_max_gbps", s.busbw_max_gbps}};
+                                {"busbw_max_gbps", s.busbw_max_gbps},
+                                {"p50_min_us", s.p50_min_us},
+                                {"p50_max_us", s.p50_max_us}};
   }
   return j;
 }

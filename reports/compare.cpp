@@ -72,6 +72,12 @@ void classify(RowComparison& c, const ResultRow& b, const ResultRow& cur, const 
     significant = t.p < o.alpha;
     const double tb = median_of(b.samples_us), tc = median_of(cur.samples_us);
     c.worse = m == Metric::Time ? worsening(tb, tc, false) : (tc > 0 ? 1 - tb / tc : 0);
+    // Run-to-run spread of the median time, expressed in the metric (a time increase of s is a
+    // bandwidth drop of s / (1 + s)).
+    if (bs.runs >= 2 && tb > 0 && bs.p50_max_us > 0) {
+      const double st = (bs.p50_max_us - bs.p50_min_us) / tb;
+      c.threshold = std::max(o.max_regression, m == Metric::Time ? st : st / (1 + st));
+    }
   } else {
     c.method = "threshold";
     c.worse = worsening(c.base, c.current, m == Metric::BusBw);

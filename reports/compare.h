@@ -16,7 +16,7 @@ namespace collie::reports {
 enum class Metric { BusBw, Time };
 enum class Verdict { Regression, Improvement, Unchanged, Missing, New };
 
-const char* metric_name(Metric m);   // "busbw" | "time"
+const char* metric_name(Metric m);    // "busbw" | "time"
 const char* verdict_name(Verdict v);  // "regression", "improvement", "unchanged", "missing", "new"
 
 struct CompareOptions {

@@ -47,8 +47,8 @@ std::string compare_summary_line(const CompareReport& r) {
   return fmt::format(
       "collie report compare: {}: {} regression(s), {} improvement(s), {} unchanged, {} missing, "
       "{} new, {} below --min-size ({} vs {}, metric {}, max regression {})",
-      r.passed() ? "PASS" : "FAIL", r.regressions, r.improvements, r.unchanged, r.missing,
-      r.added, r.skipped, r.baseline_path, r.current_path, metric_name(r.options.metric),
+      r.passed() ? "PASS" : "FAIL", r.regressions, r.improvements, r.unchanged, r.missing, r.added,
+      r.skipped, r.baseline_path, r.current_path, metric_name(r.options.metric),
       percent(r.options.max_regression));
 }
 
@@ -69,13 +69,12 @@ std::string compare_markdown(const CompareReport& r) {
   s += "|---|---|---|---|---|---:|---:|---:|---:|---:|---:|---|\n";
   for (const auto& c : by_severity(r)) {
     const bool both = c.verdict != Verdict::Missing && c.verdict != Verdict::New;
-    s += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
-                     verdict_name(c.verdict), c.key.collective, c.key.dtype, c.key.redop,
-                     c.key.placement, c.key.root, size_label(c.key.size_bytes),
-                     c.verdict == Verdict::New ? "-" : num(c.base),
-                     c.verdict == Verdict::Missing ? "-" : num(c.current),
-                     both ? percent(c.change) : "-", both ? percent(c.threshold) : "-",
-                     method_cell(c));
+    s += fmt::format(
+        "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", verdict_name(c.verdict),
+        c.key.collective, c.key.dtype, c.key.redop, c.key.placement, c.key.root,
+        size_label(c.key.size_bytes), c.verdict == Verdict::New ? "-" : num(c.base),
+        c.verdict == Verdict::Missing ? "-" : num(c.current), both ? percent(c.change) : "-",
+        both ? percent(c.threshold) : "-", method_cell(c));
   }
   return s;
 }
@@ -122,9 +121,10 @@ std::string compare_junit(const CompareReport& r) {
   const int tests = static_cast<int>(r.rows.size());
   const int skipped = r.missing + r.added;
   std::string s = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  s += fmt::format("<testsuites name=\"collie report compare\" tests=\"{}\" failures=\"{}\" "
-                   "errors=\"0\" skipped=\"{}\" time=\"0\">\n",
-                   tests, r.regressions, skipped);
+  s += fmt::format(
+      "<testsuites name=\"collie report compare\" tests=\"{}\" failures=\"{}\" "
+      "errors=\"0\" skipped=\"{}\" time=\"0\">\n",
+      tests, r.regressions, skipped);
   s += fmt::format(
       "  <testsuite name=\"collie.compare.{}\" tests=\"{}\" failures=\"{}\" errors=\"0\" "
       "skipped=\"{}\" time=\"0\">\n",

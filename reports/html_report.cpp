@@ -84,11 +84,13 @@ std::string collective_section(const std::string& coll, const std::vector<Series
       bw.push_back(std::move(b));
       lat.push_back(std::move(l));
     }
-    data += "<h4>" + xml_escape(series_title(t.key)) + "</h4>\n<table class=\"data\"><tr><th>size</th>";
+    data +=
+        "<h4>" + xml_escape(series_title(t.key)) + "</h4>\n<table class=\"data\"><tr><th>size</th>";
     for (const auto& r : runs)
-      data += fmt::format("<th>{0} time (us)</th><th>{0} algbw (GB/s)</th><th>{0} busbw (GB/s)</th>"
-                          "<th>{0} #wrong</th>",
-                          xml_escape(r.label));
+      data += fmt::format(
+          "<th>{0} time (us)</th><th>{0} algbw (GB/s)</th><th>{0} busbw (GB/s)</th>"
+          "<th>{0} #wrong</th>",
+          xml_escape(r.label));
     data += "</tr>\n";
     for (int64_t size : t.sizes) {
       data += "<tr><td>" + size_label(size) + "</td>";
@@ -163,7 +165,8 @@ std::string render_html(const std::vector<LoadedRun>& runs) {
   for (const auto& c : collectives) s += collective_section(c, tables, runs);
   std::string ranks;
   for (const auto& r : runs) ranks += rank_section(r);
-  if (!ranks.empty()) s += "<section class=\"ranks\">\n<h2>Per-rank view</h2>\n" + ranks + "</section>\n";
+  if (!ranks.empty())
+    s += "<section class=\"ranks\">\n<h2>Per-rank view</h2>\n" + ranks + "</section>\n";
   return s + "</body>\n</html>\n";
 }
 

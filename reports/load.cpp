@@ -3,8 +3,8 @@
 #include <fmt/format.h>
 
 #include <fstream>
-#include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "core/error.h"
@@ -36,11 +36,11 @@ json parse_file(const std::string& path) {
   try {
     return json::parse(text);
   } catch (const json::parse_error& e) {
-    const bool at_end = e.byte >= text.size();
-    throw InvalidArgument(path + ": not valid JSON at byte " + std::to_string(e.byte) +
-                          (at_end ? " (file is truncated; was the run interrupted?)"
-                                  : " (file is corrupt)") +
-                          "; re-run collie perf -J to regenerate it");
+    const bool at_end = std::string(e.what()).find("end of input") != std::string::npos;
+    throw InvalidArgument(
+        path + ": not valid JSON at byte " + std::to_string(e.byte) +
+        (at_end ? " (file is truncated; was the run interrupted?)" : " (file is corrupt)") +
+        "; re-run collie perf -J to regenerate it");
   }
 }
 
@@ -54,8 +54,8 @@ void check_schema(const std::string& path, const json& j) {
   if (schema == kSchemaName) return;
   if (schema.starts_with(kSchemaPrefix)) {
     const std::string v = schema.substr(std::string(kSchemaPrefix).size());
-    const bool newer = !v.empty() && v.find_first_not_of("0123456789") == std::string::npos &&
-                       std::stoi(v) > 1;
+    const bool newer =
+        !v.empty() && v.find_first_not_of("0123456789") == std::string::npos && std::stoi(v) > 1;
     throw InvalidArgument(path + ": schema " + schema + " is " +
                           (newer ? "newer than this collie reads" : "not supported") +
                           " (this collie reads " + kSchemaName + "); " +
@@ -72,6 +72,8 @@ RowSpread spread_from_json(const json& b) {
   s.time_max_us = b.value("time_max_us", 0.0);
   s.busbw_min_gbps = b.value("busbw_min_gbps", 0.0);
   s.busbw_max_gbps = b.value("busbw_max_gbps", 0.0);
+  s.p50_min_us = b.value("p50_min_us", 0.0);
+  s.p50_max_us = b.value("p50_max_us", 0.0);
   return s;
 }
 
@@ -101,13 +103,14 @@ LoadedRun load_run(const std::string& path) {
 
 std::vector<LoadedRun> load_runs(const std::vector<std::string>& paths) {
   std::vector<LoadedRun> runs;
-  std::map<std::string, int> seen;
+  std::set<std::string> seen;
   for (const auto& p : paths) {
     runs.push_back(load_run(p));
     auto& r = runs.back();
     // Two files with the same name (runs/a.json, other/a.json) must not share a legend entry.
-    if (seen[r.label]++ > 0) r.label = fmt::format("{}-{}", r.label, r.result.meta.backend);
-    if (seen[r.label]++ > 0) r.label = fmt::format("{}-{}", r.label, runs.size());
+    if (seen.count(r.label)) r.label = fmt::format("{}-{}", r.label, r.result.meta.backend);
+    if (seen.count(r.label)) r.label = fmt::format("{}-{}", r.label, runs.size());
+    seen.insert(r.label);
   }
   return runs;
 }

@@ -15,6 +15,9 @@ struct RowSpread {
   int runs = 1;
   double time_min_us = 0, time_max_us = 0;
   double busbw_min_gbps = 0, busbw_max_gbps = 0;
+  // Range of the per-run median iteration time (0 when the runs had no -I samples); robust to
+  // the outliers that move the mean time of a row on a busy machine.
+  double p50_min_us = 0, p50_max_us = 0;
 };
 
 struct LoadedRun {

@@ -196,10 +196,10 @@ std::string render_junit(const std::vector<LoadedRun>& runs) {
       const double secs = row.time_us * row.iters / 1e6;
       su.tests++;
       su.time += secs;
-      const std::string name = fmt::format(
-          "{} B {} {} {}{}{}", row.size_bytes, row.dtype, row.redop, row.placement,
-          row.root >= 0 && row.redop != "none" ? fmt::format(" root {}", row.root) : "",
-          row.cycle > 0 ? fmt::format(" cycle {}", row.cycle) : "");
+      const std::string name =
+          fmt::format("{} B {} {} {}{}{}", row.size_bytes, row.dtype, row.redop, row.placement,
+                      row.root >= 0 && row.redop != "none" ? fmt::format(" root {}", row.root) : "",
+                      row.cycle > 0 ? fmt::format(" cycle {}", row.cycle) : "");
       su.body += fmt::format("    <testcase name=\"{}\" classname=\"{}\" time=\"{:.6f}\">\n",
                              xml_escape(name), xml_escape(su.name), secs);
       if (row.wrong > 0) {

@@ -24,7 +24,7 @@ std::string series_title(const SeriesKey& k);
 
 struct SeriesTable {
   SeriesKey key;
-  std::vector<int64_t> sizes;                       // union over the runs, ascending
+  std::vector<int64_t> sizes;                        // union over the runs, ascending
   std::vector<std::map<int64_t, ResultRow>> by_run;  // per run: size -> row (cycles combined)
 };
 // Series in first-seen order over `runs`; by_run has one entry per run (empty maps allowed).

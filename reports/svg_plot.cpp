@@ -41,7 +41,8 @@ std::string line_plot_svg(const PlotSpec& spec, const std::vector<PlotSeries>& s
       ymin = std::min(ymin, y), ymax = std::max(ymax, y);
     }
   if (xmax == 0) xmin = 1, xmax = 2, ymin = 1, ymax = 1;
-  const double lx0 = std::floor(std::log2(xmin)), lx1 = std::max(lx0 + 1, std::ceil(std::log2(xmax)));
+  const double lx0 = std::floor(std::log2(xmin)),
+               lx1 = std::max(lx0 + 1, std::ceil(std::log2(xmax)));
   double y0 = 0, y1 = 0, ystep = 0;
   if (spec.log_y) {
     y0 = std::floor(std::log10(ymin));

@@ -101,8 +101,7 @@ COLLIE_COMMAND(Command{
       app.require_subcommand(1);
 
       CLI::App* render = app.add_subcommand("render", "render results side by side");
-      render->add_option("results", f->inputs, "results JSON files (collie perf -J)")
-          ->required();
+      render->add_option("results", f->inputs, "results JSON files (collie perf -J)")->required();
       render->add_option("--format", f->format, "html | md | csv | junit | table")
           ->required()
           ->check(CLI::IsMember({"html", "md", "csv", "junit", "table"}));
@@ -111,16 +110,16 @@ COLLIE_COMMAND(Command{
 
       CLI::App* compare = app.add_subcommand(
           "compare", "compare CURRENT against BASELINE; exit 1 on a regression, 2 on bad input");
-      compare->add_option("baseline", f->baseline, "baseline results or baseline file")
-          ->required();
+      compare->add_option("baseline", f->baseline, "baseline results or baseline file")->required();
       compare->add_option("current", f->current, "current results")->required();
       compare->add_option("--max-regression", f->max_regression,
                           "allowed worsening per row, e.g. 5% (default 5%)");
       compare->add_option("--min-size", f->min_size, "ignore rows below this size (K/M/G)");
       compare->add_option("--metric", f->metric, "busbw (default) | time")
           ->check(CLI::IsMember({"busbw", "time"}));
-      compare->add_option("--alpha", f->alpha,
-                          "significance level of the Mann-Whitney test (default 0.01)")
+      compare
+          ->add_option("--alpha", f->alpha,
+                       "significance level of the Mann-Whitney test (default 0.01)")
           ->check(CLI::Range(1e-9, 0.5));
       compare->add_option("--format", f->format, "md (default) | json | junit")
           ->check(CLI::IsMember({"md", "json", "junit"}));

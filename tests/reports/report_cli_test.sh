@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# End-to-end tests of `collie report` through the built binary. Usage:
+#   report_cli_test.sh COLLIE SOURCE_DIR CASE     CASE: junit | html | gate | badinput
+# junit:    render + compare JUnit validate against tests/reports/report_junit.xsd (xmllint)
+# html:     the HTML report opens in headless Chromium without console errors; the screenshot is
+#           not blank and the DOM holds the busbw/latency plots and the per-rank view
+# gate:     two real runs of one configuration pass compare; a run slowed down through
+#           COLLIE_PERF_TEST_DELAY_US fails it with exit 1
+# badinput: empty / truncated / corrupt / mismatched inputs exit 2 with one line on stderr
+set -euo pipefail
+COLLIE=$1
+SRC=$2
+CASE=$3
+G="$SRC/tests/reports/golden"
+W=$(mktemp -d)
+trap 'rm -rf "$W"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+case "$CASE" in
+junit)
+  "$COLLIE" report render "$G/report_input_gloo4.json" "$G/report_input_gloo2.json" \
+    --format junit -o "$W/render.xml"
+  xmllint --noout --schema "$SRC/tests/reports/report_junit.xsd" "$W/render.xml"
+  xmllint --noout --schema "$SRC/tests/reports/report_junit.xsd" "$G/report_render.junit.xml"
+  xmllint --noout --schema "$SRC/tests/reports/report_junit.xsd" "$G/report_compare.junit.xml"
+  rc=0
+  "$COLLIE" report compare "$G/report_input_gloo4.json" "$G/report_input_gloo4.json" \
+    --format junit -o "$W/compare.xml" 2>/dev/null || rc=$?
+  [ "$rc" = 0 ] || fail "a file compared with itself must pass (exit $rc)"
+  xmllint --noout --schema "$SRC/tests/reports/report_junit.xsd" "$W/compare.xml"
+  # The schema must reject what CI tools reject: a testcase without a name.
+  sed 's/<testcase name="[^"]*"/<testcase/' "$W/render.xml" > "$W/broken.xml"
+  if xmllint --noout --schema "$SRC/tests/reports/report_junit.xsd" "$W/broken.xml" 2>/dev/null; then
+    fail "the XSD accepted a testcase without a name"
+  fi
+  ;;
+html)
+  "$COLLIE" report render "$G/report_input_gloo4.json" "$G/report_input_gloo2.json" \
+    --format html -o "$W/report.html"
+  grep -q -E '(src|href)="(https?:)?//' "$W/report.html" && fail "the HTML references an external asset"
+  chrome=(/usr/bin/chromium --headless --no-sandbox --disable-gpu --disable-background-networking
+          --disable-component-update --disable-sync --no-first-run --enable-logging=stderr --v=0
+          --window-size=1280,2000)
+  timeout 60 "${chrome[@]}" --user-data-dir="$W/p1" --dump-dom "file://$W/report.html" \
+    > "$W/dom.html" 2> "$W/chrome1.log" || fail "chromium --dump-dom failed: $(tail -3 "$W/chrome1.log")"
+  timeout 60 "${chrome[@]}" --user-data-dir="$W/p2" --screenshot="$W/shot.png" \
+    "file://$W/report.html" > /dev/null 2> "$W/chrome2.log" || fail "chromium --screenshot failed"
+  if grep -E 'CONSOLE.*(error|Error)|Uncaught|Failed to load' "$W/chrome1.log" "$W/chrome2.log"; then
+    fail "the page logged errors"
+  fi
+  count() { grep -o "$1" "$W/dom.html" | wc -l; }
+  [ "$(count 'class="plot busbw-plot"')" -ge 2 ] || fail "fewer than 2 busbw plots in the DOM"
+  [ "$(count 'class="plot latency-plot"')" -ge 2 ] || fail "fewer than 2 latency plots in the DOM"
+  [ "$(count '<polyline class="series"')" -ge 4 ] || fail "plot lines missing"
+  [ "$(count 'class="rank-plot"')" -ge 2 ] || fail "per-rank plots missing"
+  [ "$(count 'class="bar straggler"')" -ge 1 ] || fail "straggler bar missing"
+  python3 "$SRC/tests/reports/report_png_check.py" "$W/shot.png"
+  ;;
+gate)
+  # Small sizes and 2 ranks keep each run to a few seconds; -I 1 records per-iteration samples
+  # so the rank test is used. Timing noise on a busy 2-core machine is large, so the baseline
+  # combines two runs (its spread widens the allowed change where the machine is noisy).
+  run() { "$COLLIE" perf all_reduce -b 4K -e 16K -n 30 -w 2 -I 1 --np 2 -J "$W/$1.json" > "$W/$1.log" 2>&1 \
+    || fail "collie perf $1 failed: $(tail -3 "$W/$1.log")"; }
+  run a
+  run b
+  run c
+  "$COLLIE" report baseline "$W/a.json" "$W/b.json" -o "$W/base.json" 2>/dev/null
+  rc=0
+  "$COLLIE" report compare "$W/base.json" "$W/c.json" --max-regression 25% > "$W/same.md" 2> "$W/same.err" || rc=$?
+  cat "$W/same.md"
+  [ "$rc" = 0 ] || fail "same configuration flagged (exit $rc): $(cat "$W/same.err")"
+  grep -q 'mann-whitney' "$W/same.md" || fail "the rank test was not used although -I samples exist"
+  # 20 ms per call on every rank: far above the noise of a 4K-16K all_reduce on loopback.
+  COLLIE_PERF_TEST_DELAY_US=20000 run slow
+  rc=0
+  "$COLLIE" report compare "$W/base.json" "$W/slow.json" --max-regression 25% > "$W/slow.md" 2> "$W/slow.err" || rc=$?
+  cat "$W/slow.md"
+  [ "$rc" = 1 ] || fail "a 20 ms/call slowdown was not flagged (exit $rc)"
+  grep -q '^| regression |' "$W/slow.md" || fail "no regression row in the table"
+  grep -q 'FAIL' "$W/slow.err" || fail "no FAIL line on stderr"
+  ;;
+badinput)
+  ok="$G/report_input_gloo4.json"
+  : > "$W/empty.json"
+  head -c 3000 "$ok" > "$W/truncated.json"
+  printf '{"schema": "collie.perf.v1", "run": ]' > "$W/corrupt.json"
+  sed 's/"collie.perf.v1"/"collie.perf.v9"/' "$ok" > "$W/newer.json"
+  sed 's/"backend": "gloo"/"backend": "mpi"/' "$ok" > "$W/mpi.json"
+  expect2() {
+    local rc=0
+    "$@" > /dev/null 2> "$W/err" || rc=$?
+    [ "$rc" = 2 ] || fail "expected exit 2 from: $* (got $rc)"
+    [ "$(wc -l < "$W/err")" = 1 ] || fail "expected one stderr line from: $*, got: $(cat "$W/err")"
+    echo "ok ($rc): $(cat "$W/err")"
+  }
+  for f in empty truncated corrupt newer; do
+    expect2 "$COLLIE" report compare "$ok" "$W/$f.json"
+    expect2 "$COLLIE" report render "$W/$f.json" --format md
+  done
+  expect2 "$COLLIE" report compare "$ok" "$W/missing.json"
+  expect2 "$COLLIE" report compare "$ok" "$W/mpi.json"
+  expect2 "$COLLIE" report compare "$ok" "$G/report_input_gloo2.json"
+  expect2 "$COLLIE" report baseline "$ok" "$G/report_input_gloo2.json" -o "$W/x.json"
+  expect2 "$COLLIE" report compare "$ok" "$ok" --max-regression lots
+  grep -q 'world size differs' <("$COLLIE" report compare "$ok" "$G/report_input_gloo2.json" 2>&1) \
+    || fail "world-size mismatch not named"
+  ;;
+*)
+  fail "unknown case $CASE"
+  ;;
+esac
+echo "PASS: $CASE"
