@@ -75,6 +75,7 @@ std::string collective_section(const std::string& coll, const std::vector<Series
     if (t.key.collective != coll) continue;
     const std::string combo = series_title(t.key).substr(coll.size() + 1);
     for (size_t ri = 0; ri < runs.size(); ++ri) {
+      if (t.by_run[ri].empty()) continue;  // this run did not measure this curve
       const std::string name = combos > 1 ? runs[ri].label + " " + combo : runs[ri].label;
       PlotSeries b{name, {}}, l{name, {}};
       for (const auto& [size, row] : t.by_run[ri]) {

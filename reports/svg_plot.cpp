@@ -12,7 +12,7 @@ namespace collie::reports {
 
 namespace {
 
-constexpr int kLeft = 64, kRight = 16, kTop = 28, kBottom = 44, kLegendRow = 16;
+constexpr int kLeft = 80, kRight = 16, kTop = 28, kBottom = 44, kLegendRow = 16;
 
 // Round step (1, 2 or 5 × 10^k) giving about `n` intervals over [0, hi].
 double nice_step(double hi, int n) {
@@ -93,7 +93,7 @@ std::string line_plot_svg(const PlotSpec& spec, const std::vector<PlotSeries>& s
   s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">size (bytes)</text>\n",
                    kLeft + pw / 2, kTop + ph + 34);
   s += fmt::format(
-      "<text x=\"14\" y=\"{:.1f}\" text-anchor=\"middle\" transform=\"rotate(-90 14 {:.1f})\">"
+      "<text x=\"12\" y=\"{:.1f}\" text-anchor=\"middle\" transform=\"rotate(-90 12 {:.1f})\">"
       "{}</text>\n",
       kTop + ph / 2, kTop + ph / 2, xml_escape(spec.y_label));
   // Series.
