@@ -44,7 +44,7 @@ double parse_percent(const std::string& text) {
   char* end = nullptr;
   const double v = std::strtod(text.c_str(), &end);
   const std::string rest = end ? end : "";
-  if (end == text.c_str() || (!rest.empty() && rest != "%") || v < 0 || v >= 1000)
+  if (end == text.c_str() || (!rest.empty() && rest != "%") || v < 0 || v > 1e6)
     throw InvalidArgument("--max-regression '" + text + "' is not a percentage (e.g. 5%)");
   return v / 100;
 }
