@@ -27,14 +27,6 @@
 #include "perf/driver.h"
 #include "perf/output.h"
 
-// TODO(merge): drop these weak redeclarations once comm/init.cpp is compiled on main (it waits
-// for store/tcp_store.cpp). Until then a build without it still links and `collie perf` says
-// why it cannot create a group instead of failing to build.
-namespace collie {
-[[gnu::weak]] std::shared_ptr<ProcessGroup> init_process_group(const InitOptions& opts);
-[[gnu::weak]] void destroy_process_group(ProcessGroup& pg);
-}  // namespace collie
-
 namespace collie::cli {
 namespace {
 
@@ -258,8 +250,6 @@ int launch_local(int np, std::chrono::milliseconds grace) {
 
 int run_rank(const PerfFlags& f, const PerfOptions& o,
              const std::map<std::string, std::string>& flags) {
-  if (&init_process_group == nullptr)
-    throw Error("this build has no init_process_group (comm/init.cpp is not compiled yet)");
   InitOptions init;
   init.backend = f.backend;
   if (f.timeout_s > 0) init.timeout = std::chrono::seconds(f.timeout_s);
