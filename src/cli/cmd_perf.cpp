@@ -302,7 +302,7 @@ COLLIE_COMMAND(Command{
       app.add_option("-i,--stepbytes", f->step_bytes, "size increment when -f is 1");
       app.add_option("-f,--stepfactor", f->step_factor, "size multiplication factor");
       auto* n = app.add_option("-n,--iters", f->iters,
-                               "timed iterations (default 20, fewer above 8 MiB unless given)");
+                               "timed iterations (default 20, fewer above 1 MiB unless given)");
       app.add_option("-w,--warmup_iters", f->warmup, "warmup iterations");
       app.add_option("-m,--agg_iters", f->agg, "operations aggregated per iteration");
       app.add_option("-N,--run_cycles", f->cycles, "run the sweep N times (0 = forever)");

@@ -115,7 +115,7 @@ TEST_F(PerfCli, CorruptedResultIsCountedAndFailsTheRun) {
   std::filesystem::remove(json);
 }
 
-TEST_F(PerfCli, BadFlagsPrintOneLineAndExit2) {
+TEST(PerfCliFlags, BadFlagsPrintOneLineAndExit2) {
   for (const char* args : {"-b 2M -e 1M", "-d float17", "-np 0", "all_scatter", "-o mean", "-G 1",
                            "--placement sideways", "-a 7"}) {
     const Result r = run(args);
@@ -157,6 +157,13 @@ TEST_F(PerfCli, JsonCsvAndJsonlAgreeWithTheTable) {
   while (std::getline(c, line)) ++n;
   EXPECT_EQ(n, res.rows.size() + 1);  // + header
   for (const auto& p : {json, csv, jsonl}) std::filesystem::remove(p);
+}
+
+TEST_F(PerfCli, MinBusBandwidthGateFailsTheRun) {
+  const Result r = run("all_reduce -np 2 -b 1K -e 1K -n 2 --min-busbw 1000000");
+  EXPECT_EQ(r.rc, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("below 0.9 x"), std::string::npos) << r.err;
+  EXPECT_EQ(run("all_reduce -np 2 -b 1K -e 1K -n 2", "NCCL_TESTS_MIN_BW=1000000").rc, 1);
 }
 
 TEST_F(PerfCli, TimeoutNamesTheLaggingRankAndExits3) {
