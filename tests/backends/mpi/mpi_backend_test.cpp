@@ -12,8 +12,9 @@
 #include "backends/mpi/mpi_test_data.h"
 #include "comm/init.h"
 #include "comm/registry.h"
-#include "store/store.h"
 #include "core/error.h"
+#include "store/prefix_store.h"
+#include "store/store.h"
 
 namespace collie::test {
 namespace {
@@ -271,6 +272,15 @@ TEST(MpiBackend, InitProcessGroupUnderMpirunNeedsNoInitMethod) {
   Buffer b = values(DType::Float32, kCount, me);
   finish(pg->all_reduce(view(b, DType::Float32)));
   EXPECT_EQ(b, reduced(DType::Float32, kCount, n, ReduceOp::Sum, 1.0));
+  // A subgroup with a store meets in a store barrier before MPI_Comm_create_group.
+  auto sub = make_group({n - 1, 0}, "9", std::make_shared<PrefixStore>("sub9", pg->info().store));
+  if (me == 0 || me == n - 1) {
+    ASSERT_NE(sub, nullptr);
+    Buffer c = values(DType::Int8, kCount, sub->rank());
+    finish(sub->all_reduce(view(c, DType::Int8)));
+    EXPECT_EQ(c, reduced(DType::Int8, kCount, 2, ReduceOp::Sum, 1.0));
+    sub->shutdown();
+  }
   finish(pg->barrier());
   destroy_process_group(*pg);
 }
