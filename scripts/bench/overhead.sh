@@ -11,11 +11,8 @@ collie=$build/src/cli/collie
 NP=${NP:-4} MIN=${MIN:-8} MAX=${MAX:-16777216} FACTOR=${FACTOR:-8}
 ITERS=${ITERS:-20} WARMUP=${WARMUP:-5} ROUNDS=${ROUNDS:-3}
 [[ -x $collie ]] || { echo "overhead.sh: $collie not built (cmake --build $build)" >&2; exit 2; }
-raw=$build/bench/raw_gloo_allreduce
-mkdir -p "$build/bench"
-if [[ ! -x $raw || $here/raw_gloo_allreduce.cpp -nt $raw ]]; then
-  c++ -std=c++17 -O2 -o "$raw" "$here/raw_gloo_allreduce.cpp" -lgloo -lpthread
-fi
+raw=$build/scripts/bench/raw_gloo_allreduce
+[[ -x $raw ]] || { echo "overhead.sh: $raw not built (cmake --build $build)" >&2; exit 2; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 

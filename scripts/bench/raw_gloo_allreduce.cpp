@@ -35,8 +35,8 @@ int main(int argc, char** argv) {
     auto one = [&] {
       gloo::AllreduceOptions o(ctx);
       o.setOutput(buf.data(), count);
-      o.setReduceFunction(static_cast<void (*)(void*, const void*, const void*, size_t)>(
-          &gloo::sum<float>));
+      o.setReduceFunction(
+          static_cast<void (*)(void*, const void*, const void*, size_t)>(&gloo::sum<float>));
       gloo::allreduce(o);
     };
     for (int i = 0; i < warmup; ++i) one();
