@@ -26,7 +26,7 @@ IterStats compute_iter_stats(std::vector<double> t) {
   return s;
 }
 
-static double median(std::vector<double> v) {
+double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;

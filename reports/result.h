@@ -74,6 +74,9 @@ struct RunResult {
   std::optional<Summary> summary;  // set when the run completed
 };
 
+// Median of `v` (mean of the middle two for an even count). REQUIRES: !v.empty().
+double median(std::vector<double> v);
+
 // Summary over `rows` (all collectives together). Pure function.
 Summary summarize(const std::vector<ResultRow>& rows, int world_size);
 

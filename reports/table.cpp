@@ -95,10 +95,7 @@ std::string format_straggler_line(const std::vector<ResultRow>& rows, const Summ
     ranks.append(std::to_string(r));
     for (const auto& row : rows) {
       if (static_cast<size_t>(r) >= row.rank_time_us.size()) continue;
-      std::vector<double> v = row.rank_time_us;
-      std::sort(v.begin(), v.end());
-      const double med =
-          v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+      const double med = median(row.rank_time_us);
       if (med > 0) worst = std::max(worst, row.rank_time_us[r] / med - 1);
     }
   }

@@ -1,11 +1,6 @@
 // `collie perf [COLLECTIVE...|all] [flags]`: the nccl-tests-compatible benchmark. Thin: parses
 // and checks flags, launches local ranks when not under a launcher, creates the process group
 // and hands everything else to perf/ (engine) and reports/ (output).
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <signal.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -15,7 +10,6 @@
 #include <fstream>
 #include <map>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "cli/command.h"
@@ -23,17 +17,10 @@
 #include "comm/launch_env.h"
 #include "core/env.h"
 #include "core/error.h"
+#include "launch/launch.h"
 #include "perf/collective.h"
 #include "perf/driver.h"
 #include "perf/output.h"
-
-// TODO(merge): drop these weak redeclarations once comm/init.cpp is compiled on main (it waits
-// for store/tcp_store.cpp). Until then a build without it still links and `collie perf` says
-// why it cannot create a group instead of failing to build.
-namespace collie {
-[[gnu::weak]] std::shared_ptr<ProcessGroup> init_process_group(const InitOptions& opts);
-[[gnu::weak]] void destroy_process_group(ProcessGroup& pg);
-}  // namespace collie
 
 namespace collie::cli {
 namespace {
@@ -179,87 +166,26 @@ std::vector<std::string> own_argv() {
   std::vector<std::string> args;
   std::string a;
   while (std::getline(in, a, '\0')) args.push_back(a);
+  char exe[4096] = {};
+  const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n > 0 && !args.empty()) args[0] = std::string(exe, static_cast<size_t>(n));
   return args;
 }
 
-int free_loopback_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) throw NetworkError("cannot create a socket to pick a local port");
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    ::close(fd);
-    throw NetworkError("cannot bind 127.0.0.1:0 to pick a local port");
-  }
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
-// Runs this same command as `np` local ranks (fork + exec with RANK/WORLD_SIZE/MASTER_* set) and
-// waits for them. When one rank fails the others get `grace` to finish, then are killed.
-// Returns rank 0's exit status, or the first failing rank's when rank 0 succeeded.
-// Kept small and self-contained so it can be swapped for src/launch's library once that lands.
-int launch_local(int np, std::chrono::milliseconds grace) {
-  const std::vector<std::string> args = own_argv();
-  const int port = free_loopback_port();
-  std::vector<pid_t> pids;
-  std::fflush(stdout);
-  std::fflush(stderr);
-  for (int r = 0; r < np; ++r) {
-    const pid_t pid = ::fork();
-    if (pid < 0) throw Error("fork failed while starting local rank " + std::to_string(r));
-    if (pid == 0) {
-      ::setenv("RANK", std::to_string(r).c_str(), 1);
-      ::setenv("LOCAL_RANK", std::to_string(r).c_str(), 1);
-      ::setenv("WORLD_SIZE", std::to_string(np).c_str(), 1);
-      ::setenv("LOCAL_WORLD_SIZE", std::to_string(np).c_str(), 1);
-      ::setenv("MASTER_ADDR", "127.0.0.1", 1);
-      ::setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
-      std::vector<char*> argv;
-      for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-      argv.push_back(nullptr);
-      ::execv("/proc/self/exe", argv.data());
-      std::fprintf(stderr, "collie perf: cannot re-execute itself for rank %d\n", r);
-      std::_Exit(kExitRuntime);
-    }
-    pids.push_back(pid);
-  }
-  std::vector<int> status(np, -1);
-  int alive = np;
-  auto first_failure = std::chrono::steady_clock::time_point::max();
-  while (alive > 0) {
-    int st = 0;
-    const pid_t done = ::waitpid(-1, &st, WNOHANG);
-    if (done > 0) {
-      for (int r = 0; r < np; ++r) {
-        if (pids[r] != done) continue;
-        status[r] = WIFEXITED(st) ? WEXITSTATUS(st) : kExitRuntime;
-        --alive;
-        if (status[r] != 0 && first_failure == std::chrono::steady_clock::time_point::max())
-          first_failure = std::chrono::steady_clock::now();
-      }
-      continue;
-    }
-    if (std::chrono::steady_clock::now() - first_failure > grace) {
-      for (int r = 0; r < np; ++r)
-        if (status[r] < 0) ::kill(pids[r], SIGKILL);
-      first_failure = std::chrono::steady_clock::time_point::max() - std::chrono::hours(1);
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  if (status[0] != 0) return status[0];
-  for (int s : status)
-    if (s != 0) return s;
-  return kExitOk;
+// Runs this same command as `np` local ranks through the local launcher and returns the first
+// failing rank's status. Output is not prefixed: rank 0's stdout is the nccl-tests table.
+int launch_local(int np) {
+  launch::LaunchSpec spec;
+  spec.nprocs = np;
+  spec.argv = own_argv();
+  spec.prefix_output = false;
+  // The ranks' stderr is a pipe; tell rank 0 whether the user's terminal can take a progress bar.
+  if (::isatty(STDERR_FILENO)) spec.extra_env["COLLIE_PERF_PROGRESS"] = "1";
+  return launch::run(spec).exit_code;
 }
 
 int run_rank(const PerfFlags& f, const PerfOptions& o,
              const std::map<std::string, std::string>& flags) {
-  if (&init_process_group == nullptr)
-    throw Error("this build has no init_process_group (comm/init.cpp is not compiled yet)");
   InitOptions init;
   init.backend = f.backend;
   if (f.timeout_s > 0) init.timeout = std::chrono::seconds(f.timeout_s);
@@ -272,7 +198,8 @@ int run_rank(const PerfFlags& f, const PerfOptions& o,
     out.jsonl_path = f.jsonl;
     out.timestamps = o.timestamps;
     out.report_iters = o.report_iters;
-    out.progress = ::isatty(STDERR_FILENO) != 0;
+    out.progress = ::isatty(STDERR_FILENO) != 0 ||
+                   Env::process().get("COLLIE_PERF_PROGRESS").value_or("") == "1";
     out.flags = flags;
     sink = std::make_unique<perf::ReportSink>(stdout, out);
   }
@@ -312,7 +239,7 @@ COLLIE_COMMAND(Command{
       app.add_option("-i,--stepbytes", f->step_bytes, "size increment when -f is 1");
       app.add_option("-f,--stepfactor", f->step_factor, "size multiplication factor");
       auto* n = app.add_option("-n,--iters", f->iters,
-                               "timed iterations (default 20, fewer above 8 MiB unless given)");
+                               "timed iterations (default 20, fewer above 1 MiB unless given)");
       app.add_option("-w,--warmup_iters", f->warmup, "warmup iterations");
       app.add_option("-m,--agg_iters", f->agg, "operations aggregated per iteration");
       app.add_option("-N,--run_cycles", f->cycles, "run the sweep N times (0 = forever)");
@@ -363,10 +290,7 @@ COLLIE_COMMAND(Command{
             return kExitUsage;
           }
           const int ranks = f->np_given ? f->np : kDefaultLocalRanks;
-          const auto grace = f->timeout_s > 0
-                                 ? std::chrono::milliseconds(f->timeout_s * 1000 + 5000)
-                                 : std::chrono::milliseconds(30000);
-          return launch_local(ranks, grace);
+          return launch_local(ranks);
         }
         if (f->np_given && le.world_size && *le.world_size != f->np) {
           std::fprintf(stderr,

@@ -70,7 +70,8 @@ class Driver {
         o_(o),
         sink_(pg.rank() == 0 ? sink : nullptr),
         timeout_(o.timeout == kUseGroupTimeout ? pg.info().timeout : o.timeout),
-        steps_(pg.info().store, pg.rank(), pg.size(), timeout_, kWatchdogExitCode) {}
+        steps_(pg.info().store, pg.rank(), pg.size(), timeout_, kWatchdogExitCode,
+               [&pg] { return pg.last_collective_seq(); }) {}
 
   PerfOutcome run(const std::string& version) {
     try {

@@ -60,7 +60,7 @@ struct PerfOptions {
   TestHooks hooks;
 };
 
-inline constexpr int64_t kItersScaleBytes = 8 << 20;
+inline constexpr int64_t kItersScaleBytes = 1 << 20;
 
 // Iterations for `bytes` under `o` (see PerfOptions::scale_iters).
 int iters_for(const PerfOptions& o, int64_t bytes);

@@ -7,6 +7,8 @@
 namespace collie::perf {
 namespace {
 
+// No in-place variant: ProcessGroup::all_to_all (like torch's all_to_all_single) does not promise
+// that input and output may alias, and over Gloo an aliased call does corrupt data.
 Layout layout(size_t elems, int n) {
   const size_t base = trim_per_rank(elems, n);
   return Layout{base, base * n, base * n, 0, 0};
@@ -34,6 +36,7 @@ std::vector<std::shared_ptr<Work>> run(ProcessGroup& pg, const CallArgs& a) {
 
 COLLIE_PERF_COLLECTIVE(CollectiveDescriptor{.name = "alltoall",
                                             .op_type = OpType::AllToAll,
+                                            .in_place_unsupported = true,
                                             .layout = layout,
                                             .algbw_ranks_factor = ranks_factor_n,
                                             .busbw_factor = busbw_n_minus_1_over_n,
