@@ -20,6 +20,7 @@
 #include "core/env.h"
 #include "store/hash_store.h"
 #include "store/prefix_store.h"
+#include "store/store.h"
 #ifdef COLLIE_TEST_HAVE_INIT
 #include "comm/init.h"
 #endif
@@ -61,6 +62,25 @@ void write_all(int fd, const std::string& s) {
 }
 #endif
 
+// Ranks close their sockets only after every rank is done (or died), so a fast rank cannot
+// reset connections that slower peers still read from. Dying ranks arrive without waiting.
+constexpr const char* kExitCount = "run_ranks/exit/count";
+constexpr const char* kExitDone = "run_ranks/exit/done";
+
+void arrive_at_exit(ProcessGroup& pg) {
+  Store& s = *pg.info().store;
+  if (s.add(kExitCount, 1) == pg.size()) s.set(kExitDone, "1");
+}
+
+void exit_barrier(ProcessGroup& pg, Millis timeout) {
+  try {
+    arrive_at_exit(pg);
+    pg.info().store->wait({kExitDone}, timeout);
+  } catch (const std::exception&) {
+    // A peer failed or the store's host left first; the result is already decided.
+  }
+}
+
 // Runs the body and returns its outcome; shared by both modes.
 RankResult run_body(RankContext& ctx, const std::function<void(RankContext&)>& body) {
   RankResult r;
@@ -99,6 +119,7 @@ RankResult run_body(RankContext& ctx, const std::function<void(RankContext&)>& b
     io.timeout = opts.group_timeout;
     ctx.pg = init_process_group(io);
     r = run_body(ctx, body);
+    if (r.status != RankStatus::Died) exit_barrier(*ctx.pg, opts.group_timeout);
     if (ctx.pg) ctx.pg->shutdown();
     ctx.pg.reset();
   } catch (const std::exception& e) {
@@ -225,6 +246,7 @@ RunResult run_threads(int world, const std::function<void(RankContext&)>& body,
           groups[r] = ctx.pg;
         }
         res = run_body(ctx, body);
+        if (res.status != RankStatus::Died) exit_barrier(*ctx.pg, opts.group_timeout);
         ctx.pg->shutdown();
       } catch (const std::exception& e) {
         res.status = RankStatus::Failed;
@@ -271,6 +293,10 @@ RunResult run_threads(int world, const std::function<void(RankContext&)>& body,
 }  // namespace
 
 void RankContext::die() {
+  try {
+    if (pg) arrive_at_exit(*pg);
+  } catch (const std::exception&) {
+  }
   if (mode == Mode::Processes) ::_exit(3);
   if (pg) pg->shutdown();
   throw RankDied{};

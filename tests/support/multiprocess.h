@@ -18,6 +18,8 @@
 //     then writes one result record to a pipe and _exit()s.
 //   Threads (fallback, or Mode::Threads): ranks are threads of this process sharing a HashStore;
 //     the group is created through the backend registry (wrappers applied) as init would.
+// After the body, ranks meet at an exit barrier on the group's store before shutting the group
+// down, so a fast rank never closes connections slower peers still read from.
 // The body fails by throwing (check() below, or any exception); its message is reported.
 // A rank that does not report before options.deadline is killed (SIGKILL) and reported as hung;
 // result.summary() names the hung ranks. ctx.die() ends a rank abruptly (a peer crash): in

@@ -140,6 +140,14 @@ std::shared_ptr<Work> ProcessGroupGloo::run(const OpCall& call) {
   auto work = std::make_shared<Work>(call.type, call.seq, call.timeout);
   {
     std::unique_lock<std::mutex> lk(mu_);
+    if (call.async_op && !is_p2p(call.type) && broken_.empty() && !stopping_) {
+      queue_.push_back(Job{call, work});
+      lk.unlock();
+      cv_.notify_all();
+      return work;
+    }
+    // Inline collectives run after the queued async ones, so every rank sees one order.
+    if (!is_p2p(call.type)) cv_.wait(lk, [&] { return (queue_.empty() && !busy_) || stopping_; });
     try {
       check_usable(call);
     } catch (...) {
@@ -147,18 +155,11 @@ std::shared_ptr<Work> ProcessGroupGloo::run(const OpCall& call) {
       work->complete(std::current_exception());
       return work;
     }
-    if (call.async_op && !is_p2p(call.type)) {
-      queue_.push_back(Job{call, work});
-      lk.unlock();
-      cv_.notify_all();
-      return work;
-    }
   }
   if (is_p2p(call.type)) {
     run_p2p(call, work);
     return work;
   }
-  drain_worker();
   try {
     execute(call);
     work->complete();
@@ -166,11 +167,6 @@ std::shared_ptr<Work> ProcessGroupGloo::run(const OpCall& call) {
     fail(call, *work, std::current_exception());
   }
   return work;
-}
-
-void ProcessGroupGloo::drain_worker() {
-  std::unique_lock<std::mutex> lk(mu_);
-  cv_.wait(lk, [&] { return (queue_.empty() && !busy_) || stopping_; });
 }
 
 void ProcessGroupGloo::worker_loop() {
