@@ -14,6 +14,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "comm/registry.h"
@@ -110,6 +111,7 @@ RankResult run_body(RankContext& ctx, const std::function<void(RankContext&)>& b
   ctx.mode = Mode::Processes;
   RankResult r;
   r.rank = rank;
+  for (const auto& [k, v] : opts.env) ::setenv(k.c_str(), v.c_str(), 1);
   try {
     InitOptions io;
     io.backend = opts.backend;
@@ -218,6 +220,13 @@ RunResult run_threads(int world, const std::function<void(RankContext&)>& body,
   const BackendRegistration* reg = find_backend(opts.backend);
   if (!reg) throw std::runtime_error(fmt::format("run_ranks: no backend '{}'", opts.backend));
   auto store = std::make_shared<HashStore>(opts.group_timeout);
+  // No rank thread exists yet, so changing the environment here races with nothing.
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved;
+  for (const auto& [k, v] : opts.env) {
+    const char* old = std::getenv(k.c_str());
+    saved.emplace_back(k, old ? std::optional<std::string>(old) : std::nullopt);
+    ::setenv(k.c_str(), v.c_str(), 1);
+  }
   std::mutex mu;
   std::condition_variable cv;
   std::vector<RankResult> results(world);
@@ -282,6 +291,13 @@ RunResult run_threads(int world, const std::function<void(RankContext&)>& body,
     }
   }
   for (auto& t : threads) t.join();
+  for (const auto& [k, v] : saved) {
+    if (v) {
+      ::setenv(k.c_str(), v->c_str(), 1);
+    } else {
+      ::unsetenv(k.c_str());
+    }
+  }
   for (int r : hung) {
     results[r].status = RankStatus::Hung;
     results[r].message = fmt::format("did not finish within {} ms", opts.deadline.count());

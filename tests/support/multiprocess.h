@@ -29,6 +29,7 @@
 #include <fmt/format.h>
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -53,6 +54,9 @@ struct RunOptions {
   Mode mode = Mode::Auto;
   Millis deadline{60000};       // for the whole run; hung ranks are killed after it
   Millis group_timeout{20000};  // the process group's timeout (rendezvous and ops)
+  // Environment variables for the ranks (e.g. COLLIE_DEBUG=DETAIL): set in each child before
+  // init_process_group; in thread mode set in this process for the run and restored after.
+  std::map<std::string, std::string> env;
 };
 
 enum class RankStatus { Passed, Failed, Died, Hung };

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <thread>
 
 #include "core/error.h"
@@ -238,6 +239,21 @@ TEST(GlooHarness, ReportsHungRanksByName) {
   EXPECT_FALSE(result.ok());
   EXPECT_EQ(result.ranks[0].status, RankStatus::Hung) << result.summary();
   EXPECT_NE(result.summary().find("HUNG"), std::string::npos) << result.summary();
+}
+
+TEST(GlooHarness, PassesEnvironmentToRanks) {
+  RunOptions opts;
+  opts.env["COLLIE_TEST_MARKER"] = "42";
+  auto result = run_ranks(
+      2,
+      [](RankContext& ctx) {
+        const char* v = std::getenv("COLLIE_TEST_MARKER");
+        check(v && std::string(v) == "42", "rank {}: COLLIE_TEST_MARKER is {}", ctx.rank,
+              v ? v : "unset");
+      },
+      opts);
+  EXPECT_TRUE(result.ok()) << result.summary();
+  EXPECT_EQ(std::getenv("COLLIE_TEST_MARKER"), nullptr);
 }
 
 TEST(GlooShutdown, LaterOpsFailAndShutdownIsIdempotent) {
