@@ -74,6 +74,31 @@ TEST(GlooAllToAll, UnevenSplitsIncludingEmptyOnes) {
   EXPECT_TRUE(result.ok()) << result.summary();
 }
 
+TEST(GlooAsync, QueuedOpsRunInOrderAndInlineOpsWaitForThem) {
+  auto result = run_ranks(3, [](RankContext& ctx) {
+    ProcessGroup& pg = *ctx.pg;
+    std::vector<std::vector<int64_t>> bufs(6, std::vector<int64_t>(50));
+    std::vector<std::shared_ptr<Work>> works;
+    AllReduceOptions async;
+    async.async_op = true;
+    for (size_t k = 0; k < bufs.size(); ++k) {
+      for (auto& x : bufs[k]) x = static_cast<int64_t>(k * 10 + ctx.rank);
+      works.push_back(pg.all_reduce(i64(bufs[k]), async));
+    }
+    // Inline op submitted behind the queue: must not overtake it.
+    std::vector<int64_t> last(5, ctx.rank);
+    pg.all_reduce(i64(last))->wait();
+    check(works.back()->is_completed(), "rank {}: inline op overtook queued ones", ctx.rank);
+    for (size_t k = works.size(); k-- > 0;) works[k]->wait();
+    for (size_t k = 0; k < bufs.size(); ++k) {
+      check(bufs[k][49] == static_cast<int64_t>(30 * k + 3), "rank {}: op {} got {}", ctx.rank, k,
+            bufs[k][49]);
+    }
+    check(last[0] == 3, "rank {}: inline op got {}", ctx.rank, last[0]);
+  });
+  EXPECT_TRUE(result.ok()) << result.summary();
+}
+
 TEST(GlooErrors, BadRootIsInvalidArgumentAndSendsNothing) {
   auto result = run_ranks(2, [](RankContext& ctx) {
     ProcessGroup& pg = *ctx.pg;
