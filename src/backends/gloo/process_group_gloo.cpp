@@ -88,7 +88,7 @@ void ProcessGroupGloo::shutdown() {
   std::deque<Job> orphans;
   {
     std::lock_guard<std::mutex> lk(mu_);
-    if (stopping_ && !worker_.joinable()) return;
+    if (stopping_) return;  // the first caller does the work; shutdown is idempotent
     stopping_ = true;
     orphans.swap(queue_);
   }
@@ -249,10 +249,14 @@ void ProcessGroupGloo::run_p2p(const OpCall& call, const std::shared_ptr<Work>& 
   // The waiter owns the op; the Work is the caller's. Capture only what outlives the group.
   std::weak_ptr<Work> weak = work;
   const OpCall copy = call;
-  op->done = [this, weak, copy](std::exception_ptr error) {
+  op->done = [this, weak, copy](std::exception_ptr error, bool aborted) {
     auto w = weak.lock();
     if (!w) return;
-    if (error) {
+    if (aborted) {
+      w->complete(std::make_exception_ptr(BackendError(fmt::format(
+          "[Rank {}] gloo {} #{} with peer {} ({}): the group was shut down before it completed",
+          rank(), op_name(copy.type), copy.seq, copy.peer, group_label(info())))));
+    } else if (error) {
       fail(copy, *w, error);
     } else {
       w->complete();

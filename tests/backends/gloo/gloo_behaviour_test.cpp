@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "store/store.h"
 #include "support/multiprocess.h"
 #include "test_values.h"
 #ifdef COLLIE_TEST_HAVE_INIT
@@ -285,9 +286,29 @@ TEST(GlooShutdown, LaterOpsFailAndShutdownIsIdempotent) {
   auto result = run_ranks(2, [](RankContext& ctx) {
     ProcessGroup& pg = *ctx.pg;
     pg.barrier()->wait();
-    pg.shutdown();
-    pg.shutdown();
     std::vector<int64_t> v(3, 1);
+    Store& store = *pg.info().store;
+    if (ctx.rank == 0) {
+      // A recv nobody will match, pending when the group shuts down: it fails, naming itself.
+      P2POptions o;
+      o.tag = 77;
+      auto pending = pg.recv(i64(v), 1, o);
+      pg.shutdown();
+      std::string got;
+      try {
+        pending->wait(Millis(5000));
+      } catch (const BackendError& e) {
+        got = e.what();
+      }
+      check(got.find("recv #1 with peer 1") != std::string::npos &&
+                got.find("shut down") != std::string::npos,
+            "pending recv after shutdown: '{}'", got);
+      store.set("shutdown_test/rank0_done", "1");
+    } else {
+      store.wait({"shutdown_test/rank0_done"});  // keep the peer's sockets open meanwhile
+    }
+    pg.shutdown();
+    pg.shutdown();
     bool failed = false;
     try {
       pg.all_reduce(i64(v))->wait();
