@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <optional>
@@ -131,6 +132,7 @@ RankResult run_body(RankContext& ctx, const std::function<void(RankContext&)>& b
   // Record: status byte, then the message.
   write_all(fd, std::string(1, static_cast<char>('0' + static_cast<int>(r.status))) + r.message);
   ::close(fd);
+  std::fflush(nullptr);  // _exit skips stdio; keep what the rank printed
   ::_exit(0);
 }
 
@@ -313,7 +315,10 @@ void RankContext::die() {
     if (pg) arrive_at_exit(*pg);
   } catch (const std::exception&) {
   }
-  if (mode == Mode::Processes) ::_exit(3);
+  if (mode == Mode::Processes) {
+    std::fflush(nullptr);
+    ::_exit(3);
+  }
   if (pg) pg->shutdown();
   throw RankDied{};
 }
