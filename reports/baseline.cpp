@@ -40,12 +40,12 @@ CombinedRows combine_rows(const std::vector<const ResultRow*>& rows) {
       algbw.push_back(r->algbw_gbps);
       busbw.push_back(r->busbw_gbps);
       samples.insert(samples.end(), r->samples_us.begin(), r->samples_us.end());
-      if (!r->samples_us.empty()) p50.push_back(median_of(r->samples_us));
+      if (!r->samples_us.empty()) p50.push_back(median(r->samples_us));
       if (r->wrong >= 0) wrong = std::max<int64_t>(wrong, 0) + r->wrong;
     }
-    row.time_us = median_of(time);
-    row.algbw_gbps = median_of(algbw);
-    row.busbw_gbps = median_of(busbw);
+    row.time_us = median(time);
+    row.algbw_gbps = median(algbw);
+    row.busbw_gbps = median(busbw);
     row.wrong = wrong;
     row.cycle = 0;
     // Pooled samples keep the between-run variation visible to the rank test.

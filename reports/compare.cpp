@@ -70,7 +70,7 @@ void classify(RowComparison& c, const ResultRow& b, const ResultRow& cur, const 
     const MannWhitney t = mann_whitney_u(cur.samples_us, b.samples_us);
     c.p = t.p;
     significant = t.p < o.alpha;
-    const double tb = median_of(b.samples_us), tc = median_of(cur.samples_us);
+    const double tb = median(b.samples_us), tc = median(cur.samples_us);
     c.worse = m == Metric::Time ? worsening(tb, tc, false) : (tc > 0 ? 1 - tb / tc : 0);
     // Run-to-run spread of the median time, expressed in the metric (a time increase of s is a
     // bandwidth drop of s / (1 + s)).

@@ -137,7 +137,7 @@ std::string rank_section(const LoadedRun& run) {
   s += "</tr>\n";
   for (const auto& row : run.result.rows) {
     if (row.rank_time_us.size() != ratio.size()) continue;
-    const double med = median_of(row.rank_time_us);
+    const double med = median(row.rank_time_us);
     s += fmt::format("<tr><td class=\"l\">{} {} {}</td>", xml_escape(row.collective),
                      size_label(row.size_bytes), xml_escape(row.placement));
     for (double t : row.rank_time_us) {

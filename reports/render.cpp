@@ -79,7 +79,7 @@ std::vector<double> per_rank_ratio(const RunResult& r) {
   int rows = 0;
   for (const auto& row : r.rows) {
     if (static_cast<int>(row.rank_time_us.size()) != n || n < 1) continue;
-    const double med = median_of(row.rank_time_us);
+    const double med = median(row.rank_time_us);
     if (med <= 0) continue;
     for (int k = 0; k < n; ++k) sum[k] += row.rank_time_us[k] / med;
     ++rows;

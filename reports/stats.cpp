@@ -4,18 +4,14 @@
 #include <cmath>
 #include <utility>
 
-namespace collie::reports {
+#include "reports/result.h"
 
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
+namespace collie::reports {
 
 double relative_spread(const std::vector<double>& v) {
   if (v.size() < 2) return 0;
   const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
-  const double med = median_of(v);
+  const double med = median(v);
   return med != 0 ? (*hi - *lo) / std::fabs(med) : 0;
 }
 

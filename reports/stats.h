@@ -1,12 +1,10 @@
 #pragma once
-// Statistics for the regression gate: medians, relative spread and the Mann-Whitney U test.
+// Statistics for the regression gate: relative spread and the Mann-Whitney U test (the median
+// is reports::median in result.h).
 // Pure functions on copies; thread-safe.
 #include <vector>
 
 namespace collie::reports {
-
-// Median (mean of the middle two for an even count). REQUIRES: !v.empty().
-double median_of(std::vector<double> v);
 
 // (max - min) / median of `v`, 0 when fewer than two values or the median is 0.
 double relative_spread(const std::vector<double>& v);

@@ -26,7 +26,7 @@ TEST(ReportStats, MannWhitneyMatchesHandComputedValues) {
   EXPECT_DOUBLE_EQ(mann_whitney_u({2, 2, 2}, {2, 2, 2}).p, 1.0);
   EXPECT_NEAR(mann_whitney_u({1, 2, 2, 3}, {2, 3, 3, 4}).u, 3.0,
               1e-12);  // 0 + 2 x 0.5 + (1 + 2 x 0.5)
-  EXPECT_DOUBLE_EQ(median_of({5, 1, 3, 2}), 2.5);
+  EXPECT_DOUBLE_EQ(median({5, 1, 3, 2}), 2.5);
   EXPECT_NEAR(relative_spread({90, 100, 110}), 0.2, 1e-12);
 }
 
@@ -54,7 +54,7 @@ LoadedRun make_run(const std::string& name, std::vector<std::vector<double>> sam
     r.count = size / 4;
     r.dtype = "float";
     r.redop = "sum";
-    r.time_us = s.empty() ? 100 : median_of(s);
+    r.time_us = s.empty() ? 100 : median(s);
     r.busbw_gbps = static_cast<double>(size) / 1e3 / r.time_us;
     r.samples_us = std::move(s);
     run.result.rows.push_back(r);
