@@ -9,7 +9,7 @@ PKGS=(
   libgloo-dev libopenmpi-dev openmpi-bin
   libcli11-dev prometheus-cpp-dev libcpp-httplib-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libuv1-dev libfmt-dev libspdlog-dev libbackward-cpp-dev libdw-dev
-  prometheus chromium iproute2 procps curl python3
+  prometheus chromium iproute2 procps curl python3 libxml2-utils
 )
 
 SUDO=""
