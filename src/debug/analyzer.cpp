@@ -113,9 +113,10 @@ void analyze_collectives(const GroupView& g, std::vector<Finding>& out) {
           detail += fmt::format("\n  [{}] recorded no collective in this group", r);
         } else {
           const DumpEntry* last = m.rbegin()->second;
-          detail += fmt::format("\n  [{}] finished collective #{}, but didn't join collective #{} "
-                                "(last recorded: {} #{}, {})",
-                                r, st.last_completed, s, last->op, m.rbegin()->first, last->state);
+          detail += fmt::format(
+              "\n  [{}] finished collective #{}, but didn't join collective #{} "
+              "(last recorded: {} #{}, {})",
+              r, st.last_completed, s, last->op, m.rbegin()->first, last->state);
         }
       }
       f.message = fmt::format(
@@ -130,15 +131,19 @@ void analyze_collectives(const GroupView& g, std::vector<Finding>& out) {
     }
     if (!reported_mismatch && at.size() >= 2) {
       const size_t before = out.size();
-      compare_field(g, s, at, "COLLECTIVE_TYPE_MISMATCH", "collective type",
-                    [](const DumpEntry& e) { return e.op; }, out);
+      compare_field(
+          g, s, at, "COLLECTIVE_TYPE_MISMATCH", "collective type",
+          [](const DumpEntry& e) { return e.op; }, out);
       if (out.size() == before) {
-        compare_field(g, s, at, "SIZE_MISMATCH", "input sizes",
-                      [](const DumpEntry& e) { return e.sizes; }, out);
-        compare_field(g, s, at, "DTYPE_MISMATCH", "input dtypes",
-                      [](const DumpEntry& e) { return e.dtypes; }, out);
-        compare_field(g, s, at, "ROOT_MISMATCH", "root",
-                      [](const DumpEntry& e) { return std::to_string(e.root); }, out);
+        compare_field(
+            g, s, at, "SIZE_MISMATCH", "input sizes", [](const DumpEntry& e) { return e.sizes; },
+            out);
+        compare_field(
+            g, s, at, "DTYPE_MISMATCH", "input dtypes", [](const DumpEntry& e) { return e.dtypes; },
+            out);
+        compare_field(
+            g, s, at, "ROOT_MISMATCH", "root",
+            [](const DumpEntry& e) { return std::to_string(e.root); }, out);
       }
       reported_mismatch = out.size() != before;
     }
@@ -168,9 +173,9 @@ void analyze_p2p(const GroupView& g, std::vector<Finding>& out) {
           if (ss[k]->sizes == rs[k]->sizes && ss[k]->dtypes == rs[k]->dtypes) continue;
           f.kind = "P2P_MISMATCH";
           f.culprits = {r, q};
-          f.message = fmt::format(
-              "send #{} from rank {} ({} {}) does not match recv on rank {} ({} {})", k + 1, r,
-              ss[k]->dtypes, ss[k]->sizes, q, rs[k]->dtypes, rs[k]->sizes);
+          f.message =
+              fmt::format("send #{} from rank {} ({} {}) does not match recv on rank {} ({} {})",
+                          k + 1, r, ss[k]->dtypes, ss[k]->sizes, q, rs[k]->dtypes, rs[k]->sizes);
         } else if (k < ss.size()) {
           f.kind = "UNMATCHED_P2P";
           f.culprits = {q};
@@ -301,7 +306,10 @@ Analysis analyze(const std::vector<RankDump>& dumps, int expected_world) {
   for (int r = 0; r < a.world_size; ++r) {
     if (std::binary_search(a.ranks_with_dumps.begin(), a.ranks_with_dumps.end(), r)) continue;
     a.findings.push_back(Finding{
-        "", "MISSING_DUMP", {r}, 0,
+        "",
+        "MISSING_DUMP",
+        {r},
+        0,
         fmt::format("Culprit rank {}; Error type: MISSING_DUMP, rank {} left no flight-recorder "
                     "dump: the process died or hung before it could write one (or does not "
                     "share COLLIE_FR_DUMP_DIR); check its log and exit status",
@@ -310,7 +318,10 @@ Analysis analyze(const std::vector<RankDump>& dumps, int expected_world) {
   for (const RankDump& d : dumps) {
     if (d.wrapped) {
       a.findings.push_back(Finding{
-          "", "RING_WRAPPED", {}, 0,
+          "",
+          "RING_WRAPPED",
+          {},
+          0,
           fmt::format("rank {}'s ring wrapped: it kept the last {} of {} ops, older evidence is "
                       "lost (raise COLLIE_FR_BUFFER_SIZE)",
                       d.rank, d.buffer_size, d.total_recorded)});
@@ -322,10 +333,12 @@ Analysis analyze(const std::vector<RankDump>& dumps, int expected_world) {
     for (const auto& [r, m] : g.coll) {
       for (const auto& [s, e] : m) {
         if (e->state != "completed") {
-          a.findings.push_back(Finding{
-              id, "STUCK", {}, s,
-              fmt::format("rank {} is in {} #{} of group {} (state {})", r, e->op, s, id,
-                          e->state)});
+          a.findings.push_back(Finding{id,
+                                       "STUCK",
+                                       {},
+                                       s,
+                                       fmt::format("rank {} is in {} #{} of group {} (state {})", r,
+                                                   e->op, s, id, e->state)});
           break;
         }
       }
@@ -335,10 +348,11 @@ Analysis analyze(const std::vector<RankDump>& dumps, int expected_world) {
 }
 
 std::string to_text(const Analysis& a) {
-  std::string out = fmt::format("collie analyze: {} of {} ranks left dumps ({})\n",
-                                a.ranks_with_dumps.size(), a.world_size,
-                                format_ranks(a.ranks_with_dumps));
-  if (a.findings.empty()) return out + "No problem found: every rank agrees on every recorded op.\n";
+  std::string out =
+      fmt::format("collie analyze: {} of {} ranks left dumps ({})\n", a.ranks_with_dumps.size(),
+                  a.world_size, format_ranks(a.ranks_with_dumps));
+  if (a.findings.empty())
+    return out + "No problem found: every rank agrees on every recorded op.\n";
   std::string pg = "-";
   for (const Finding& f : a.findings) {
     if (f.pg_id != pg) {
@@ -348,8 +362,9 @@ std::string to_text(const Analysis& a) {
     out += fmt::format("- {}\n", f.message);
   }
   const auto c = a.culprits();
-  out += c.empty() ? "No culprit rank identified.\n"
-                   : fmt::format("Culprit {}: {}\n", c.size() == 1 ? "rank" : "ranks", format_ranks(c));
+  out += c.empty()
+             ? "No culprit rank identified.\n"
+             : fmt::format("Culprit {}: {}\n", c.size() == 1 ? "rank" : "ranks", format_ranks(c));
   return out;
 }
 

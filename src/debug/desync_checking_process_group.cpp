@@ -59,7 +59,8 @@ DesyncCheckingProcessGroup::~DesyncCheckingProcessGroup() {
 uint64_t DesyncCheckingProcessGroup::sample_from_env(const Env& env) {
   auto v = env.get_int("COLLIE_DESYNC_SAMPLE");
   if (!v) return 1;
-  if (*v < 1) throw InvalidArgument("COLLIE_DESYNC_SAMPLE must be a positive integer (1 = every op)");
+  if (*v < 1)
+    throw InvalidArgument("COLLIE_DESYNC_SAMPLE must be a positive integer (1 = every op)");
   return static_cast<uint64_t>(*v);
 }
 
@@ -191,8 +192,8 @@ const bool kRegistered = register_wrapper(WrapperRegistration{
     [](std::shared_ptr<ProcessGroup> pg, const BackendArgs& args) -> std::shared_ptr<ProcessGroup> {
       if (debug_level() != DebugLevel::Detail || !pg->info().store) return pg;
       const Env& env = args.env ? *args.env : Env::process();
-      return std::make_shared<DesyncCheckingProcessGroup>(std::move(pg),
-                                                          DesyncCheckingProcessGroup::sample_from_env(env));
+      return std::make_shared<DesyncCheckingProcessGroup>(
+          std::move(pg), DesyncCheckingProcessGroup::sample_from_env(env));
     }});
 
 }  // namespace

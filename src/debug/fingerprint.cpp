@@ -158,7 +158,7 @@ std::optional<std::string> check_collective(const std::vector<std::optional<Fing
   std::vector<std::pair<Fingerprint, std::vector<int>>> groups;
   std::vector<int> missing;
   for (size_t r = 0; r < fps.size(); ++r) {
-    const int who = fps[r]                  ? fps[r]->rank
+    const int who = fps[r]                    ? fps[r]->rank
                     : r < global_ranks.size() ? global_ranks[r]
                                               : static_cast<int>(r);
     if (!fps[r]) {
@@ -184,8 +184,9 @@ std::optional<std::string> check_collective(const std::vector<std::optional<Fing
         const int64_t sent = s.empty() ? static_cast<int64_t>(fps[r]->count) : s[q];
         const int64_t want = o.empty() ? static_cast<int64_t>(fps[q]->count) : o[r];
         if (sent != want) {
-          splits_errors.push_back(fmt::format("rank {} sends {} elements to rank {}, which expects {}",
-                                              fps[r]->rank, sent, fps[q]->rank, want));
+          splits_errors.push_back(
+              fmt::format("rank {} sends {} elements to rank {}, which expects {}", fps[r]->rank,
+                          sent, fps[q]->rank, want));
         }
       }
     }
@@ -197,9 +198,10 @@ std::optional<std::string> check_collective(const std::vector<std::optional<Fing
     calls += fmt::format("{} called {}", rank_list(ranks), describe(fp));
   }
   if (!splits_errors.empty()) {
-    return fmt::format("Detected mismatch between collectives on ranks: {}. Differs in: "
-                       "all_to_all splits ({})",
-                       calls, fmt::join(splits_errors, "; "));
+    return fmt::format(
+        "Detected mismatch between collectives on ranks: {}. Differs in: "
+        "all_to_all splits ({})",
+        calls, fmt::join(splits_errors, "; "));
   }
   std::vector<std::string> fields;
   for (size_t i = 1; i < groups.size(); ++i) {

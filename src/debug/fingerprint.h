@@ -25,7 +25,7 @@ struct Fingerprint {
   int root = -1;  // group rank
   int peer = -1;  // group rank
   int tag = 0;
-  std::vector<int64_t> input_splits;   // all_to_all with splits
+  std::vector<int64_t> input_splits;  // all_to_all with splits
   std::vector<int64_t> output_splits;
 
   static Fingerprint of(const OpCall& call, int rank, int group_size);
@@ -45,7 +45,8 @@ std::vector<std::string> differing_fields(const Fingerprint& a, const Fingerprin
 // rank never arrived, named by global_ranks[index] or the index when that is empty). Returns the
 // DesyncError text, or nullopt when they agree.
 std::optional<std::string> check_collective(const std::vector<std::optional<Fingerprint>>& fps,
-                                            Millis waited, const std::vector<int>& global_ranks = {});
+                                            Millis waited,
+                                            const std::vector<int>& global_ranks = {});
 // Compares a send with its matching recv (either may be missing: nullopt).
 std::optional<std::string> check_p2p(const std::optional<Fingerprint>& send,
                                      const std::optional<Fingerprint>& recv, int sender,

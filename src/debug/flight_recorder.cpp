@@ -58,7 +58,9 @@ nlohmann::json dtypes_json(const FrEntry::Sizes& s) {
   return out;
 }
 
-nlohmann::json ns_or_null(int64_t ns) { return ns == 0 ? nlohmann::json(nullptr) : nlohmann::json(ns); }
+nlohmann::json ns_or_null(int64_t ns) {
+  return ns == 0 ? nlohmann::json(nullptr) : nlohmann::json(ns);
+}
 
 nlohmann::json entry_json(const FrEntry& e) {
   nlohmann::json j;
@@ -73,7 +75,8 @@ nlohmann::json entry_json(const FrEntry& e) {
   j["time_discovered_started_ns"] = ns_or_null(e.time_discovered_started_ns);
   j["time_discovered_completed_ns"] = ns_or_null(e.time_discovered_completed_ns);
   if (e.state == FrState::Completed && e.time_discovered_completed_ns != 0) {
-    j["duration_ms"] = static_cast<double>(e.time_discovered_completed_ns - e.time_created_ns) / 1e6;
+    j["duration_ms"] =
+        static_cast<double>(e.time_discovered_completed_ns - e.time_created_ns) / 1e6;
   } else {
     j["duration_ms"] = nullptr;
   }
@@ -100,9 +103,12 @@ nlohmann::json entry_json(const FrEntry& e) {
 
 std::string_view fr_state_name(FrState s) {
   switch (s) {
-    case FrState::Scheduled: return "scheduled";
-    case FrState::Started: return "started";
-    case FrState::Completed: return "completed";
+    case FrState::Scheduled:
+      return "scheduled";
+    case FrState::Started:
+      return "started";
+    case FrState::Completed:
+      return "completed";
   }
   return "?";
 }
@@ -241,10 +247,8 @@ std::string FlightRecorder::dump_json(int rank, const std::string& reason) const
   nlohmann::json config = nlohmann::json::object();
   nlohmann::json status = nlohmann::json::object();
   for (const auto& g : gs) {
-    config[g->pg_id] = {{"name", g->pg_id},
-                        {"desc", g->desc},
-                        {"backend", g->backend},
-                        {"ranks", g->global_ranks}};
+    config[g->pg_id] = {
+        {"name", g->pg_id}, {"desc", g->desc}, {"backend", g->backend}, {"ranks", g->global_ranks}};
     status[g->pg_id] = {
         {"last_enqueued_collective", g->last_enqueued_collective.load()},
         {"last_started_collective", g->last_started_collective.load()},
@@ -269,15 +273,17 @@ std::string FlightRecorder::dump_to_dir(const std::string& dir, int rank,
   std::error_code ec;
   fs::create_directories(dir, ec);
   const fs::path final_path = fs::path(dir) / fr_dump_file_name(rank);
-  const fs::path tmp = fs::path(dir) / fmt::format(".{}.tmp.{}", fr_dump_file_name(rank), ::getpid());
+  const fs::path tmp =
+      fs::path(dir) / fmt::format(".{}.tmp.{}", fr_dump_file_name(rank), ::getpid());
   const std::string text = dump_json(rank, reason);
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
     f.write(text.data(), static_cast<std::streamsize>(text.size()));
     f.flush();
     if (!f) {
-      throw Error(fmt::format("[Rank {}] flight recorder: cannot write {} (check COLLIE_FR_DUMP_DIR)",
-                              rank, tmp.string()));
+      throw Error(
+          fmt::format("[Rank {}] flight recorder: cannot write {} (check COLLIE_FR_DUMP_DIR)", rank,
+                      tmp.string()));
     }
   }
   fs::rename(tmp, final_path, ec);

@@ -55,7 +55,7 @@ struct FrEntry {
     bool present = false;  // false: no tensor (barrier, gather output on a non-root)
     DType dtype = DType::Float32;
   };
-  uint64_t record_id = 0;  // 0 = empty slot
+  uint64_t record_id = 0;             // 0 = empty slot
   const GroupTrace* group = nullptr;  // kept alive by the recorder's group list
   uint64_t collective_seq_id = 0;
   uint64_t p2p_seq_id = 0;

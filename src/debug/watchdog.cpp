@@ -127,8 +127,8 @@ int Watchdog::check_now() {
   for (const Pending& p : expired) {
     Expired e{p.group, p.op, p.seq, p.timeout,
               p.group ? watchdog_message(*p.group, p.op, p.seq, p.timeout)
-                      : fmt::format("watchdog: {} #{} did not complete within {} ms",
-                                    op_name(p.op), p.seq, p.timeout.count())};
+                      : fmt::format("watchdog: {} #{} did not complete within {} ms", op_name(p.op),
+                                    p.seq, p.timeout.count())};
     log(LogLevel::Error, "{}", e.message);
     if (handler) handler(e);
     if (auto w = p.work.lock()) w->complete(std::make_exception_ptr(TimeoutError(e.message)));
@@ -142,9 +142,9 @@ void Watchdog::loop() {
     auto sleep = std::chrono::duration_cast<std::chrono::nanoseconds>(kMaxSleep);
     const auto now = clock_.now();
     for (const Pending& p : pending_) {
-      sleep = std::min(sleep, std::max(std::chrono::nanoseconds(0),
-                                       std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                           p.deadline - now)));
+      sleep = std::min(
+          sleep, std::max(std::chrono::nanoseconds(0),
+                          std::chrono::duration_cast<std::chrono::nanoseconds>(p.deadline - now)));
     }
     cv_.wait_for(lk, sleep);
     if (stop_) return;

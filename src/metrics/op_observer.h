@@ -21,11 +21,11 @@ struct OpEvent {
   const OpCall* call = nullptr;  // valid only during on_op_scheduled
   OpType op = OpType::Barrier;
   uint64_t seq = 0;
-  size_t bytes = 0;              // input bytes on this rank
+  size_t bytes = 0;  // input bytes on this rank
   DType dtype = DType::Float32;
-  int64_t created_ns = 0;        // wall clock
-  int64_t completed_ns = 0;      // on_op_completed only
-  bool failed = false;           // on_op_completed only
+  int64_t created_ns = 0;    // wall clock
+  int64_t completed_ns = 0;  // on_op_completed only
+  bool failed = false;       // on_op_completed only
 };
 
 class OpObserver {

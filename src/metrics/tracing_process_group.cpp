@@ -18,7 +18,8 @@ std::shared_ptr<GroupTrace> make_trace(const ProcessGroup& pg) {
   t->backend = i.backend;
   t->rank = i.rank;
   t->global_ranks = i.global_ranks;
-  t->global_rank = i.rank < static_cast<int>(i.global_ranks.size()) ? i.global_ranks[i.rank] : i.rank;
+  t->global_rank =
+      i.rank < static_cast<int>(i.global_ranks.size()) ? i.global_ranks[i.rank] : i.rank;
   t->store = i.store;
   return t;
 }
@@ -44,8 +45,7 @@ std::string describe(std::exception_ptr e) {
 TracingProcessGroup::TracingProcessGroup(std::shared_ptr<ProcessGroup> inner,
                                          FlightRecorder* recorder, Watchdog* watchdog,
                                          std::vector<std::shared_ptr<OpObserver>> observers)
-    : ProcessGroupWrapper(std::move(inner)),
-      shared_(std::make_shared<Shared>()) {
+    : ProcessGroupWrapper(std::move(inner)), shared_(std::make_shared<Shared>()) {
   shared_->fr = recorder ? recorder : &FlightRecorder::global();
   shared_->watchdog = watchdog ? watchdog : &Watchdog::global();
   shared_->observers = std::move(observers);
@@ -65,8 +65,9 @@ void TracingProcessGroup::before(const OpCall& call) {
   current_.record = shared_->fr->record(t, ++op_id_, call);
   current_.token = shared_->watchdog->watch(shared_->trace, call.type, call.seq, call.timeout);
   if (!shared_->observers.empty()) {
-    OpEvent e{&t, &call, call.type, call.seq, call.input.nbytes(), call.input.dtype,
-              current_.created_ns, 0, false};
+    OpEvent e{
+        &t, &call, call.type, call.seq, call.input.nbytes(), call.input.dtype, current_.created_ns,
+        0,  false};
     for (const auto& o : shared_->observers) o->on_op_scheduled(e);
   }
 }
@@ -96,13 +97,13 @@ void TracingProcessGroup::Done::finish(std::exception_ptr error) const {
   shared->fr->mark_completed(f.record, failed);
   shared->watchdog->unwatch(f.token);
   if (!shared->observers.empty()) {
-    OpEvent e{&t, nullptr, op, seq, bytes, dtype, f.created_ns, shared->fr->clock().wall_ns(),
+    OpEvent e{&t,    nullptr, op, seq, bytes, dtype, f.created_ns, shared->fr->clock().wall_ns(),
               failed};
     for (const auto& o : shared->observers) o->on_op_completed(e);
   }
   if (failed) {
-    DumpService::global().request_dump(fmt::format("{} #{} in group {} failed: {}", op_name(op),
-                                                   seq, t.pg_id, describe(error)));
+    DumpService::global().request_dump(
+        fmt::format("{} #{} in group {} failed: {}", op_name(op), seq, t.pg_id, describe(error)));
   }
 }
 
