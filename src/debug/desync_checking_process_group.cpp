@@ -67,7 +67,7 @@ uint64_t DesyncCheckingProcessGroup::sample_from_env(const Env& env) {
 void DesyncCheckingProcessGroup::fail(const std::string& msg) {
   const std::string text = fmt::format("[Rank {}] {}", info().global_ranks[rank()], msg);
   log(LogLevel::Error, "{}", text);
-  DumpService::global().request_dump("desync: " + msg);
+  DumpService::global().request_dump("desync: " + msg, /*all_ranks=*/true);
   throw DesyncError(text);
 }
 
@@ -148,7 +148,7 @@ std::shared_ptr<Work> DesyncCheckingProcessGroup::after(const OpCall& call,
     const int s = info().global_ranks[c.sender], r = info().global_ranks[c.receiver];
     if (auto msg = check_p2p(send, recv, s, r, timeout)) {
       log(LogLevel::Error, "{} {}", where, *msg);
-      DumpService::global().request_dump("desync: " + *msg);
+      DumpService::global().request_dump("desync: " + *msg, /*all_ranks=*/true);
       checked->complete(std::make_exception_ptr(DesyncError(fmt::format("{} {}", where, *msg))));
       return;
     }

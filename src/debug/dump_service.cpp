@@ -59,12 +59,34 @@ void DumpService::start(int rank, std::shared_ptr<Store> world_store) {
   thread_ = std::thread([this] { loop(); });
 }
 
-void DumpService::request_dump(const std::string& reason) {
+void DumpService::request_dump(const std::string& reason, bool all_ranks) {
+  std::shared_ptr<Store> store;
   {
     std::lock_guard<std::mutex> lk(mu_);
     if (pending_.empty()) pending_ = reason;
+    if (all_ranks) store = store_;
   }
   cv_.notify_all();
+  if (store) {
+    try {
+      seen_request_ = store->add(kDumpRequestKey, 1);
+    } catch (const std::exception& e) {
+      log(LogLevel::Warning, "flight recorder: could not ask the other ranks to dump: {}",
+          e.what());
+    }
+  }
+}
+
+void DumpService::flush(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      if (!thread_.joinable()) return;  // not started: nothing will write it
+      if (pending_.empty() && !busy_ && !g_sigusr1.load()) return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
 }
 
 std::string DumpService::dump_now(const std::string& reason) {
@@ -85,17 +107,6 @@ std::string DumpService::dump_now(const std::string& reason) {
     log(LogLevel::Error, "{}", e.what());
     return "";
   }
-}
-
-void DumpService::request_cluster_dump(Store& store, const std::string& reason) {
-  try {
-    const int64_t v = store.add(kDumpRequestKey, 1);
-    std::lock_guard<std::mutex> lk(mu_);
-    if (&store == store_.get()) seen_request_ = v;
-  } catch (const std::exception& e) {
-    log(LogLevel::Warning, "flight recorder: could not ask the other ranks to dump: {}", e.what());
-  }
-  dump_now(reason);
 }
 
 void DumpService::poll_store() {
@@ -132,8 +143,12 @@ void DumpService::loop() {
     reason.swap(pending_);
     if (g_sigusr1.exchange(false) && reason.empty()) reason = "SIGUSR1";
     const bool stopping = stop_;
+    busy_ = !reason.empty();
     lk.unlock();
     if (!reason.empty()) dump_now(reason);
+    lk.lock();
+    busy_ = false;
+    lk.unlock();
     if (stopping) return;
     if (std::chrono::steady_clock::now() >= next_poll) {
       const int64_t before = seen_request_.load();

@@ -9,6 +9,7 @@
 // (a pending request is written before the thread ends).
 // Thread safety: every method may be called from any thread; request_dump never blocks on I/O.
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -34,12 +35,13 @@ class DumpService {
   // Starts the thread and installs the SIGUSR1 handler (idempotent). `world_store` (the world
   // group's store, may be null) is watched for `dump_request`; `rank` names the dump file.
   void start(int rank, std::shared_ptr<Store> world_store);
-  // Asks the thread to dump soon; returns at once.
-  void request_dump(const std::string& reason);
+  // Asks the thread to dump soon. With all_ranks, also sets `dump_request` in the world store
+  // (one store round trip on the calling thread: error paths only) so every rank dumps.
+  void request_dump(const std::string& reason, bool all_ranks = false);
+  // Waits until no requested dump is pending (bounded); for processes about to _exit().
+  void flush(std::chrono::milliseconds timeout);
   // Dumps on the calling thread; returns the file written, or "" when no dump dir is set.
   std::string dump_now(const std::string& reason);
-  // Makes every rank watching `store` dump (sets `dump_request`); also dumps locally.
-  void request_cluster_dump(Store& store, const std::string& reason);
 
   const std::string& dump_dir() const { return dir_; }
   int rank() const { return rank_.load(); }
@@ -57,6 +59,7 @@ class DumpService {
   std::condition_variable cv_;
   bool stop_ = false;
   std::string pending_;  // reason of a requested dump, "" = none
+  bool busy_ = false;    // the thread is writing a dump
   std::shared_ptr<Store> store_;
   std::atomic<int64_t> seen_request_{0};
   std::thread thread_;

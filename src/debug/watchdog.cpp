@@ -14,13 +14,12 @@ namespace {
 
 constexpr auto kMaxSleep = std::chrono::milliseconds(100);
 
+// Every rank dumps (the store's dump_request), and this one before its Work is failed, so a
+// caller that exits on the TimeoutError still leaves its evidence.
 void default_handler(const Watchdog::Expired& e) {
   DumpService& ds = DumpService::global();
-  if (e.group && e.group->store) {
-    ds.request_cluster_dump(*e.group->store, fmt::format("watchdog timeout: {}", e.message));
-  } else {
-    ds.dump_now(fmt::format("watchdog timeout: {}", e.message));
-  }
+  ds.request_dump(fmt::format("watchdog timeout: {}", e.message), /*all_ranks=*/true);
+  ds.flush(std::chrono::seconds(5));
 }
 
 }  // namespace

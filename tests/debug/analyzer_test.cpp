@@ -1,8 +1,13 @@
 #include "debug/analyzer.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "debug/flight_recorder.h"
@@ -142,6 +147,45 @@ TEST(Analyzer, UnmatchedSendNamesTheReceiver) {
   ASSERT_EQ(res.culprits(), std::vector<int>{1}) << to_text(res);
   EXPECT_NE(to_text(res).find("rank 0 called send #2 to rank 1"), std::string::npos)
       << to_text(res);
+}
+
+}  // namespace
+}  // namespace collie
+
+namespace collie {
+namespace {
+
+std::pair<int, std::string> run_cli(const std::string& args) {
+  std::string out;
+  FILE* p = ::popen((std::string(COLLIE_BIN) + " analyze " + args + " 2>&1").c_str(), "r");
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
+  const int status = ::pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+TEST(AnalyzeCli, NamesTheCulpritFromADumpDirectory) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / fmt::format("collie_analyze_{}", ::getpid());
+  fs::remove_all(dir);
+  Rank a(0, 3), b(1, 3), c(2, 3);
+  for (auto* r : {&a, &b, &c}) r->call(OpType::AllReduce);
+  a.call(OpType::AllReduce, 1024, true);
+  c.call(OpType::AllReduce, 1024, true);
+  for (auto* r : {&a, &b, &c}) r->fr.dump_to_dir(dir.string(), r->rank, "test");
+  auto [code, out] = run_cli(dir.string());
+  EXPECT_EQ(code, 1) << out;
+  EXPECT_NE(out.find("Not all ranks joining collective, sequence number: 2"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("Culprit rank: 1"), std::string::npos) << out;
+  auto [jcode, jout] = run_cli(dir.string() + " --json");
+  EXPECT_EQ(jcode, 1);
+  EXPECT_EQ(nlohmann::json::parse(jout)["culprits"], nlohmann::json::array({1})) << jout;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  EXPECT_EQ(run_cli(dir.string()).first, 2);
+  fs::remove_all(dir);
 }
 
 }  // namespace
