@@ -66,7 +66,7 @@ uint64_t DesyncCheckingProcessGroup::sample_from_env(const Env& env) {
 
 void DesyncCheckingProcessGroup::fail(const std::string& msg) {
   const std::string text = fmt::format("[Rank {}] {}", info().global_ranks[rank()], msg);
-  log(LogLevel::Error, "{}", text);
+  log(LogLevel::Error, "{}", msg);  // the logger adds the rank
   DumpService::global().request_dump("desync: " + msg, /*all_ranks=*/true);
   throw DesyncError(text);
 }
@@ -100,21 +100,22 @@ void DesyncCheckingProcessGroup::check_collective_call(const OpCall& call) {
   store_.set(keys[rank()], mine.encode());
   std::vector<std::optional<Fingerprint>> fps(n);
   bool all = true;
+  std::vector<Bytes> vals;
   try {
-    store_.wait(keys, call.timeout);
+    // multi_get waits for the keys up to the store's timeout; wait first only when the op's
+    // timeout differs (one store round trip less in the common case).
+    if (call.timeout != store_.timeout()) store_.wait(keys, call.timeout);
+    vals = store_.multi_get(keys);
   } catch (const StoreError&) {
     all = false;
   }
-  std::vector<std::string> present;
-  std::vector<int> who;
-  for (int r = 0; r < n; ++r) {
-    if (all || store_.check({keys[r]})) {
-      present.push_back(keys[r]);
-      who.push_back(r);
+  if (all) {
+    for (int r = 0; r < n; ++r) fps[r] = Fingerprint::decode(vals[r]);
+  } else {
+    for (int r = 0; r < n; ++r) {
+      if (store_.check({keys[r]})) fps[r] = Fingerprint::decode(store_.get(keys[r]));
     }
   }
-  const std::vector<Bytes> vals = store_.multi_get(present);
-  for (size_t i = 0; i < vals.size(); ++i) fps[who[i]] = Fingerprint::decode(vals[i]);
   // Every rank has read the previous check's keys once all wrote this one: drop ours.
   if (all) {
     std::string old = std::exchange(prev_key_, keys[rank()]);
@@ -147,7 +148,7 @@ std::shared_ptr<Work> DesyncCheckingProcessGroup::after(const OpCall& call,
     const auto& recv = sent ? theirs : std::optional<Fingerprint>(c.fp);
     const int s = info().global_ranks[c.sender], r = info().global_ranks[c.receiver];
     if (auto msg = check_p2p(send, recv, s, r, timeout)) {
-      log(LogLevel::Error, "{} {}", where, *msg);
+      log(LogLevel::Error, "{}", *msg);
       DumpService::global().request_dump("desync: " + *msg, /*all_ranks=*/true);
       checked->complete(std::make_exception_ptr(DesyncError(fmt::format("{} {}", where, *msg))));
       return;

@@ -1,6 +1,7 @@
 #include "debug/dump_service.h"
 
 #include <csignal>
+#include <utility>
 
 #include "core/env.h"
 #include "core/log.h"
@@ -60,20 +61,25 @@ void DumpService::start(int rank, std::shared_ptr<Store> world_store) {
 }
 
 void DumpService::request_dump(const std::string& reason, bool all_ranks) {
-  std::shared_ptr<Store> store;
   {
     std::lock_guard<std::mutex> lk(mu_);
     if (pending_.empty()) pending_ = reason;
-    if (all_ranks) store = store_;
+    pending_all_ = pending_all_ || all_ranks;
   }
   cv_.notify_all();
-  if (store) {
-    try {
-      seen_request_ = store->add(kDumpRequestKey, 1);
-    } catch (const std::exception& e) {
-      log(LogLevel::Warning, "flight recorder: could not ask the other ranks to dump: {}",
-          e.what());
-    }
+}
+
+void DumpService::ask_all_ranks() {
+  std::shared_ptr<Store> s;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    s = store_;
+  }
+  if (!s) return;
+  try {
+    seen_request_ = s->add(kDumpRequestKey, 1);
+  } catch (const std::exception& e) {
+    log(LogLevel::Warning, "flight recorder: could not ask the other ranks to dump: {}", e.what());
   }
 }
 
@@ -109,6 +115,14 @@ std::string DumpService::dump_now(const std::string& reason) {
   }
 }
 
+void DumpService::automatic_dump(const std::string& reason) {
+  if (dumps_.load() > 0) {
+    log(LogLevel::Info, "flight recorder: not dumped again ({}); the first dump is kept", reason);
+    return;
+  }
+  dump_now(reason);
+}
+
 void DumpService::poll_store() {
   std::shared_ptr<Store> s;
   {
@@ -130,7 +144,7 @@ void DumpService::poll_store() {
       fire = true;
     }
   }
-  if (fire) dump_now("dump_request set in the store by another rank");
+  if (fire) automatic_dump("dump_request set in the store by another rank");
 }
 
 void DumpService::loop() {
@@ -141,11 +155,14 @@ void DumpService::loop() {
     cv_.wait_for(lk, kTick, [&] { return stop_ || !pending_.empty() || g_sigusr1.load(); });
     std::string reason;
     reason.swap(pending_);
-    if (g_sigusr1.exchange(false) && reason.empty()) reason = "SIGUSR1";
+    const bool all = std::exchange(pending_all_, false);
+    const bool signaled = g_sigusr1.exchange(false);
     const bool stopping = stop_;
-    busy_ = !reason.empty();
+    busy_ = !reason.empty() || signaled;
     lk.unlock();
-    if (!reason.empty()) dump_now(reason);
+    if (all) ask_all_ranks();
+    if (!reason.empty()) automatic_dump(reason);
+    if (signaled) dump_now("SIGUSR1");
     lk.lock();
     busy_ = false;
     lk.unlock();

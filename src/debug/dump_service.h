@@ -35,8 +35,10 @@ class DumpService {
   // Starts the thread and installs the SIGUSR1 handler (idempotent). `world_store` (the world
   // group's store, may be null) is watched for `dump_request`; `rank` names the dump file.
   void start(int rank, std::shared_ptr<Store> world_store);
-  // Asks the thread to dump soon. With all_ranks, also sets `dump_request` in the world store
-  // (one store round trip on the calling thread: error paths only) so every rank dumps.
+  // Asks the thread to dump soon; never blocks. With all_ranks the thread also sets
+  // `dump_request` in the world store so every rank dumps. Automatic dumps (this, and a store
+  // request) are written once per process: the first failure's evidence is not overwritten by
+  // the errors that follow it. SIGUSR1 and dump_now always write.
   void request_dump(const std::string& reason, bool all_ranks = false);
   // Waits until no requested dump is pending (bounded); for processes about to _exit().
   void flush(std::chrono::milliseconds timeout);
@@ -51,6 +53,8 @@ class DumpService {
  private:
   void loop();
   void poll_store();
+  void ask_all_ranks();
+  void automatic_dump(const std::string& reason);
   FlightRecorder& fr_;
   const std::string dir_;
   std::atomic<int> rank_{-1};
@@ -60,6 +64,7 @@ class DumpService {
   bool stop_ = false;
   std::string pending_;  // reason of a requested dump, "" = none
   bool busy_ = false;    // the thread is writing a dump
+  bool pending_all_ = false;
   std::shared_ptr<Store> store_;
   std::atomic<int64_t> seen_request_{0};
   std::thread thread_;

@@ -103,7 +103,8 @@ void TracingProcessGroup::Done::finish(std::exception_ptr error) const {
   }
   if (failed) {
     DumpService::global().request_dump(
-        fmt::format("{} #{} in group {} failed: {}", op_name(op), seq, t.pg_id, describe(error)));
+        fmt::format("{} #{} in group {} failed: {}", op_name(op), seq, t.pg_id, describe(error)),
+        /*all_ranks=*/true);
   }
 }
 

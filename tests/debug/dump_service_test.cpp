@@ -64,6 +64,10 @@ TEST(DumpService, StoreDumpRequestMakesEveryRankDump) {
   EXPECT_EQ(reason_of(db / "collie_fr_rank_1.json"),
             "dump_request set in the store by another rank");
   EXPECT_EQ(a.dumps_written(), 1);  // its own request does not make it dump twice
+  a.request_dump("a later error");  // the first failure's evidence is kept
+  a.flush(std::chrono::seconds(2));
+  EXPECT_EQ(a.dumps_written(), 1);
+  EXPECT_EQ(reason_of(da / "collie_fr_rank_0.json"), "rank 0 saw a timeout");
   fs::remove_all(da);
   fs::remove_all(db);
 }
