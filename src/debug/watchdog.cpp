@@ -66,17 +66,16 @@ uint64_t Watchdog::watch(std::shared_ptr<GroupTrace> group, OpType op, uint64_t 
   p.op = op;
   p.seq = seq;
   p.timeout = timeout;
-  bool earliest;
   uint64_t token;
+  bool wake;
   {
     std::lock_guard<std::mutex> lk(mu_);
     token = p.token = next_token_++;
-    earliest = std::all_of(pending_.begin(), pending_.end(),
-                           [&](const Pending& q) { return q.deadline > p.deadline; });
+    // The thread wakes at next_wake_ anyway; a futex wake per op would cost microseconds.
+    wake = p.deadline < next_wake_;
     pending_.push_back(std::move(p));
   }
-  // The thread sleeps until the earliest deadline; wake it only when that changed.
-  if (earliest) cv_.notify_all();
+  if (wake) cv_.notify_all();
   return token;
 }
 
@@ -145,6 +144,7 @@ void Watchdog::loop() {
           sleep, std::max(std::chrono::nanoseconds(0),
                           std::chrono::duration_cast<std::chrono::nanoseconds>(p.deadline - now)));
     }
+    next_wake_ = clock_.now() + sleep;
     cv_.wait_for(lk, sleep);
     if (stop_) return;
     lk.unlock();

@@ -3,6 +3,8 @@
 // deadline passes it logs the op, its seq and the group's last enqueued/started/completed seq,
 // runs the timeout handler (by default: dump the flight recorder and ask every rank to dump),
 // and fails the op's Work with TimeoutError so the caller's wait() raises instead of hanging.
+// An op that blocks inside the backend's run() (Gloo without async_op) has no Work yet: the
+// watchdog still logs and dumps at the deadline, and the backend's own timeout ends the call.
 //
 // Time comes from a Clock, so tests drive it with FakeClock and check_now().
 // Ownership: global() lives for the process. watch() keeps a weak reference to the Work.
@@ -71,6 +73,7 @@ class Watchdog {
   std::condition_variable cv_;
   std::vector<Pending> pending_;
   uint64_t next_token_ = 1;
+  Clock::TimePoint next_wake_{};  // when the thread will next look at pending_
   bool stop_ = false;
   TimeoutHandler handler_;
   std::thread thread_;
