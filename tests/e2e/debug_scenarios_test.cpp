@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "comm/init.h"
 #include "comm/registry.h"
 #include "comm/rendezvous.h"
 #include "debug/dump_service.h"
@@ -266,6 +267,26 @@ TEST_F(DebugScenario, RankKilledMidRun) {
   expect_diagnosed(s, r, 2,
                    {{0, "rank 2 did not arrive within 2000 ms"}, {1, "rank 2 did not arrive"}},
                    "MISSING_DUMP");
+}
+
+TEST_F(DebugScenario, SubgroupsAreCheckedToo) {
+  Scenario s{"subgroup", "DETAIL", {0, 1, 2}, [](RankContext& ctx) {
+               auto sub = new_group(*ctx.pg, {1, 2});
+               if (!sub) return;
+               std::vector<float> a(64);
+               if (ctx.rank == 2) {
+                 sub->broadcast(view(a))->wait();
+               } else {
+                 sub->all_reduce(view(a))->wait();
+               }
+             }};
+  auto r = go(s);
+  // Ranks are named by their world rank; the analyzer breaks the 1:1 tie towards the lower rank.
+  expect_diagnosed(s, r, 2,
+                   {{1,
+                     "rank 1 called all_reduce #1 (float32[64], sum); rank 2 called broadcast #1 "
+                     "(float32[64], root 0). Differs in: op type"}},
+                   "COLLECTIVE_TYPE_MISMATCH");
 }
 
 }  // namespace
