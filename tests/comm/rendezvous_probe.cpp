@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <string>
+#include <vector>
 
 #include "comm/rendezvous.h"
 #include "core/env.h"
@@ -24,8 +26,14 @@ int main(int argc, char** argv) {
     std::printf("rank %d of %d via %s sees rank %d\n", rd.rank, rd.world_size, rd.method.c_str(),
                 next);
     std::fflush(stdout);
-    // Rank 0 hosts the store: it leaves last.
-    store_barrier(*rd.store, "exit", rd.rank, rd.world_size, std::chrono::seconds(20));
+    // Rank 0 hosts the store, so it leaves last: after every other rank said goodbye.
+    if (rd.rank != 0) {
+      rd.store->set("left/" + std::to_string(rd.rank), "1");
+    } else {
+      std::vector<std::string> left;
+      for (int r = 1; r < rd.world_size; ++r) left.push_back("left/" + std::to_string(r));
+      rd.store->wait(left, std::chrono::seconds(20));
+    }
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "rendezvous_probe: %s\n", e.what());

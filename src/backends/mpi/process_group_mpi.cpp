@@ -12,6 +12,7 @@
 
 #include "backends/mpi/mpi_runtime.h"
 #include "backends/mpi/mpi_work.h"
+#include "comm/rendezvous.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/reduce_kernel.h"
@@ -104,6 +105,10 @@ ProcessGroupMPI::ProcessGroupMPI(GroupInfo info)
           this->info().timeout.count()));
     }
   } else {
+    // Every member arrives within the deadline before the blocking MPI_Comm_create_group.
+    if (this->info().store) {
+      store_barrier(*this->info().store, "mpi_comm_create", rank(), size(), this->info().timeout);
+    }
     auto lk = rt.lock();
     MPI_Group world_group = MPI_GROUP_NULL, group = MPI_GROUP_NULL;
     MPI_Comm_group(MPI_COMM_WORLD, &world_group);

@@ -13,7 +13,9 @@
 //
 // The world group duplicates MPI_COMM_WORLD; a subgroup (GroupInfo.global_ranks) is created with
 // MPI_Comm_create_group over its members only, matching new_group where non-members never build
-// a group. REQUIRES: group rank i is MPI world rank global_ranks[i].
+// a group. REQUIRES: group rank i is MPI world rank global_ranks[i]. Creating the world group has
+// the group's deadline (MPI_Comm_idup); MPI_Comm_create_group has no non-blocking form, so a
+// subgroup with a store first meets in a store barrier (TimeoutError naming the missing ranks).
 // Thread safety: as ProcessGroup; MPI calls are serialized when MPI lacks MPI_THREAD_MULTIPLE.
 #include <mpi.h>
 

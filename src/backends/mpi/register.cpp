@@ -2,10 +2,8 @@
 // rendezvous used under mpirun.
 #include "backends/mpi/mpi_runtime.h"
 #include "backends/mpi/process_group_mpi.h"
-#include "comm/registry.h"
-#ifdef COLLIE_MPI_SELF_RENDEZVOUS
 #include "backends/mpi/self_rendezvous.h"
-#endif
+#include "comm/registry.h"
 
 namespace collie::mpi {
 namespace {
@@ -16,9 +14,7 @@ BackendRegistration registration() {
   r.create = [](const BackendArgs& a) { return std::make_shared<ProcessGroupMPI>(a.info); };
   r.capabilities = ProcessGroupMPI::declared_capabilities();
   r.version = library_version();
-#ifdef COLLIE_MPI_SELF_RENDEZVOUS
   r.self_rendezvous = &self_rendezvous;
-#endif
   return r;
 }
 

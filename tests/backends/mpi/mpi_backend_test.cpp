@@ -10,8 +10,11 @@
 #include <thread>
 
 #include "backends/mpi/mpi_test_data.h"
+#include "comm/init.h"
 #include "comm/registry.h"
 #include "core/error.h"
+#include "store/prefix_store.h"
+#include "store/store.h"
 
 namespace collie::test {
 namespace {
@@ -248,6 +251,38 @@ TEST(MpiBackend, ManyAsyncOpsInFlight) {
     EXPECT_TRUE(works[i]->is_success());
     EXPECT_EQ(bufs[i], reduced(DType::Float32, 1000, pg.size(), ReduceOp::Sum, 1.0, i));
   }
+}
+
+// Under mpirun the backend is its own rendezvous: no init method, no MASTER_ADDR; rank 0's
+// TcpStore address travels over MPI and every rank reaches the same store.
+TEST(MpiBackend, InitProcessGroupUnderMpirunNeedsNoInitMethod) {
+  InitOptions o;
+  o.backend = "mpi";
+  o.timeout = Millis(20000);
+  auto pg = init_process_group(o);
+  ASSERT_NE(pg, nullptr);
+  const int n = world().size(), me = world().rank();
+  EXPECT_EQ(pg->rank(), me);
+  EXPECT_EQ(pg->size(), n);
+  Store& store = *pg->info().store;
+  store.set(fmt::format("hello/{}", me), fmt::format("from {}", me));
+  for (int r = 0; r < n; ++r) {
+    EXPECT_EQ(store.get_string(fmt::format("hello/{}", r)), fmt::format("from {}", r));
+  }
+  Buffer b = values(DType::Float32, kCount, me);
+  finish(pg->all_reduce(view(b, DType::Float32)));
+  EXPECT_EQ(b, reduced(DType::Float32, kCount, n, ReduceOp::Sum, 1.0));
+  // A subgroup with a store meets in a store barrier before MPI_Comm_create_group.
+  auto sub = make_group({n - 1, 0}, "9", std::make_shared<PrefixStore>("sub9", pg->info().store));
+  if (me == 0 || me == n - 1) {
+    ASSERT_NE(sub, nullptr);
+    Buffer c = values(DType::Int8, kCount, sub->rank());
+    finish(sub->all_reduce(view(c, DType::Int8)));
+    EXPECT_EQ(c, reduced(DType::Int8, kCount, 2, ReduceOp::Sum, 1.0));
+    sub->shutdown();
+  }
+  finish(pg->barrier());
+  destroy_process_group(*pg);
 }
 
 // Rank 0 starts an async all_reduce that the others join only a second later: wait(timeout)

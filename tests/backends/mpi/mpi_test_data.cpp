@@ -31,7 +31,7 @@ ProcessGroup& world() {
 void release_world() { g_world.reset(); }
 
 std::shared_ptr<ProcessGroup> make_group(const std::vector<int>& world_ranks,
-                                         const std::string& name) {
+                                         const std::string& name, std::shared_ptr<Store> store) {
   int me = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &me);
   for (size_t i = 0; i < world_ranks.size(); ++i) {
@@ -44,6 +44,7 @@ std::shared_ptr<ProcessGroup> make_group(const std::vector<int>& world_ranks,
     info.size = static_cast<int>(world_ranks.size());
     info.global_ranks = world_ranks;
     info.timeout = Millis(20000);
+    info.store = std::move(store);
     return find_backend("mpi")->create(BackendArgs{info, nullptr});
   }
   return nullptr;

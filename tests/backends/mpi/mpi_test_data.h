@@ -13,7 +13,9 @@ namespace collie::test {
 ProcessGroup& world();
 void release_world();
 // A subgroup of the given world ranks (group rank i = world_ranks[i]); nullptr on non-members.
+// With a store, members first meet in a store barrier (the path new_group takes).
 std::shared_ptr<ProcessGroup> make_group(const std::vector<int>& world_ranks,
-                                         const std::string& name);
+                                         const std::string& name,
+                                         std::shared_ptr<Store> store = nullptr);
 
 }  // namespace collie::test

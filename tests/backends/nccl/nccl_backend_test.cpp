@@ -83,9 +83,8 @@ TEST(NcclBackend, WithoutDeviceRaisesClearBackendError) {
   }
 }
 
-TEST(NcclBackend, HostBuffersAreRejectedBeforeAnyCudaCall) {
-  // Argument checks run in ProcessGroup::submit from the declared table, so even the error path
-  // needs no device: exercise them through the table directly.
+TEST(NcclBackend, DeclaredTableRejectsHostBuffers) {
+  // ProcessGroup::submit rejects calls with this text before the backend runs; no device needed.
   const Capabilities& caps = find_backend("nccl")->capabilities;
   OpCall c;
   c.type = OpType::AllReduce;
