@@ -25,13 +25,18 @@ void default_handler(const Watchdog::Expired& e) {
 }  // namespace
 
 std::string watchdog_message(const GroupTrace& g, OpType op, uint64_t seq, Millis timeout) {
+  const std::string progress =
+      is_p2p(op) ? fmt::format("p2p last enqueued #{}, completed #{}", g.last_enqueued_p2p.load(),
+                               g.last_completed_p2p.load())
+                 : fmt::format("last enqueued #{}, started #{}, completed #{}",
+                               g.last_enqueued_collective.load(), g.last_started_collective.load(),
+                               g.last_completed_collective.load());
   return fmt::format(
       "[Rank {}] watchdog: {} #{} in group {} '{}' ({}) did not complete within {} ms; group {} "
-      "last enqueued #{}, started #{}, completed #{}. A rank may not have called it or may be "
-      "stuck: run `collie analyze` on COLLIE_FR_DUMP_DIR, or rerun with COLLIE_DEBUG=DETAIL",
+      "{}. A rank may not have called it or may be stuck: run `collie analyze` on "
+      "COLLIE_FR_DUMP_DIR, or rerun with COLLIE_DEBUG=DETAIL",
       g.global_rank, op_name(op), seq, g.pg_id, g.desc, g.backend, timeout.count(), g.pg_id,
-      g.last_enqueued_collective.load(), g.last_started_collective.load(),
-      g.last_completed_collective.load());
+      progress);
 }
 
 Watchdog::Watchdog(Clock& clock, bool start_thread) : clock_(clock), handler_(default_handler) {

@@ -10,6 +10,7 @@
 // Ownership: global() lives for the process. watch() keeps a weak reference to the Work.
 // Thread safety: all methods may be called from any thread. watch/attach/unwatch take a short
 // lock and do no I/O; the timeout handler runs on the watchdog thread without the lock.
+#include <algorithm>
 #include <condition_variable>
 #include <functional>
 #include <memory>
@@ -78,6 +79,12 @@ class Watchdog {
   TimeoutHandler handler_;
   std::thread thread_;
 };
+
+// The watchdog's deadline is the op's timeout plus this grace, so a backend that enforces the
+// timeout itself reports first (its message names the peer); the watchdog is the safety net.
+inline Millis watchdog_grace(Millis op_timeout) {
+  return std::clamp(op_timeout / 4, Millis(50), Millis(2000));
+}
 
 // "[Rank 2] watchdog: all_reduce #57 in group 0 'default_pg' (gloo) did not complete within
 // 2000 ms; group 0 last enqueued #57, started #57, completed #56. ..."

@@ -63,7 +63,8 @@ void TracingProcessGroup::before(const OpCall& call) {
     raise_max(t.last_enqueued_collective, call.seq);
   }
   current_.record = shared_->fr->record(t, ++op_id_, call);
-  current_.token = shared_->watchdog->watch(shared_->trace, call.type, call.seq, call.timeout);
+  current_.token = shared_->watchdog->watch(shared_->trace, call.type, call.seq,
+                                            call.timeout + watchdog_grace(call.timeout));
   if (!shared_->observers.empty()) {
     OpEvent e{
         &t, &call, call.type, call.seq, call.input.nbytes(), call.input.dtype, current_.created_ns,

@@ -59,7 +59,9 @@ TEST(TracingProcessGroup, RecordsScheduledStartedCompleted) {
 TEST(TracingProcessGroup, WatchdogFailsAStuckOp) {
   Fixture f(/*hold=*/true);
   auto w = f.pg->barrier();
-  f.clock.advance(std::chrono::milliseconds(1001));
+  f.clock.advance(Millis(1000));  // the backend's own timeout would report first
+  EXPECT_EQ(f.wd.check_now(), 0);
+  f.clock.advance(watchdog_grace(Millis(1000)) + Millis(1));
   EXPECT_EQ(f.wd.check_now(), 1);
   EXPECT_THROW(w->wait(), TimeoutError);
   auto snap = f.fr.snapshot();
