@@ -12,14 +12,17 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "comm/registry.h"
 #include "core/env.h"
 #include "store/hash_store.h"
 #include "store/prefix_store.h"
+#include "store/store.h"
 #ifdef COLLIE_TEST_HAVE_INIT
 #include "comm/init.h"
 #endif
@@ -61,6 +64,25 @@ void write_all(int fd, const std::string& s) {
 }
 #endif
 
+// Ranks close their sockets only after every rank is done (or died), so a fast rank cannot
+// reset connections that slower peers still read from. Dying ranks arrive without waiting.
+constexpr const char* kExitCount = "run_ranks/exit/count";
+constexpr const char* kExitDone = "run_ranks/exit/done";
+
+void arrive_at_exit(ProcessGroup& pg) {
+  Store& s = *pg.info().store;
+  if (s.add(kExitCount, 1) == pg.size()) s.set(kExitDone, "1");
+}
+
+void exit_barrier(ProcessGroup& pg, Millis timeout) {
+  try {
+    arrive_at_exit(pg);
+    pg.info().store->wait({kExitDone}, timeout);
+  } catch (const std::exception&) {
+    // A peer failed or the store's host left first; the result is already decided.
+  }
+}
+
 // Runs the body and returns its outcome; shared by both modes.
 RankResult run_body(RankContext& ctx, const std::function<void(RankContext&)>& body) {
   RankResult r;
@@ -90,6 +112,7 @@ RankResult run_body(RankContext& ctx, const std::function<void(RankContext&)>& b
   ctx.mode = Mode::Processes;
   RankResult r;
   r.rank = rank;
+  for (const auto& [k, v] : opts.env) ::setenv(k.c_str(), v.c_str(), 1);
   try {
     InitOptions io;
     io.backend = opts.backend;
@@ -99,6 +122,7 @@ RankResult run_body(RankContext& ctx, const std::function<void(RankContext&)>& b
     io.timeout = opts.group_timeout;
     ctx.pg = init_process_group(io);
     r = run_body(ctx, body);
+    if (r.status != RankStatus::Died) exit_barrier(*ctx.pg, opts.group_timeout);
     if (ctx.pg) ctx.pg->shutdown();
     ctx.pg.reset();
   } catch (const std::exception& e) {
@@ -108,6 +132,7 @@ RankResult run_body(RankContext& ctx, const std::function<void(RankContext&)>& b
   // Record: status byte, then the message.
   write_all(fd, std::string(1, static_cast<char>('0' + static_cast<int>(r.status))) + r.message);
   ::close(fd);
+  std::fflush(nullptr);  // _exit skips stdio; keep what the rank printed
   ::_exit(0);
 }
 
@@ -197,6 +222,13 @@ RunResult run_threads(int world, const std::function<void(RankContext&)>& body,
   const BackendRegistration* reg = find_backend(opts.backend);
   if (!reg) throw std::runtime_error(fmt::format("run_ranks: no backend '{}'", opts.backend));
   auto store = std::make_shared<HashStore>(opts.group_timeout);
+  // No rank thread exists yet, so changing the environment here races with nothing.
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved;
+  for (const auto& [k, v] : opts.env) {
+    const char* old = std::getenv(k.c_str());
+    saved.emplace_back(k, old ? std::optional<std::string>(old) : std::nullopt);
+    ::setenv(k.c_str(), v.c_str(), 1);
+  }
   std::mutex mu;
   std::condition_variable cv;
   std::vector<RankResult> results(world);
@@ -225,6 +257,7 @@ RunResult run_threads(int world, const std::function<void(RankContext&)>& body,
           groups[r] = ctx.pg;
         }
         res = run_body(ctx, body);
+        if (res.status != RankStatus::Died) exit_barrier(*ctx.pg, opts.group_timeout);
         ctx.pg->shutdown();
       } catch (const std::exception& e) {
         res.status = RankStatus::Failed;
@@ -260,6 +293,13 @@ RunResult run_threads(int world, const std::function<void(RankContext&)>& body,
     }
   }
   for (auto& t : threads) t.join();
+  for (const auto& [k, v] : saved) {
+    if (v) {
+      ::setenv(k.c_str(), v->c_str(), 1);
+    } else {
+      ::unsetenv(k.c_str());
+    }
+  }
   for (int r : hung) {
     results[r].status = RankStatus::Hung;
     results[r].message = fmt::format("did not finish within {} ms", opts.deadline.count());
@@ -271,7 +311,14 @@ RunResult run_threads(int world, const std::function<void(RankContext&)>& body,
 }  // namespace
 
 void RankContext::die() {
-  if (mode == Mode::Processes) ::_exit(3);
+  try {
+    if (pg) arrive_at_exit(*pg);
+  } catch (const std::exception&) {
+  }
+  if (mode == Mode::Processes) {
+    std::fflush(nullptr);
+    ::_exit(3);
+  }
   if (pg) pg->shutdown();
   throw RankDied{};
 }

@@ -18,6 +18,8 @@
 //     then writes one result record to a pipe and _exit()s.
 //   Threads (fallback, or Mode::Threads): ranks are threads of this process sharing a HashStore;
 //     the group is created through the backend registry (wrappers applied) as init would.
+// After the body, ranks meet at an exit barrier on the group's store before shutting the group
+// down, so a fast rank never closes connections slower peers still read from.
 // The body fails by throwing (check() below, or any exception); its message is reported.
 // A rank that does not report before options.deadline is killed (SIGKILL) and reported as hung;
 // result.summary() names the hung ranks. ctx.die() ends a rank abruptly (a peer crash): in
@@ -27,6 +29,7 @@
 #include <fmt/format.h>
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -51,6 +54,9 @@ struct RunOptions {
   Mode mode = Mode::Auto;
   Millis deadline{60000};       // for the whole run; hung ranks are killed after it
   Millis group_timeout{20000};  // the process group's timeout (rendezvous and ops)
+  // Environment variables for the ranks (e.g. COLLIE_DEBUG=DETAIL): set in each child before
+  // init_process_group; in thread mode set in this process for the run and restored after.
+  std::map<std::string, std::string> env;
 };
 
 enum class RankStatus { Passed, Failed, Died, Hung };

@@ -2,8 +2,6 @@
 
 #include <gloo/transport/unbound_buffer.h>
 
-#include "core/error.h"
-
 namespace collie {
 
 uint64_t p2p_slot(int tag) {
@@ -17,7 +15,7 @@ void P2PWaiterPool::wait_for(std::shared_ptr<PendingP2P> op) {
   std::unique_lock<std::mutex> lk(mu_);
   if (stopping_) {
     lk.unlock();
-    op->done(std::make_exception_ptr(BackendError("gloo group was shut down")));
+    op->done(nullptr, true);
     return;
   }
   queue_.push_back(std::move(op));
@@ -40,13 +38,13 @@ void P2PWaiterPool::loop() {
     active_.insert(op);
     lk.unlock();
     std::exception_ptr error;
+    bool ok = false;
     try {
-      bool ok = op->is_send ? op->buffer->waitSend(op->timeout) : op->buffer->waitRecv(op->timeout);
-      if (!ok) error = std::make_exception_ptr(BackendError("gloo group was shut down"));
+      ok = op->is_send ? op->buffer->waitSend(op->timeout) : op->buffer->waitRecv(op->timeout);
     } catch (...) {
       error = std::current_exception();
     }
-    op->done(error);
+    op->done(error, !ok && !error);
     lk.lock();
     active_.erase(op);
   }
@@ -70,8 +68,7 @@ void P2PWaiterPool::stop() {
     threads.swap(threads_);
   }
   cv_.notify_all();
-  for (auto& op : orphans)
-    op->done(std::make_exception_ptr(BackendError("gloo group was shut down")));
+  for (auto& op : orphans) op->done(nullptr, true);
   for (auto& t : threads) t.join();
 }
 

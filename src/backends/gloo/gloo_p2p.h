@@ -26,8 +26,8 @@ uint64_t p2p_slot(int tag);
 struct PendingP2P {
   std::unique_ptr<gloo::transport::UnboundBuffer> buffer;
   bool is_send = false;
-  // Blocks in waitSend/waitRecv; reports the outcome (nullptr = success).
-  std::function<void(std::exception_ptr)> done;
+  // Called once with the outcome: nullptr = success; `aborted` = the pool stopped first.
+  std::function<void(std::exception_ptr error, bool aborted)> done;
   std::chrono::milliseconds timeout{0};
 };
 

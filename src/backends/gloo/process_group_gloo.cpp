@@ -88,7 +88,7 @@ void ProcessGroupGloo::shutdown() {
   std::deque<Job> orphans;
   {
     std::lock_guard<std::mutex> lk(mu_);
-    if (stopping_ && !worker_.joinable()) return;
+    if (stopping_) return;  // the first caller does the work; shutdown is idempotent
     stopping_ = true;
     orphans.swap(queue_);
   }
@@ -140,6 +140,14 @@ std::shared_ptr<Work> ProcessGroupGloo::run(const OpCall& call) {
   auto work = std::make_shared<Work>(call.type, call.seq, call.timeout);
   {
     std::unique_lock<std::mutex> lk(mu_);
+    if (call.async_op && !is_p2p(call.type) && broken_.empty() && !stopping_) {
+      queue_.push_back(Job{call, work});
+      lk.unlock();
+      cv_.notify_all();
+      return work;
+    }
+    // Inline collectives run after the queued async ones, so every rank sees one order.
+    if (!is_p2p(call.type)) cv_.wait(lk, [&] { return (queue_.empty() && !busy_) || stopping_; });
     try {
       check_usable(call);
     } catch (...) {
@@ -147,18 +155,11 @@ std::shared_ptr<Work> ProcessGroupGloo::run(const OpCall& call) {
       work->complete(std::current_exception());
       return work;
     }
-    if (call.async_op && !is_p2p(call.type)) {
-      queue_.push_back(Job{call, work});
-      lk.unlock();
-      cv_.notify_all();
-      return work;
-    }
   }
   if (is_p2p(call.type)) {
     run_p2p(call, work);
     return work;
   }
-  drain_worker();
   try {
     execute(call);
     work->complete();
@@ -166,11 +167,6 @@ std::shared_ptr<Work> ProcessGroupGloo::run(const OpCall& call) {
     fail(call, *work, std::current_exception());
   }
   return work;
-}
-
-void ProcessGroupGloo::drain_worker() {
-  std::unique_lock<std::mutex> lk(mu_);
-  cv_.wait(lk, [&] { return (queue_.empty() && !busy_) || stopping_; });
 }
 
 void ProcessGroupGloo::worker_loop() {
@@ -253,10 +249,14 @@ void ProcessGroupGloo::run_p2p(const OpCall& call, const std::shared_ptr<Work>& 
   // The waiter owns the op; the Work is the caller's. Capture only what outlives the group.
   std::weak_ptr<Work> weak = work;
   const OpCall copy = call;
-  op->done = [this, weak, copy](std::exception_ptr error) {
+  op->done = [this, weak, copy](std::exception_ptr error, bool aborted) {
     auto w = weak.lock();
     if (!w) return;
-    if (error) {
+    if (aborted) {
+      w->complete(std::make_exception_ptr(BackendError(fmt::format(
+          "[Rank {}] gloo {} #{} with peer {} ({}): the group was shut down before it completed",
+          rank(), op_name(copy.type), copy.seq, copy.peer, group_label(info())))));
+    } else if (error) {
       fail(copy, *w, error);
     } else {
       w->complete();

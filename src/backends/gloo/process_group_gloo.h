@@ -61,7 +61,6 @@ class ProcessGroupGloo : public ProcessGroup {
   void execute(const OpCall& call);
   void run_p2p(const OpCall& call, const std::shared_ptr<Work>& work);
   void worker_loop();
-  void drain_worker();
   GlooErrorContext error_context(const OpCall& call) const;
   void fail(const OpCall& call, Work& work, std::exception_ptr error);
   void check_usable(const OpCall& call) const;

@@ -1,4 +1,7 @@
 // Registers the "gloo" backend (static registrar; libcollie keeps every module's objects).
+#include <fmt/format.h>
+#include <gloo/config.h>
+
 #include "backends/gloo/process_group_gloo.h"
 #include "comm/registry.h"
 #include "core/env.h"

@@ -3,9 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <thread>
 
 #include "core/error.h"
+#include "store/store.h"
 #include "support/multiprocess.h"
 #include "test_values.h"
 #ifdef COLLIE_TEST_HAVE_INIT
@@ -69,6 +71,31 @@ TEST(GlooAllToAll, UnevenSplitsIncludingEmptyOnes) {
               out[pos]);
       }
     }
+  });
+  EXPECT_TRUE(result.ok()) << result.summary();
+}
+
+TEST(GlooAsync, QueuedOpsRunInOrderAndInlineOpsWaitForThem) {
+  auto result = run_ranks(3, [](RankContext& ctx) {
+    ProcessGroup& pg = *ctx.pg;
+    std::vector<std::vector<int64_t>> bufs(6, std::vector<int64_t>(50));
+    std::vector<std::shared_ptr<Work>> works;
+    AllReduceOptions async;
+    async.async_op = true;
+    for (size_t k = 0; k < bufs.size(); ++k) {
+      for (auto& x : bufs[k]) x = static_cast<int64_t>(k * 10 + ctx.rank);
+      works.push_back(pg.all_reduce(i64(bufs[k]), async));
+    }
+    // Inline op submitted behind the queue: must not overtake it.
+    std::vector<int64_t> last(5, ctx.rank);
+    pg.all_reduce(i64(last))->wait();
+    check(works.back()->is_completed(), "rank {}: inline op overtook queued ones", ctx.rank);
+    for (size_t k = works.size(); k-- > 0;) works[k]->wait();
+    for (size_t k = 0; k < bufs.size(); ++k) {
+      check(bufs[k][49] == static_cast<int64_t>(30 * k + 3), "rank {}: op {} got {}", ctx.rank, k,
+            bufs[k][49]);
+    }
+    check(last[0] == 3, "rank {}: inline op got {}", ctx.rank, last[0]);
   });
   EXPECT_TRUE(result.ok()) << result.summary();
 }
@@ -240,13 +267,48 @@ TEST(GlooHarness, ReportsHungRanksByName) {
   EXPECT_NE(result.summary().find("HUNG"), std::string::npos) << result.summary();
 }
 
+TEST(GlooHarness, PassesEnvironmentToRanks) {
+  RunOptions opts;
+  opts.env["COLLIE_TEST_MARKER"] = "42";
+  auto result = run_ranks(
+      2,
+      [](RankContext& ctx) {
+        const char* v = std::getenv("COLLIE_TEST_MARKER");
+        check(v && std::string(v) == "42", "rank {}: COLLIE_TEST_MARKER is {}", ctx.rank,
+              v ? v : "unset");
+      },
+      opts);
+  EXPECT_TRUE(result.ok()) << result.summary();
+  EXPECT_EQ(std::getenv("COLLIE_TEST_MARKER"), nullptr);
+}
+
 TEST(GlooShutdown, LaterOpsFailAndShutdownIsIdempotent) {
   auto result = run_ranks(2, [](RankContext& ctx) {
     ProcessGroup& pg = *ctx.pg;
     pg.barrier()->wait();
-    pg.shutdown();
-    pg.shutdown();
     std::vector<int64_t> v(3, 1);
+    Store& store = *pg.info().store;
+    if (ctx.rank == 0) {
+      // A recv nobody will match, pending when the group shuts down: it fails, naming itself.
+      P2POptions o;
+      o.tag = 77;
+      auto pending = pg.recv(i64(v), 1, o);
+      pg.shutdown();
+      std::string got;
+      try {
+        pending->wait(Millis(5000));
+      } catch (const BackendError& e) {
+        got = e.what();
+      }
+      check(got.find("recv #1 with peer 1") != std::string::npos &&
+                got.find("shut down") != std::string::npos,
+            "pending recv after shutdown: '{}'", got);
+      store.set("shutdown_test/rank0_done", "1");
+    } else {
+      store.wait({"shutdown_test/rank0_done"});  // keep the peer's sockets open meanwhile
+    }
+    pg.shutdown();
+    pg.shutdown();
     bool failed = false;
     try {
       pg.all_reduce(i64(v))->wait();
