@@ -1,0 +1,41 @@
+#pragma once
+// OpObserver: the hook through which the TracingProcessGroup reports every op to consumers
+// other than the flight recorder (Prometheus metrics, the debug server).
+//
+// Observers are registered process-wide before groups are created; each TracingProcessGroup
+// takes the list when it is built. Callbacks run on the hot path (the submitting thread, or the
+// backend thread that completes the Work): they must not block, do I/O or throw.
+// Thread safety: add_op_observer is thread-safe; callbacks may run concurrently.
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "comm/op.h"
+
+namespace collie {
+
+struct GroupTrace;
+
+struct OpEvent {
+  const GroupTrace* group = nullptr;
+  const OpCall* call = nullptr;  // valid only during on_op_scheduled
+  OpType op = OpType::Barrier;
+  uint64_t seq = 0;
+  size_t bytes = 0;  // input bytes on this rank
+  DType dtype = DType::Float32;
+  int64_t created_ns = 0;    // wall clock
+  int64_t completed_ns = 0;  // on_op_completed only
+  bool failed = false;       // on_op_completed only
+};
+
+class OpObserver {
+ public:
+  virtual ~OpObserver() = default;
+  virtual void on_op_scheduled(const OpEvent& e) { (void)e; }
+  virtual void on_op_completed(const OpEvent& e) { (void)e; }
+};
+
+void add_op_observer(std::shared_ptr<OpObserver> o);
+std::vector<std::shared_ptr<OpObserver>> op_observers();
+
+}  // namespace collie

@@ -1,0 +1,76 @@
+#include "debug/dump_service.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "debug/flight_recorder.h"
+#include "store/hash_store.h"
+
+namespace collie {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path temp_dir(const std::string& name) {
+  auto d = fs::temp_directory_path() / fmt::format("collie_ds_{}_{}", name, ::getpid());
+  fs::remove_all(d);
+  return d;
+}
+
+bool wait_for(const std::function<bool()>& cond, std::chrono::milliseconds limit) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < end) {
+    if (cond()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return cond();
+}
+
+std::string reason_of(const fs::path& file) {
+  std::ifstream f(file);
+  return nlohmann::json::parse(f)["reason"].get<std::string>();
+}
+
+TEST(DumpService, Sigusr1IsHandledByTheThread) {
+  FlightRecorder fr(4);
+  const auto dir = temp_dir("sig");
+  DumpService ds(fr, dir.string());
+  ds.start(5, nullptr);
+  std::raise(SIGUSR1);
+  ASSERT_TRUE(wait_for([&] { return ds.dumps_written() == 1; }, std::chrono::seconds(2)));
+  EXPECT_EQ(reason_of(dir / "collie_fr_rank_5.json"), "SIGUSR1");
+  fs::remove_all(dir);
+}
+
+TEST(DumpService, StoreDumpRequestMakesEveryRankDump) {
+  FlightRecorder fr(4);
+  auto store = std::make_shared<HashStore>();
+  const auto da = temp_dir("a"), db = temp_dir("b");
+  DumpService a(fr, da.string()), b(fr, db.string());
+  a.start(0, store);
+  b.start(1, store);
+  a.request_dump("rank 0 saw a timeout", /*all_ranks=*/true);
+  a.flush(std::chrono::seconds(2));
+  EXPECT_EQ(a.dumps_written(), 1);
+  EXPECT_EQ(reason_of(da / "collie_fr_rank_0.json"), "rank 0 saw a timeout");
+  ASSERT_TRUE(wait_for([&] { return b.dumps_written() == 1; }, std::chrono::seconds(3)));
+  EXPECT_EQ(reason_of(db / "collie_fr_rank_1.json"),
+            "dump_request set in the store by another rank");
+  EXPECT_EQ(a.dumps_written(), 1);  // its own request does not make it dump twice
+  a.request_dump("a later error");  // the first failure's evidence is kept
+  a.flush(std::chrono::seconds(2));
+  EXPECT_EQ(a.dumps_written(), 1);
+  EXPECT_EQ(reason_of(da / "collie_fr_rank_0.json"), "rank 0 saw a timeout");
+  fs::remove_all(da);
+  fs::remove_all(db);
+}
+
+}  // namespace
+}  // namespace collie
