@@ -115,7 +115,7 @@ nlohmann::json analyze_cluster(const ClusterView& view, double stall_after_s) {
   static constexpr const char* kStates[] = {"ok", "behind", "stalled", "straggler", "unreachable"};
   std::vector<RankState> st(view.ranks.size());
   nlohmann::json findings = nlohmann::json::array();
-  nlohmann::json unreachable = nlohmann::json::array();
+  std::vector<int> unreachable;
   auto raise = [&](int r, int sev, std::string why) {
     st[r].severity = std::max(st[r].severity, sev);
     st[r].reasons.push_back(std::move(why));
@@ -132,9 +132,10 @@ nlohmann::json analyze_cluster(const ClusterView& view, double stall_after_s) {
       raise(v.rank, 4, "unreachable: " + v.error);
       continue;
     }
-    for (const auto& g : v.status.value("groups", nlohmann::json::array())) {
-      pgs[g.value("pg", "?")].push_back({v.rank, &g});
-    }
+    // Pointers into v.status (which outlives `pgs`), never into a temporary copy.
+    auto groups = v.status.find("groups");
+    if (groups == v.status.end() || !groups->is_array()) continue;
+    for (const auto& g : *groups) pgs[g.value("pg", "?")].push_back({v.rank, &g});
   }
   if (!unreachable.empty()) {
     findings.push_back(fmt::format("Ranks not reachable (their status is unknown): {}",
@@ -193,7 +194,7 @@ nlohmann::json analyze_cluster(const ClusterView& view, double stall_after_s) {
                                   : fmt::format("{} of {} ranks need attention", bad, st.size());
   return {{"ranks", std::move(ranks)},
           {"findings", std::move(findings)},
-          {"unreachable", std::move(unreachable)},
+          {"unreachable", unreachable},
           {"summary", summary}};
 }
 
