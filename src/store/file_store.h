@@ -1,14 +1,23 @@
 #pragma once
 // FileStore: a store backed by one file, usable by processes on one host or on a shared file
-// system. Every operation takes an flock on the file; the file is an append-only log of
-// records, replayed to rebuild the map (as torch's FileStore). Waits poll with backoff.
-// num_workers > 0: the last of that many FileStore instances to be destroyed removes the file.
-// Thread-safe.
-#include <map>
+// system. Every operation opens the file and takes an flock on it; the file is an append-only
+// log of records, replayed incrementally (from the last offset seen) into an in-memory
+// HashStore, which also gives FileStore HashStore's exact semantics. Waits poll the file with
+// backoff (1 ms doubling to 50 ms) until the deadline.
+// num_workers > 0: each instance records its exit when destroyed; the one that brings the count
+// to num_workers removes the file. Thread-safe; safe across processes.
+#include <sys/types.h>
+
+#include <memory>
 #include <mutex>
 #include <string>
 
+#include "store/hash_store.h"
 #include "store/store.h"
+
+namespace collie::store_wire {
+class Writer;
+}
 
 namespace collie {
 
@@ -34,11 +43,19 @@ class FileStore : public Store {
   const std::string& path() const { return path_; }
 
  private:
+  class Locked;
+  // REQUIRES: mu_ held. Replays the records appended since pos_.
+  void sync(Locked& lk);
+  void write_record(Locked& lk, store_wire::Writer& w);
+  void write_set(Locked& lk, const std::string& key);  // logs cache_'s value of key
+  std::vector<Bytes> wait_for(const std::vector<std::string>& keys, Millis timeout, bool fetch);
+
   std::string path_;
   int num_workers_;
-  std::mutex mu_;
-  std::map<std::string, Bytes> cache_;
-  long long pos_ = 0;  // bytes of the log already replayed into cache_
+  std::mutex mu_;  // guards cache_, pos_, workers_done_
+  std::unique_ptr<HashStore> cache_ = std::make_unique<HashStore>();
+  off_t pos_ = 0;  // bytes of the log already replayed into cache_
+  int workers_done_ = 0;
 };
 
 }  // namespace collie

@@ -1,10 +1,14 @@
 #pragma once
 // TcpStore: client of a TcpStoreServer; when opts.is_server is set it also owns the server
-// (rank 0 by default), which runs an event loop on its own thread. Wire protocol: length-prefixed
-// binary frames, one request and one response at a time per connection, message sizes bounded
-// by max_message_bytes. Client connect retries with exponential backoff + jitter until
-// connect_timeout (or timeout) passes, then throws NetworkError naming host:port.
-// Thread safety: a TcpStore may be shared by threads (requests are serialized per connection).
+// (rank 0 by default), which runs an event loop on its own thread. Wire protocol
+// (store/tcp_store_protocol.h): length-prefixed binary frames, one request and one response at
+// a time per connection, message sizes bounded by max_message_bytes (an oversize request throws
+// StoreError before anything is sent). The client connects with exponential backoff + jitter
+// until opts.timeout passes, then throws NetworkError naming host:port. Waits are parked on the
+// server, which answers with a timeout that the client raises as StoreError naming the keys.
+// A lost connection (the server process died) raises NetworkError on the pending and every
+// later call. Thread safety: a TcpStore may be shared by threads (requests are serialized per
+// connection); use one TcpStore per thread for parallel requests.
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -29,7 +33,10 @@ class TcpStore : public Store {
   explicit TcpStore(const TcpStoreOptions& opts);
   ~TcpStore() override;
 
+  // The server's port (the bound one when opts.port was 0).
   uint16_t port() const { return port_; }
+  // Round trip to the server; throws NetworkError when it is gone.
+  void ping();
   const std::string& host() const { return host_; }
 
   void set(const std::string& key, const Bytes& value) override;

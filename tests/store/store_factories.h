@@ -29,4 +29,7 @@ struct StoreFactory {
 
 std::vector<StoreFactory> all_store_factories();
 
+// A fresh path under the temp directory, unique per process and call (nothing is created).
+std::string temp_store_path(const std::string& tag);
+
 }  // namespace collie

@@ -1,0 +1,204 @@
+#include "store/tcp_store.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include "core/error.h"
+#include "store/socket_util.h"
+#include "store/tcp_store_protocol.h"
+#include "store/tcp_store_server.h"
+
+namespace collie {
+
+using store_wire::Op;
+using store_wire::Reader;
+using store_wire::Status;
+using store_wire::Writer;
+
+// One TCP connection; requests are serialized by mu_ (one request, one response). After an I/O
+// failure the connection is broken for good: the request stream may be out of step.
+class TcpStore::Connection {
+ public:
+  Connection(const std::string& host, uint16_t port, Millis timeout, size_t max_bytes)
+      : peer_(fmt::format("{}:{}", host, port)), max_(max_bytes) {
+    fd_ = net::connect_with_retry(host, port, timeout);
+  }
+  ~Connection() { close(fd_); }
+
+  // Sends one request and returns the payload of an OK response (after the status byte).
+  // `io_budget` bounds the whole exchange; `keys` name the request in errors.
+  Bytes call(Op op, Writer& w, Millis io_budget, const std::vector<std::string>& keys) {
+    if (w.payload_size() > max_) {
+      throw StoreError(fmt::format(
+          "TcpStore {}: {} request on key(s) [{}] is {} bytes, above max_message_bytes ({}); "
+          "store smaller values or raise TcpStoreOptions::max_message_bytes on every rank",
+          peer_, store_wire::op_name(op), fmt::join(keys, ", "), w.payload_size(), max_));
+    }
+    std::lock_guard<std::mutex> lk(mu_);
+    if (broken_) {
+      throw NetworkError(
+          fmt::format("TcpStore {}: the connection broke earlier ({}); create a new store client",
+                      peer_, broken_reason_));
+    }
+    const Bytes& frame = w.finish();
+    const auto deadline = std::chrono::steady_clock::now() + io_budget;
+    Bytes payload;
+    try {
+      net::send_all(fd_, frame.data(), frame.size(), deadline, peer_);
+      uint8_t hdr[store_wire::kHeaderBytes];
+      net::recv_all(fd_, hdr, sizeof(hdr), deadline, peer_);
+      const uint32_t len = store_wire::decode_u32(hdr);
+      if (len > max_ || len == 0) {
+        broken_ = true;
+        broken_reason_ = "oversize reply";
+        throw StoreError(fmt::format(
+            "TcpStore {}: {} reply of {} bytes is outside max_message_bytes ({}); raise "
+            "TcpStoreOptions::max_message_bytes on every rank",
+            peer_, store_wire::op_name(op), len, max_));
+      }
+      payload.resize(len);
+      net::recv_all(fd_, payload.data(), len, deadline, peer_);
+    } catch (const NetworkError& e) {
+      broken_ = true;
+      broken_reason_ = e.what();
+      throw NetworkError(fmt::format("TcpStore {} on key(s) [{}]: {}", store_wire::op_name(op),
+                                     fmt::join(keys, ", "), e.what()));
+    }
+    Reader r(payload.data(), payload.size());
+    const auto status = static_cast<Status>(r.u8());
+    if (status == Status::kTimeout) {
+      throw_store_timeout(keys, Millis(r.i64()), fmt::format("TcpStore {}", peer_));
+    }
+    if (status == Status::kError) {
+      throw StoreError(fmt::format("TcpStore {}: {}", peer_, r.str()));
+    }
+    payload.erase(payload.begin());
+    return payload;
+  }
+
+ private:
+  std::string peer_;
+  size_t max_;
+  int fd_ = -1;
+  std::mutex mu_;
+  bool broken_ = false;
+  std::string broken_reason_;
+};
+
+namespace {
+
+Writer request(Op op) {
+  Writer w;
+  w.u8(static_cast<uint8_t>(op));
+  return w;
+}
+
+void put_keys(Writer& w, const std::vector<std::string>& keys) {
+  w.u32(static_cast<uint32_t>(keys.size()));
+  for (const auto& k : keys) w.str(k);
+}
+
+}  // namespace
+
+TcpStore::TcpStore(const TcpStoreOptions& opts) : Store(opts.timeout), host_(opts.host) {
+  port_ = opts.port;
+  if (opts.is_server) {
+    server_ = std::make_unique<TcpStoreServer>(opts.host, opts.port, opts.max_message_bytes);
+    port_ = server_->port();
+  }
+  conn_ = std::make_unique<Connection>(host_, port_, opts.timeout, opts.max_message_bytes);
+}
+
+// The client connection closes before the server stops (members destroy in reverse order).
+TcpStore::~TcpStore() { conn_.reset(); }
+
+void TcpStore::ping() {
+  Writer w = request(Op::kPing);
+  conn_->call(Op::kPing, w, timeout(), {});
+}
+
+void TcpStore::set(const std::string& key, const Bytes& value) {
+  Writer w = request(Op::kSet);
+  w.str(key).bytes(value);
+  conn_->call(Op::kSet, w, timeout(), {key});
+}
+
+Bytes TcpStore::get(const std::string& key) {
+  Writer w = request(Op::kGet);
+  w.str(key).i64(timeout().count());
+  Bytes p = conn_->call(Op::kGet, w, timeout() * 2, {key});
+  return Reader(p.data(), p.size()).bytes();
+}
+
+int64_t TcpStore::add(const std::string& key, int64_t delta) {
+  Writer w = request(Op::kAdd);
+  w.str(key).i64(delta);
+  Bytes p = conn_->call(Op::kAdd, w, timeout(), {key});
+  return Reader(p.data(), p.size()).i64();
+}
+
+bool TcpStore::check(const std::vector<std::string>& keys) {
+  Writer w = request(Op::kCheck);
+  put_keys(w, keys);
+  Bytes p = conn_->call(Op::kCheck, w, timeout(), keys);
+  return Reader(p.data(), p.size()).u8() != 0;
+}
+
+void TcpStore::wait(const std::vector<std::string>& keys, Millis t) {
+  const Millis wait_for = resolve(t);
+  Writer w = request(Op::kWait);
+  put_keys(w, keys);
+  w.i64(wait_for.count());
+  conn_->call(Op::kWait, w, wait_for + timeout(), keys);
+}
+
+Bytes TcpStore::compare_set(const std::string& key, const Bytes& expected, const Bytes& desired) {
+  Writer w = request(Op::kCompareSet);
+  w.str(key).bytes(expected).bytes(desired);
+  Bytes p = conn_->call(Op::kCompareSet, w, timeout(), {key});
+  return Reader(p.data(), p.size()).bytes();
+}
+
+bool TcpStore::delete_key(const std::string& key) {
+  Writer w = request(Op::kDeleteKey);
+  w.str(key);
+  Bytes p = conn_->call(Op::kDeleteKey, w, timeout(), {key});
+  return Reader(p.data(), p.size()).u8() != 0;
+}
+
+int64_t TcpStore::num_keys() {
+  Writer w = request(Op::kNumKeys);
+  Bytes p = conn_->call(Op::kNumKeys, w, timeout(), {});
+  return Reader(p.data(), p.size()).i64();
+}
+
+void TcpStore::append(const std::string& key, const Bytes& value) {
+  Writer w = request(Op::kAppend);
+  w.str(key).bytes(value);
+  conn_->call(Op::kAppend, w, timeout(), {key});
+}
+
+std::vector<Bytes> TcpStore::multi_get(const std::vector<std::string>& keys) {
+  Writer w = request(Op::kMultiGet);
+  put_keys(w, keys);
+  w.i64(timeout().count());
+  Bytes p = conn_->call(Op::kMultiGet, w, timeout() * 2, keys);
+  Reader r(p.data(), p.size());
+  std::vector<Bytes> out;
+  out.reserve(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) out.push_back(r.bytes());
+  return out;
+}
+
+void TcpStore::multi_set(const std::vector<std::string>& keys, const std::vector<Bytes>& values) {
+  if (keys.size() != values.size()) {
+    throw InvalidArgument(
+        fmt::format("multi_set: {} keys but {} values", keys.size(), values.size()));
+  }
+  Writer w = request(Op::kMultiSet);
+  put_keys(w, keys);
+  for (const auto& v : values) w.bytes(v);
+  conn_->call(Op::kMultiSet, w, timeout(), keys);
+}
+
+}  // namespace collie

@@ -1,0 +1,257 @@
+// rendezvous() and store_barrier() with ranks as threads, each with its own MapEnv, over the
+// real stores (TcpStore on loopback, FileStore in the temp directory).
+#include "comm/rendezvous.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <future>
+#include <sstream>
+#include <thread>
+
+#include "core/env.h"
+#include "core/error.h"
+#include "launch/launch.h"
+#include "store/socket_util.h"
+#include "store/store.h"
+
+namespace collie {
+namespace {
+
+using namespace std::chrono_literals;
+
+uint16_t free_port() {
+  uint16_t port = 0;
+  close(net::listen_on("127.0.0.1", 0, &port));
+  return port;
+}
+
+std::string temp_path(const std::string& tag) {
+  return (std::filesystem::temp_directory_path() /
+          ("collie_rdzv_" + tag + "_" + std::to_string(getpid())))
+      .string();
+}
+
+// Runs fn(rank) on `world` threads; returns each rank's outcome: "" or the exception's
+// type-tagged message. Rendezvous results stay alive until every rank is done, because rank 0
+// hosts the TcpStore server.
+struct Outcome {
+  std::string error;  // "" = success
+  std::string kind;   // "InvalidArgument", "TimeoutError", ...
+  Rendezvous rdzv;
+};
+
+std::vector<Outcome> run_ranks(int threads, const std::function<Rendezvous(int)>& fn) {
+  std::vector<Outcome> out(threads);
+  std::vector<std::thread> ts;
+  for (int i = 0; i < threads; ++i) {
+    ts.emplace_back([&, i] {
+      try {
+        out[i].rdzv = fn(i);
+      } catch (const InvalidArgument& e) {
+        out[i] = {e.what(), "InvalidArgument", {}};
+      } catch (const TimeoutError& e) {
+        out[i] = {e.what(), "TimeoutError", {}};
+      } catch (const std::exception& e) {
+        out[i] = {e.what(), "other", {}};
+      }
+    });
+  }
+  for (auto& t : ts) t.join();
+  return out;
+}
+
+void expect_connected(std::vector<Outcome>& out, int world, const std::string& method) {
+  for (int r = 0; r < world; ++r) {
+    ASSERT_EQ(out[r].error, "") << "rank " << r;
+    EXPECT_EQ(out[r].rdzv.rank, r);
+    EXPECT_EQ(out[r].rdzv.world_size, world);
+    EXPECT_EQ(out[r].rdzv.method, method);
+  }
+  // The ranks share one store: each writes, everyone reads everyone.
+  for (int r = 0; r < world; ++r) out[r].rdzv.store->set("hi/" + std::to_string(r), "x");
+  for (int r = 0; r < world; ++r) {
+    for (int p = 0; p < world; ++p)
+      EXPECT_EQ(out[r].rdzv.store->get_string("hi/" + std::to_string(p)), "x");
+  }
+}
+
+TEST(Rendezvous, EnvMethodWithRanksAsThreads) {
+  constexpr int kWorld = 4;
+  const std::string port = std::to_string(free_port());
+  auto out = run_ranks(kWorld, [&](int r) {
+    MapEnv env({{"MASTER_ADDR", "127.0.0.1"},
+                {"MASTER_PORT", port},
+                {"RANK", std::to_string(r)},
+                {"WORLD_SIZE", std::to_string(kWorld)}});
+    return rendezvous(RendezvousRequest{"", -1, -1, 10s}, env);
+  });
+  expect_connected(out, kWorld, "env");
+}
+
+TEST(Rendezvous, TcpMethod) {
+  constexpr int kWorld = 3;
+  const std::string method = "tcp://127.0.0.1:" + std::to_string(free_port());
+  auto out = run_ranks(kWorld, [&](int r) {
+    MapEnv env({});
+    return rendezvous(RendezvousRequest{method, r, kWorld, 10s}, env);
+  });
+  expect_connected(out, kWorld, "tcp");
+}
+
+TEST(Rendezvous, FileMethodRemovesTheFileAfterwards) {
+  constexpr int kWorld = 3;
+  const std::string path = temp_path("file");
+  std::filesystem::remove(path);
+  {
+    auto out = run_ranks(kWorld, [&](int r) {
+      MapEnv env({{"COLLIE_INIT_METHOD", "file://" + path}});
+      return rendezvous(RendezvousRequest{"", r, kWorld, 10s}, env);
+    });
+    expect_connected(out, kWorld, "file");
+  }
+  EXPECT_FALSE(std::filesystem::exists(path));
+}
+
+TEST(Rendezvous, DuplicateRankIsInvalidArgument) {
+  const std::string method = "tcp://127.0.0.1:" + std::to_string(free_port());
+  // Threads 1 and 2 both claim rank 1 of 2.
+  auto out = run_ranks(3, [&](int t) {
+    MapEnv env({});
+    return rendezvous(RendezvousRequest{method, t == 0 ? 0 : 1, 2, 3s}, env);
+  });
+  EXPECT_EQ(out[0].error, "");
+  int dup = 0;
+  for (int t = 1; t < 3; ++t) {
+    if (out[t].kind == "InvalidArgument") {
+      ++dup;
+      EXPECT_NE(out[t].error.find("claim rank 1"), std::string::npos) << out[t].error;
+    } else {
+      EXPECT_EQ(out[t].error, "");
+    }
+  }
+  EXPECT_EQ(dup, 1);
+}
+
+TEST(Rendezvous, ContradictingWorldSizeIsInvalidArgument) {
+  const std::string path = temp_path("ws");
+  std::filesystem::remove(path);
+  auto out = run_ranks(2, [&](int r) {
+    MapEnv env({});
+    return rendezvous(RendezvousRequest{"file://" + path, r, r == 0 ? 2 : 3, 1s}, env);
+  });
+  int invalid = 0;
+  for (auto& o : out) {
+    if (o.kind == "InvalidArgument") {
+      ++invalid;
+      EXPECT_NE(o.error.find("world size"), std::string::npos) << o.error;
+    } else {
+      // The rank that won the world-size race waits for a peer that never checks in.
+      EXPECT_EQ(o.kind, "TimeoutError") << o.error;
+    }
+  }
+  EXPECT_EQ(invalid, 1);
+  std::filesystem::remove(path);
+}
+
+TEST(Rendezvous, MissingRankIsNamedWithinTheTimeout) {
+  const std::string method = "tcp://127.0.0.1:" + std::to_string(free_port());
+  const auto start = std::chrono::steady_clock::now();
+  // World of 4: rank 3 never starts. Rank 0 hosts the store and waits longer, so that the
+  // others can still list the missing ranks when their own timeout expires (if rank 0 exits
+  // first, they get NetworkError instead: the store died).
+  auto out = run_ranks(3, [&](int r) {
+    MapEnv env({});
+    return rendezvous(RendezvousRequest{method, r, 4, r == 0 ? 1200ms : 700ms}, env);
+  });
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 3s);
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_EQ(out[r].kind, "TimeoutError") << out[r].error;
+    EXPECT_NE(out[r].error.find("rank 3 of 4 did not arrive"), std::string::npos) << out[r].error;
+    EXPECT_NE(out[r].error.find("[Rank " + std::to_string(r) + "]"), std::string::npos);
+  }
+}
+
+TEST(Rendezvous, BadInitMethodsAreOneLineInvalidArguments) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"foo://bar", "unknown init method"},
+      {"tcp://nohostport", "tcp://HOST:PORT"},
+      {"tcp://127.0.0.1:99999", "not a TCP port"},
+      {"tcp://127.0.0.1:http", "not a TCP port"},
+      {"file://relative/path", "file:///ABSOLUTE/PATH"},
+      {"env://", "MASTER_ADDR"},
+  };
+  MapEnv env({});
+  for (const auto& [method, expect] : cases) {
+    try {
+      rendezvous(RendezvousRequest{method, 0, 1, 1s}, env);
+      ADD_FAILURE() << method << " was accepted";
+    } catch (const InvalidArgument& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find(expect), std::string::npos) << method << ": " << msg;
+      EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+    }
+  }
+  EXPECT_THROW(rendezvous(RendezvousRequest{"env://", 2, 2, 1s}, env), InvalidArgument);
+  EXPECT_THROW(rendezvous(RendezvousRequest{"env://", -1, -1, 1s}, env), InvalidArgument);
+}
+
+// Real processes started by the launcher meet over env:// (TcpStore hosted by rank 0).
+TEST(Rendezvous, EnvMethodAcrossLaunchedProcesses) {
+  char tmpl[] = "/tmp/collie_rdzv_out_XXXXXX";
+  const int fd = mkstemp(tmpl);
+  launch::LaunchSpec spec;
+  spec.nprocs = 4;
+  spec.argv = {RENDEZVOUS_PROBE_PATH};
+  spec.out_fd = fd;
+  spec.timeout = 30s;
+  const launch::LaunchResult r = launch::run(spec);
+  EXPECT_EQ(r.exit_code, 0);
+  std::ifstream in(tmpl);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  for (int rank = 0; rank < 4; ++rank) {
+    const std::string want = "[" + std::to_string(rank) + "] rank " + std::to_string(rank) +
+                             " of 4 via env sees rank " + std::to_string((rank + 1) % 4);
+    EXPECT_NE(ss.str().find(want), std::string::npos) << ss.str();
+  }
+  // A rank that dies before joining fails the job quickly with its status.
+  spec.argv = {RENDEZVOUS_PROBE_PATH, "2"};
+  spec.kill_grace = 500ms;
+  const auto start = std::chrono::steady_clock::now();
+  const launch::LaunchResult f = launch::run(spec);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 10s);
+  EXPECT_EQ(f.exit_code, 3);
+  EXPECT_EQ(f.failed_rank, 2);
+  close(fd);
+  unlink(tmpl);
+}
+
+TEST(StoreBarrier, ReleasesEveryRankAndNamesLateOnes) {
+  const std::string method = "tcp://127.0.0.1:" + std::to_string(free_port());
+  auto out = run_ranks(4, [&](int r) {
+    MapEnv env({});
+    Rendezvous rd = rendezvous(RendezvousRequest{method, r, 4, 10s}, env);
+    for (int i = 0; i < 5; ++i) store_barrier(*rd.store, "b" + std::to_string(i), r, 4, 10s);
+    // Ranks 1 and 2 skip this one.
+    if (r == 0 || r == 3) {
+      try {
+        store_barrier(*rd.store, "partial", r, 4, 300ms);
+        throw std::runtime_error("partial barrier passed");
+      } catch (const TimeoutError& e) {
+        if (std::string(e.what()).find("ranks 1, 2 of 4") == std::string::npos) throw;
+      }
+    }
+    store_barrier(*rd.store, "end", r, 4, 10s);
+    return rd;
+  });
+  for (auto& o : out) EXPECT_EQ(o.error, "");
+  EXPECT_EQ(format_ranks({5, 1, 2, 3, 9, 10}), "1-3, 5, 9, 10");
+}
+
+}  // namespace
+}  // namespace collie
