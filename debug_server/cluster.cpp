@@ -145,8 +145,10 @@ nlohmann::json analyze_cluster(const ClusterView& view, double stall_after_s) {
     uint64_t max_started = 0, max_completed = 0;
     std::string newest_op;
     for (const auto& m : members) {
-      max_started = std::max<uint64_t>(max_started, m.g->value("last_started_seq", 0ull));
+      max_started = std::max<uint64_t>(max_started, m.g->value("last_enqueued_seq", 0ull));
       max_completed = std::max<uint64_t>(max_completed, m.g->value("last_completed_seq", 0ull));
+    }
+    for (const auto& m : members) {
       for (const auto& op : m.g->value("inflight", nlohmann::json::array())) {
         if (op.value("seq", 0ull) == max_started && !op.value("p2p", false)) {
           newest_op = op.value("op", "");
@@ -155,7 +157,7 @@ nlohmann::json analyze_cluster(const ClusterView& view, double stall_after_s) {
     }
     std::vector<int> missing;
     for (const auto& m : members) {
-      const uint64_t started = m.g->value("last_started_seq", 0ull);
+      const uint64_t started = m.g->value("last_enqueued_seq", 0ull);
       const uint64_t completed = m.g->value("last_completed_seq", 0ull);
       if (started < max_started) {
         missing.push_back(m.rank);

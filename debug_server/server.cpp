@@ -7,6 +7,7 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "debug/flight_recorder.h"
 #include "debug_server/cluster.h"
 #include "debug_server/stacks.h"
 #include "debug_server/status_json.h"
@@ -105,6 +106,10 @@ std::unique_ptr<DebugServer> DebugServer::start(DebugServerOptions opts) {
   const std::string public_host = (host == "0.0.0.0" || host == "::") ? host_name() : host;
   s->url_ = fmt::format("http://{}:{}", public_host, s->port_);
   s->listener_ = std::thread([srv = s.get()] { srv->http_->listen_after_bind(); });
+  // httplib's stop() is a no-op until the accept loop runs; wait for it so stop() cannot race.
+  for (int i = 0; i < 5000 && !h.is_running(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   if (s->opts_.store) {
     s->opts_.store->set(fmt::format("debug_server/{}", s->opts_.rank), s->url_);
   }
@@ -167,11 +172,10 @@ void DebugServer::install_routes() {
     send_json(res, config_json(opts_));
   });
   h.Get("/v1/flight_recorder", [this](const httplib::Request&, httplib::Response& res) {
-    if (!opts_.flight_recorder_json) {
-      send_error(res, 503, "no flight recorder is attached to this process");
-      return;
-    }
-    res.set_content(opts_.flight_recorder_json(), kJson);
+    res.set_content(opts_.flight_recorder_json
+                        ? opts_.flight_recorder_json()
+                        : FlightRecorder::global().dump_json(opts_.rank, "debug server request"),
+                    kJson);
   });
   h.Get("/v1/stacks", [this](const httplib::Request& req, httplib::Response& res) {
     long frames = 48;

@@ -42,7 +42,7 @@ struct DebugServerOptions {
   std::shared_ptr<Store> store;
   Metrics* metrics = nullptr;        // null = Metrics::global()
   const LiveStatus* live = nullptr;  // null = LiveStatus::global()
-  // Flight-recorder dump as JSON; unset = the endpoint answers 503 "not available".
+  // Flight-recorder dump as JSON; unset = FlightRecorder::global()'s dump.
   std::function<std::string()> flight_recorder_json;
   Millis fanout_timeout = std::chrono::milliseconds(2000);  // per rank, cluster view
   // An in-flight op older than this marks its rank "stalled" in the cluster view.

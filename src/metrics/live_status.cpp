@@ -7,13 +7,7 @@ namespace {
 
 constexpr uint64_t kP2pBit = uint64_t{1} << 63;
 
-uint64_t key_of(const OpCall& call) { return call.seq | (is_p2p(call.type) ? kP2pBit : 0); }
-
-void raise_to(std::atomic<uint64_t>& a, uint64_t v) {
-  uint64_t cur = a.load(std::memory_order_relaxed);
-  while (cur < v && !a.compare_exchange_weak(cur, v, std::memory_order_relaxed)) {
-  }
-}
+uint64_t key_of(OpType op, uint64_t seq) { return seq | (is_p2p(op) ? kP2pBit : 0); }
 
 }  // namespace
 
@@ -28,54 +22,39 @@ LiveStatus& LiveStatus::global() {
   return *s;
 }
 
-int LiveStatus::find_group(const GroupInfo& g) const {
+int LiveStatus::find_group(const GroupTrace& g) const {
   const int n = used_.load(std::memory_order_acquire);
   for (int i = 0; i < n; ++i) {
-    if (slots_[i].info.load(std::memory_order_acquire) == &g) return i;
-  }
-  // Wrappers may hold copies of the same GroupInfo; match by identity fields.
-  for (int i = 0; i < n; ++i) {
-    const Slot& s = slots_[i];
-    if (s.ready.load(std::memory_order_acquire) && s.pg == g.name && s.group_rank == g.rank &&
-        s.size == g.size && s.backend == g.backend) {
-      return i;
-    }
+    if (slots_[i].trace == &g) return i;
   }
   return -1;
 }
 
-int LiveStatus::add_group(const GroupInfo& g) {
+int LiveStatus::add_group(const GroupTrace& g) {
   std::lock_guard<std::mutex> lock(mu_);
   if (int i = find_group(g); i >= 0) return i;
   const int n = used_.load(std::memory_order_relaxed);
   if (n >= kMaxGroups) return -1;
   Slot& s = slots_[n];
-  s.pg = g.name;
-  s.desc = g.desc;
-  s.backend = g.backend;
-  s.group_rank = g.rank;
-  s.size = g.size;
-  s.rank = g.global_ranks.empty() ? g.rank : g.global_ranks.at(g.rank);
+  s.trace = &g;
+  s.size = g.global_ranks.empty() ? 1 : static_cast<int>(g.global_ranks.size());
   s.last_progress_ns.store(steady_now_ns(), std::memory_order_relaxed);
-  s.info.store(&g, std::memory_order_release);
-  s.ready.store(true, std::memory_order_release);
   used_.store(n + 1, std::memory_order_release);
   return n;
 }
 
-void LiveStatus::started(int slot, const OpCall& call, uint64_t bytes) {
+void LiveStatus::started(int slot, OpType op, uint64_t seq, uint64_t bytes) {
   if (slot < 0) return;
   Slot& s = slots_[slot];
   const int64_t now = steady_now_ns();
-  raise_to(is_p2p(call.type) ? s.last_started_p2p : s.last_started, call.seq);
   s.inflight.fetch_add(1, std::memory_order_relaxed);
   s.last_progress_ns.store(now, std::memory_order_relaxed);
-  const uint64_t key = key_of(call);
+  const uint64_t key = key_of(op, seq);
   for (Entry& e : s.entries) {
     uint64_t expected = 0;
     if (e.key.load(std::memory_order_relaxed) == 0 &&
         e.key.compare_exchange_strong(expected, key, std::memory_order_acq_rel)) {
-      e.op.store(static_cast<uint8_t>(call.type), std::memory_order_relaxed);
+      e.op.store(static_cast<uint8_t>(op), std::memory_order_relaxed);
       e.bytes.store(bytes, std::memory_order_relaxed);
       e.start_ns.store(now, std::memory_order_release);
       return;
@@ -83,19 +62,18 @@ void LiveStatus::started(int slot, const OpCall& call, uint64_t bytes) {
   }
 }
 
-void LiveStatus::finished(int slot, const OpCall& call, bool ok) {
+void LiveStatus::finished(int slot, OpType op, uint64_t seq, bool ok) {
   if (slot < 0) return;
   Slot& s = slots_[slot];
   if (ok) {
-    raise_to(is_p2p(call.type) ? s.last_completed_p2p : s.last_completed, call.seq);
-    s.last_completed_op.store(static_cast<int>(call.type), std::memory_order_relaxed);
+    s.last_completed_op.store(static_cast<int>(op), std::memory_order_relaxed);
     s.completed.fetch_add(1, std::memory_order_relaxed);
   } else {
     s.failed.fetch_add(1, std::memory_order_relaxed);
   }
   s.inflight.fetch_sub(1, std::memory_order_relaxed);
   s.last_progress_ns.store(steady_now_ns(), std::memory_order_relaxed);
-  const uint64_t key = key_of(call);
+  const uint64_t key = key_of(op, seq);
   for (Entry& e : s.entries) {
     if (e.key.load(std::memory_order_acquire) != key) continue;
     // Clear the start time first so a reader never pairs the next op's key with this one's time.
@@ -111,18 +89,19 @@ std::vector<LiveStatus::GroupSnapshot> LiveStatus::snapshot() const {
   const int64_t now = steady_now_ns();
   for (int i = 0; i < n; ++i) {
     const Slot& s = slots_[i];
-    if (!s.ready.load(std::memory_order_acquire)) continue;
+    const GroupTrace& t = *s.trace;
     GroupSnapshot g;
-    g.pg = s.pg;
-    g.desc = s.desc;
-    g.backend = s.backend;
-    g.rank = s.rank;
-    g.group_rank = s.group_rank;
+    g.pg = t.pg_id;
+    g.desc = t.desc;
+    g.backend = t.backend;
+    g.rank = t.global_rank;
+    g.group_rank = t.rank;
     g.size = s.size;
-    g.last_started_seq = s.last_started.load(std::memory_order_relaxed);
-    g.last_completed_seq = s.last_completed.load(std::memory_order_relaxed);
-    g.last_started_p2p_seq = s.last_started_p2p.load(std::memory_order_relaxed);
-    g.last_completed_p2p_seq = s.last_completed_p2p.load(std::memory_order_relaxed);
+    g.last_enqueued_seq = t.last_enqueued_collective.load(std::memory_order_relaxed);
+    g.last_started_seq = t.last_started_collective.load(std::memory_order_relaxed);
+    g.last_completed_seq = t.last_completed_collective.load(std::memory_order_relaxed);
+    g.last_enqueued_p2p_seq = t.last_enqueued_p2p.load(std::memory_order_relaxed);
+    g.last_completed_p2p_seq = t.last_completed_p2p.load(std::memory_order_relaxed);
     const int last_op = s.last_completed_op.load(std::memory_order_relaxed);
     if (last_op >= 0) g.last_completed_op = op_name(static_cast<OpType>(last_op));
     g.inflight = std::max<int64_t>(0, s.inflight.load(std::memory_order_relaxed));

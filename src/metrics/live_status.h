@@ -1,7 +1,7 @@
 #pragma once
-// LiveStatus: per-group progress of this process — last started/completed sequence numbers and
-// the ops in flight with their start times — for the debug server's /v1/status and the gauges
-// collie_inflight_ops / collie_last_completed_seq. Fed by the metrics observer.
+// LiveStatus: per-group progress of this process — the GroupTrace's sequence numbers plus the
+// ops in flight with their start times — for the debug server's /v1/status and the gauges
+// collie_inflight_ops / collie_last_completed_seq. Fed by MetricsObserver (OpObserver hook).
 //
 // Hot path (started/completed): atomics in a fixed table (kMaxGroups groups, kMaxInflight
 // in-flight ops per group tracked individually; more are counted but not listed). No allocation,
@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "comm/op.h"
-#include "comm/process_group.h"
+#include "debug/flight_recorder.h"
 
 namespace collie {
 
@@ -39,9 +39,10 @@ class LiveStatus {
     int rank = 0;        // world rank of this process
     int group_rank = 0;  // rank inside the group
     int size = 1;
-    uint64_t last_started_seq = 0;  // collective seq
+    uint64_t last_enqueued_seq = 0;  // collective seq
+    uint64_t last_started_seq = 0;
     uint64_t last_completed_seq = 0;
-    uint64_t last_started_p2p_seq = 0;
+    uint64_t last_enqueued_p2p_seq = 0;
     uint64_t last_completed_p2p_seq = 0;
     std::string last_completed_op;  // "" before the first completion
     int64_t inflight = 0;
@@ -58,12 +59,13 @@ class LiveStatus {
   static LiveStatus& global();
 
   // Registers the group (idempotent; locks, allocates). Returns its slot or -1 when full.
-  int add_group(const GroupInfo& g);
-  // Slot of an added group (lock-free lookup by address, then by pg name + rank).
-  int find_group(const GroupInfo& g) const;
+  // REQUIRES: g outlives this LiveStatus (the flight recorder keeps every GroupTrace alive).
+  int add_group(const GroupTrace& g);
+  // Slot of an added group (lock-free lookup by address); -1 if not added.
+  int find_group(const GroupTrace& g) const;
 
-  void started(int slot, const OpCall& call, uint64_t bytes);
-  void finished(int slot, const OpCall& call, bool ok);
+  void started(int slot, OpType op, uint64_t seq, uint64_t bytes);
+  void finished(int slot, OpType op, uint64_t seq, bool ok);
 
   std::vector<GroupSnapshot> snapshot() const;
 
@@ -75,13 +77,9 @@ class LiveStatus {
     std::atomic<int64_t> start_ns{0};
   };
   struct Slot {
-    std::atomic<const GroupInfo*> info{nullptr};
-    // Written once before `ready` is published.
-    std::string pg, desc, backend;
-    int rank = 0, group_rank = 0, size = 1;
-    std::atomic<bool> ready{false};
-    std::atomic<uint64_t> last_started{0}, last_completed{0};
-    std::atomic<uint64_t> last_started_p2p{0}, last_completed_p2p{0};
+    // Written once before the slot is published through used_.
+    const GroupTrace* trace = nullptr;
+    int size = 1;
     std::atomic<int> last_completed_op{-1};
     std::atomic<int64_t> inflight{0};
     std::atomic<uint64_t> completed{0}, failed{0};

@@ -1,45 +1,48 @@
 #include "metrics/metrics_observer.h"
 
-#include <algorithm>
+#include <chrono>
+#include <memory>
 
 namespace collie {
 
-uint64_t MetricsObserver::op_bytes(const OpCall& call) {
-  return std::max(call.input.nbytes(), call.output.nbytes());
+int MetricsObserver::slot_of(const GroupTrace& g) {
+  const int slot = live_.find_group(g);
+  if (slot >= 0) return slot;
+  if (g.pg_id == "0" || metrics_.rank() < 0) metrics_.set_rank(g.global_rank);
+  metrics_.backend_index(g.backend);
+  return live_.add_group(g);
 }
 
-int MetricsObserver::backend_of(const GroupInfo& group) {
-  // Registered at group creation; a group the observer never saw created registers on first use.
-  const int b = metrics_.find_backend(group.backend);
-  return b >= 0 ? b : metrics_.backend_index(group.backend);
+void MetricsObserver::on_op_scheduled(const OpEvent& e) {
+  if (e.group == nullptr) return;
+  live_.started(slot_of(*e.group), e.op, e.seq, e.bytes);
 }
 
-void MetricsObserver::on_group_created(const GroupInfo& group) {
-  if (group.name == "0" || metrics_.rank() < 0) {
-    metrics_.set_rank(group.global_ranks.empty() ? group.rank : group.global_ranks.at(group.rank));
+void MetricsObserver::on_op_completed(const OpEvent& e) {
+  if (e.group == nullptr) return;
+  const int slot = slot_of(*e.group);
+  const int backend = metrics_.find_backend(e.group->backend);
+  if (e.failed) {
+    metrics_.record_error(backend, e.op, e.bytes);
+  } else {
+    metrics_.record_op(backend, e.op, e.bytes,
+                       std::chrono::nanoseconds(e.completed_ns - e.created_ns));
   }
-  metrics_.backend_index(group.backend);
-  live_.add_group(group);
+  live_.finished(slot, e.op, e.seq, !e.failed);
 }
 
-void MetricsObserver::on_started(const GroupInfo& group, const OpCall& call) {
-  int slot = live_.find_group(group);
-  if (slot < 0) slot = live_.add_group(group);
-  live_.started(slot, call, op_bytes(call));
+MetricsObserver& process_metrics_observer() {
+  // Never destroyed: Works may complete during exit. add_op_observer wants a shared_ptr; the
+  // no-op deleter keeps ownership with this function.
+  static MetricsObserver* o = new MetricsObserver(Metrics::global(), LiveStatus::global());
+  return *o;
 }
 
-void MetricsObserver::on_completed(const GroupInfo& group, const OpCall& call,
-                                   std::chrono::nanoseconds duration) {
-  metrics_.record_op(backend_of(group), call.type, op_bytes(call), duration);
-  live_.finished(live_.find_group(group), call, true);
-}
-
-void MetricsObserver::on_failed(const GroupInfo& group, const OpCall& call,
-                                std::chrono::nanoseconds duration, std::exception_ptr error) {
-  (void)duration;
-  (void)error;
-  metrics_.record_error(backend_of(group), call.type, op_bytes(call));
-  live_.finished(live_.find_group(group), call, false);
-}
+namespace {
+const bool kRegistered = [] {
+  add_op_observer(std::shared_ptr<OpObserver>(&process_metrics_observer(), [](OpObserver*) {}));
+  return true;
+}();
+}  // namespace
 
 }  // namespace collie

@@ -1,44 +1,41 @@
 #pragma once
-// OpObserver: what instrumentation (metrics, live status) sees of every op. The layer that traces
-// ops (TracingProcessGroup) calls notify_*; observers never see backends directly.
+// OpObserver: the hook through which the TracingProcessGroup reports every op to consumers
+// other than the flight recorder (Prometheus metrics, the debug server).
 //
-// Ownership: observers are registered once for the life of the process (add_op_observer keeps a
-// raw pointer; REQUIRES: the observer outlives every process group, e.g. a static).
-// Thread safety: notify_* may be called from any thread concurrently; registration is guarded,
-// and notification reads a fixed array without locks, so the hot path never allocates or blocks.
-#include <chrono>
-#include <exception>
+// Observers are registered process-wide before groups are created; each TracingProcessGroup
+// takes the list when it is built. Callbacks run on the hot path (the submitting thread, or the
+// backend thread that completes the Work): they must not block, do I/O or throw.
+// Thread safety: add_op_observer is thread-safe; callbacks may run concurrently.
+#include <cstdint>
+#include <memory>
+#include <vector>
 
 #include "comm/op.h"
-#include "comm/process_group.h"
 
 namespace collie {
+
+struct GroupTrace;
+
+struct OpEvent {
+  const GroupTrace* group = nullptr;
+  const OpCall* call = nullptr;  // valid only during on_op_scheduled
+  OpType op = OpType::Barrier;
+  uint64_t seq = 0;
+  size_t bytes = 0;  // input bytes on this rank
+  DType dtype = DType::Float32;
+  int64_t created_ns = 0;    // wall clock
+  int64_t completed_ns = 0;  // on_op_completed only
+  bool failed = false;       // on_op_completed only
+};
 
 class OpObserver {
  public:
   virtual ~OpObserver() = default;
-  // Once per group, before its first op; may allocate (not on the hot path).
-  virtual void on_group_created(const GroupInfo& group) { (void)group; }
-  // The backend accepted the op (it may still be queued inside the backend).
-  virtual void on_started(const GroupInfo& group, const OpCall& call) = 0;
-  // duration: from on_started to completion, measured by the caller.
-  virtual void on_completed(const GroupInfo& group, const OpCall& call,
-                            std::chrono::nanoseconds duration) = 0;
-  // The op failed (backend error, timeout, desync); `error` may be null when unknown.
-  virtual void on_failed(const GroupInfo& group, const OpCall& call,
-                         std::chrono::nanoseconds duration, std::exception_ptr error) = 0;
+  virtual void on_op_scheduled(const OpEvent& e) { (void)e; }
+  virtual void on_op_completed(const OpEvent& e) { (void)e; }
 };
 
-inline constexpr int kMaxOpObservers = 8;
-
-// Returns false (and logs nothing) when kMaxOpObservers are already registered or `o` is.
-bool add_op_observer(OpObserver* o);
-
-void notify_group_created(const GroupInfo& group);
-void notify_op_started(const GroupInfo& group, const OpCall& call);
-void notify_op_completed(const GroupInfo& group, const OpCall& call,
-                         std::chrono::nanoseconds duration);
-void notify_op_failed(const GroupInfo& group, const OpCall& call, std::chrono::nanoseconds duration,
-                      std::exception_ptr error);
+void add_op_observer(std::shared_ptr<OpObserver> o);
+std::vector<std::shared_ptr<OpObserver>> op_observers();
 
 }  // namespace collie

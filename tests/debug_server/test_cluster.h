@@ -13,15 +13,17 @@
 #include "metrics/live_status.h"
 #include "metrics/metrics.h"
 #include "metrics/metrics_observer.h"
+#include "metrics/metrics_prom_events.h"
 #include "store/hash_store.h"
 
 namespace collie::testing {
 
 struct TestRank {
+  TestRank(int rank, int world) { init_trace(group, rank, world); }
+  GroupTrace group;
   Metrics metrics;
   LiveStatus live;
   MetricsObserver observer{metrics, live};
-  GroupInfo group;
   std::unique_ptr<DebugServer> server;
 };
 
@@ -30,11 +32,7 @@ class TestCluster {
   explicit TestCluster(int world, DebugServerOptions base = {})
       : store_(std::make_shared<HashStore>(std::chrono::seconds(5))) {
     for (int r = 0; r < world; ++r) {
-      auto t = std::make_unique<TestRank>();
-      t->group.backend = std::string("gloo");
-      t->group.rank = r;
-      t->group.size = world;
-      t->observer.on_group_created(t->group);
+      auto t = std::make_unique<TestRank>(r, world);
       DebugServerOptions o = base;
       o.rank = r;
       o.world_size = world;
@@ -53,9 +51,9 @@ class TestCluster {
     for (int i = 0; i < n; ++i) {
       ++seq_;
       for (auto& t : ranks_) {
-        OpCall c = call(OpType::AllReduce, seq_, numel);
-        t->observer.on_started(t->group, c);
-        t->observer.on_completed(t->group, c, std::chrono::microseconds(40 + 10 * i));
+        trace_scheduled(t->observer, t->group, OpType::AllReduce, seq_, numel * 4);
+        trace_completed(t->observer, t->group, OpType::AllReduce, seq_, numel * 4,
+                        std::chrono::microseconds(40 + 10 * i));
       }
     }
   }
@@ -65,17 +63,8 @@ class TestCluster {
     ++seq_;
     for (auto& t : ranks_) {
       if (t->group.rank == absent) continue;
-      t->observer.on_started(t->group, call(OpType::AllReduce, seq_, 256));
+      trace_scheduled(t->observer, t->group, OpType::AllReduce, seq_, 1024);
     }
-  }
-
-  static OpCall call(OpType type, uint64_t seq, size_t numel) {
-    OpCall c;
-    c.type = type;
-    c.seq = seq;
-    c.input = TensorView{nullptr, numel, DType::Float32, Device{}, Shape{}};
-    c.output = c.input;
-    return c;
   }
 
   TestRank& rank(int r) { return *ranks_.at(r); }

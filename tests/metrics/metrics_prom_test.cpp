@@ -11,9 +11,14 @@
 #include "metrics/live_status.h"
 #include "metrics/metrics.h"
 #include "metrics/metrics_observer.h"
+#include "metrics/metrics_prom_events.h"
 
 namespace collie {
 namespace {
+
+using testing::init_trace;
+using testing::trace_completed;
+using testing::trace_scheduled;
 
 // Runs `promtool check metrics` on the text; returns its combined output ("" = clean).
 std::string promtool_check(const std::string& text, int* rc) {
@@ -32,23 +37,6 @@ std::string promtool_check(const std::string& text, int* rc) {
   return out;
 }
 
-GroupInfo group(int rank, int size) {
-  GroupInfo g;
-  g.backend = std::string("gloo");
-  g.rank = rank;
-  g.size = size;
-  return g;
-}
-
-OpCall call(OpType t, uint64_t seq, size_t numel) {
-  OpCall c;
-  c.type = t;
-  c.seq = seq;
-  c.input = TensorView{nullptr, numel, DType::Float32, Device{}, Shape{}};
-  c.output = c.input;
-  return c;
-}
-
 TEST(MetricsProm, SizeClassesArePowerOfFourBuckets) {
   EXPECT_EQ(size_class_name(size_class_index(0)), "le_1KiB");
   EXPECT_EQ(size_class_name(size_class_index(1024)), "le_1KiB");
@@ -61,18 +49,15 @@ TEST(MetricsProm, ObserverFeedsCountersHistogramAndGauges) {
   Metrics m;
   LiveStatus live;
   MetricsObserver obs(m, live);
-  GroupInfo g = group(3, 4);
-  obs.on_group_created(g);
+  GroupTrace g;
+  init_trace(g, 3, 4);
   for (uint64_t s = 1; s <= 5; ++s) {
-    OpCall c = call(OpType::AllReduce, s, 256);  // 1 KiB
-    obs.on_started(g, c);
-    obs.on_completed(g, c, std::chrono::microseconds(50));
+    trace_scheduled(obs, g, OpType::AllReduce, s, 1024);
+    trace_completed(obs, g, OpType::AllReduce, s, 1024, std::chrono::microseconds(50));
   }
-  OpCall bad = call(OpType::Broadcast, 6, 1 << 20);  // 4 MiB
-  obs.on_started(g, bad);
-  OpCall hung = call(OpType::AllGather, 7, 16);
-  obs.on_started(g, hung);
-  obs.on_failed(g, bad, std::chrono::seconds(1), nullptr);
+  trace_scheduled(obs, g, OpType::Broadcast, 6, 4 << 20);
+  trace_scheduled(obs, g, OpType::AllGather, 7, 64);
+  trace_completed(obs, g, OpType::Broadcast, 6, 4 << 20, std::chrono::seconds(1), true);
 
   const std::string text = m.serialize(&live);
   EXPECT_NE(text.find("collie_collective_ops_total{backend=\"gloo\",collective=\"all_reduce\","
@@ -112,13 +97,12 @@ TEST(MetricsProm, PromtoolAcceptsTheExposition) {
   Metrics m;
   LiveStatus live;
   MetricsObserver obs(m, live);
-  GroupInfo g = group(0, 2);
-  obs.on_group_created(g);
+  GroupTrace g;
+  init_trace(g, 0, 2);
   uint64_t seq = 0;
   for (OpType t : kAllOpTypes) {
-    OpCall c = call(t, ++seq, 1000);
-    obs.on_started(g, c);
-    obs.on_completed(g, c, std::chrono::milliseconds(2));
+    trace_scheduled(obs, g, t, ++seq, 4000);
+    trace_completed(obs, g, t, seq, 4000, std::chrono::milliseconds(2));
   }
   m.record_desync("gloo");
   m.record_barrier_timeout("gloo");

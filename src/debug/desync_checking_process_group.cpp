@@ -1,0 +1,200 @@
+#include "debug/desync_checking_process_group.h"
+
+#include <fmt/format.h>
+
+#include <utility>
+
+#include "comm/registry.h"
+#include "core/env.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "debug/dump_service.h"
+#include "store/store.h"
+
+namespace collie {
+namespace {
+
+// The handle given to the caller for send/recv: completes when the backend op has completed
+// and the pairwise check has passed (or with the first error of either).
+class CheckedWork : public Work {
+ public:
+  // A little longer than the op, so the check's own error (naming the peer) wins over wait()'s.
+  static constexpr Millis kGrace{2000};
+  explicit CheckedWork(std::shared_ptr<Work> inner)
+      : Work(inner->op(), inner->seq(), inner->timeout() + kGrace), inner_(std::move(inner)) {}
+  const std::shared_ptr<Work>& inner() const { return inner_; }
+
+ protected:
+  // Backends whose Works advance only when polled (MPI) keep advancing while the caller waits.
+  void progress() override { inner_->is_completed(); }
+  bool needs_polling() const override { return true; }
+
+ private:
+  std::shared_ptr<Work> inner_;
+};
+
+bool sampled(uint64_t n, uint64_t every) { return (n - 1) % every == 0; }
+
+}  // namespace
+
+DesyncCheckingProcessGroup::DesyncCheckingProcessGroup(std::shared_ptr<ProcessGroup> inner,
+                                                       uint64_t sample_every)
+    : ProcessGroupWrapper(std::move(inner)),
+      store_(*info().store),
+      sample_(sample_every == 0 ? 1 : sample_every),
+      sends_(static_cast<size_t>(size()), 0),
+      recvs_(static_cast<size_t>(size()), 0) {
+  thread_ = std::thread([this] { loop(); });
+}
+
+DesyncCheckingProcessGroup::~DesyncCheckingProcessGroup() {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+uint64_t DesyncCheckingProcessGroup::sample_from_env(const Env& env) {
+  auto v = env.get_int("COLLIE_DESYNC_SAMPLE");
+  if (!v) return 1;
+  if (*v < 1)
+    throw InvalidArgument("COLLIE_DESYNC_SAMPLE must be a positive integer (1 = every op)");
+  return static_cast<uint64_t>(*v);
+}
+
+void DesyncCheckingProcessGroup::fail(const std::string& msg) {
+  const std::string text = fmt::format("[Rank {}] {}", info().global_ranks[rank()], msg);
+  log(LogLevel::Error, "{}", text);
+  DumpService::global().request_dump("desync: " + msg);
+  throw DesyncError(text);
+}
+
+void DesyncCheckingProcessGroup::before(const OpCall& call) {
+  p2p_.active = false;
+  if (!is_p2p(call.type)) {
+    if (sampled(call.seq, sample_)) check_collective_call(call);
+    return;
+  }
+  const int me = rank();
+  const bool send = call.type == OpType::Send;
+  const uint64_t k = ++(send ? sends_ : recvs_)[call.peer];
+  if (!sampled(k, sample_)) return;
+  p2p_.active = true;
+  p2p_.sender = send ? me : call.peer;
+  p2p_.receiver = send ? call.peer : me;
+  const std::string base = fmt::format("desync/p/{}-{}/{}", p2p_.sender, p2p_.receiver, k);
+  p2p_.mine = base + (send ? "/s" : "/r");
+  p2p_.theirs = base + (send ? "/r" : "/s");
+  p2p_.fp = Fingerprint::of(call, info().global_ranks[me], size());
+  store_.set(p2p_.mine, p2p_.fp.encode());
+}
+
+void DesyncCheckingProcessGroup::check_collective_call(const OpCall& call) {
+  const int n = size();
+  std::vector<std::string> keys;
+  keys.reserve(n);
+  for (int r = 0; r < n; ++r) keys.push_back(fmt::format("desync/c/{}/{}", call.seq, r));
+  const Fingerprint mine = Fingerprint::of(call, info().global_ranks[rank()], n);
+  store_.set(keys[rank()], mine.encode());
+  std::vector<std::optional<Fingerprint>> fps(n);
+  bool all = true;
+  try {
+    store_.wait(keys, call.timeout);
+  } catch (const StoreError&) {
+    all = false;
+  }
+  std::vector<std::string> present;
+  std::vector<int> who;
+  for (int r = 0; r < n; ++r) {
+    if (all || store_.check({keys[r]})) {
+      present.push_back(keys[r]);
+      who.push_back(r);
+    }
+  }
+  const std::vector<Bytes> vals = store_.multi_get(present);
+  for (size_t i = 0; i < vals.size(); ++i) fps[who[i]] = Fingerprint::decode(vals[i]);
+  // Every rank has read the previous check's keys once all wrote this one: drop ours.
+  if (all) {
+    std::string old = std::exchange(prev_key_, keys[rank()]);
+    if (!old.empty()) post([this, old] { store_.delete_key(old); });
+  }
+  if (auto msg = check_collective(fps, call.timeout, info().global_ranks)) fail(*msg);
+}
+
+std::shared_ptr<Work> DesyncCheckingProcessGroup::after(const OpCall& call,
+                                                        std::shared_ptr<Work> work) {
+  if (!p2p_.active) return work;
+  p2p_.active = false;
+  auto checked = std::make_shared<CheckedWork>(work);
+  P2PCheck c = p2p_;
+  const Millis timeout = call.timeout;
+  const std::string where = fmt::format("[Rank {}]", info().global_ranks[rank()]);
+  post([this, c, checked, timeout, where] {
+    std::optional<Fingerprint> theirs;
+    try {
+      store_.wait({c.theirs}, timeout);
+      theirs = Fingerprint::decode(store_.get(c.theirs));
+      store_.delete_key(c.theirs);
+    } catch (const StoreError&) {
+    } catch (const std::exception& e) {
+      checked->complete(std::make_exception_ptr(e));
+      return;
+    }
+    const bool sent = c.fp.op == OpType::Send;
+    const auto& send = sent ? std::optional<Fingerprint>(c.fp) : theirs;
+    const auto& recv = sent ? theirs : std::optional<Fingerprint>(c.fp);
+    const int s = info().global_ranks[c.sender], r = info().global_ranks[c.receiver];
+    if (auto msg = check_p2p(send, recv, s, r, timeout)) {
+      log(LogLevel::Error, "{} {}", where, *msg);
+      DumpService::global().request_dump("desync: " + *msg);
+      checked->complete(std::make_exception_ptr(DesyncError(fmt::format("{} {}", where, *msg))));
+      return;
+    }
+    std::weak_ptr<CheckedWork> weak = checked;
+    checked->inner()->on_complete([weak](Work& w) {
+      if (auto p = weak.lock()) p->complete(w.exception());
+    });
+  });
+  return checked;
+}
+
+void DesyncCheckingProcessGroup::post(std::function<void()> task) {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    tasks_.push_back(std::move(task));
+  }
+  cv_.notify_all();
+}
+
+void DesyncCheckingProcessGroup::loop() {
+  std::unique_lock<std::mutex> lk(mu_);
+  while (true) {
+    cv_.wait(lk, [&] { return stop_ || !tasks_.empty(); });
+    if (tasks_.empty()) return;  // stop_ and drained: pending checks still complete their Works
+    auto task = std::move(tasks_.front());
+    tasks_.pop_front();
+    lk.unlock();
+    try {
+      task();
+    } catch (const std::exception& e) {
+      log(LogLevel::Warning, "desync checker: {}", e.what());
+    }
+    lk.lock();
+  }
+}
+
+namespace {
+
+const bool kRegistered = register_wrapper(WrapperRegistration{
+    "desync", kDesyncWrapperOrder,
+    [](std::shared_ptr<ProcessGroup> pg, const BackendArgs& args) -> std::shared_ptr<ProcessGroup> {
+      if (debug_level() != DebugLevel::Detail || !pg->info().store) return pg;
+      const Env& env = args.env ? *args.env : Env::process();
+      return std::make_shared<DesyncCheckingProcessGroup>(
+          std::move(pg), DesyncCheckingProcessGroup::sample_from_env(env));
+    }});
+
+}  // namespace
+}  // namespace collie

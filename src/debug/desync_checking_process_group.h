@@ -1,0 +1,77 @@
+#pragma once
+// DesyncCheckingProcessGroup (COLLIE_DEBUG=DETAIL): checks that every rank makes the same call.
+//
+// Collectives: before forwarding, each rank writes its fixed-size Fingerprint to the group's
+// store under the op's seq and reads everyone's (one set + one read of N small values: a single
+// exchange, versus torch's barrier + two allgathers). Ranks that disagree get a DesyncError
+// grouping ranks by what they called; a rank that does not arrive within the op's timeout is
+// named. Nothing is sent on the backend when the check fails.
+// Send/recv: checked pairwise and off the caller's thread (a blocking check could deadlock
+// legal patterns where both peers send first): the k-th send r->q is compared with q's k-th recv
+// from r by a checker thread, and the Work handed back completes only when both the backend op
+// and the check are done (DesyncError when the peer's call differs or never comes).
+// COLLIE_DESYNC_SAMPLE=N checks only ops whose seq (per-pair count for p2p) is a multiple of N.
+//
+// Ownership: shares the inner group; owns its checker thread (joined on destruction).
+// Thread safety: as ProcessGroup (one submitting thread per group).
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "comm/wrapper.h"
+#include "debug/fingerprint.h"
+
+namespace collie {
+
+class Env;
+
+// Below tracing (kTracingWrapperOrder = 10): the flight recorder then also records the ops whose
+// check fails, so `collie analyze` sees the mismatch too.
+inline constexpr int kDesyncWrapperOrder = 5;
+
+class DesyncCheckingProcessGroup : public ProcessGroupWrapper {
+ public:
+  // REQUIRES: inner->info().store is set. sample_every >= 1.
+  DesyncCheckingProcessGroup(std::shared_ptr<ProcessGroup> inner, uint64_t sample_every = 1);
+  ~DesyncCheckingProcessGroup() override;
+
+  // COLLIE_DESYNC_SAMPLE (default 1); throws InvalidArgument when not a positive integer.
+  static uint64_t sample_from_env(const Env& env);
+
+ protected:
+  void before(const OpCall& call) override;
+  std::shared_ptr<Work> after(const OpCall& call, std::shared_ptr<Work> work) override;
+
+ private:
+  struct P2PCheck {
+    bool active = false;
+    std::string mine;
+    std::string theirs;
+    int sender = -1;
+    int receiver = -1;
+    Fingerprint fp;
+  };
+  void check_collective_call(const OpCall& call);
+  void post(std::function<void()> task);
+  void loop();
+  [[noreturn]] void fail(const std::string& msg);
+
+  Store& store_;
+  const uint64_t sample_;
+  std::vector<uint64_t> sends_;  // per peer: sends so far
+  std::vector<uint64_t> recvs_;  // per peer: recvs so far
+  std::string prev_key_;         // this rank's key of the previous checked collective
+  P2PCheck p2p_;                 // set by before(), consumed by after()
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> tasks_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+}  // namespace collie

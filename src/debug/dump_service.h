@@ -1,0 +1,69 @@
+#pragma once
+// DumpService: decides when the flight recorder is written to COLLIE_FR_DUMP_DIR.
+// Triggers: a timeout or an error (request_dump), SIGUSR1 (the handler only posts a semaphore;
+// the service thread dumps), and the store key `dump_request` of the world group, which any rank
+// sets with request_cluster_dump() and every rank's watcher thread notices (polled with backoff,
+// 100 ms up to 2 s), so all ranks dump the same moment.
+//
+// Ownership: global() lives for the process; its thread is started by start() and joined at exit
+// (a pending request is written before the thread ends).
+// Thread safety: every method may be called from any thread; request_dump never blocks on I/O.
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+namespace collie {
+
+class Env;
+class FlightRecorder;
+class Store;
+
+class DumpService {
+ public:
+  DumpService(FlightRecorder& fr, std::string dump_dir);
+  ~DumpService();
+  DumpService(const DumpService&) = delete;
+  DumpService& operator=(const DumpService&) = delete;
+
+  // The process service over FlightRecorder::global(), dump dir from COLLIE_FR_DUMP_DIR.
+  static DumpService& global();
+
+  // Starts the thread and installs the SIGUSR1 handler (idempotent). `world_store` (the world
+  // group's store, may be null) is watched for `dump_request`; `rank` names the dump file.
+  void start(int rank, std::shared_ptr<Store> world_store);
+  // Asks the thread to dump soon; returns at once.
+  void request_dump(const std::string& reason);
+  // Dumps on the calling thread; returns the file written, or "" when no dump dir is set.
+  std::string dump_now(const std::string& reason);
+  // Makes every rank watching `store` dump (sets `dump_request`); also dumps locally.
+  void request_cluster_dump(Store& store, const std::string& reason);
+
+  const std::string& dump_dir() const { return dir_; }
+  int rank() const { return rank_.load(); }
+  // Number of dumps written so far (tests).
+  int dumps_written() const { return dumps_.load(); }
+
+ private:
+  void loop();
+  void poll_store();
+  FlightRecorder& fr_;
+  const std::string dir_;
+  std::atomic<int> rank_{-1};
+  std::atomic<int> dumps_{0};
+  std::mutex mu_;  // guards the fields below and serializes dumps
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::string pending_;  // reason of a requested dump, "" = none
+  std::shared_ptr<Store> store_;
+  std::atomic<int64_t> seen_request_{0};
+  std::thread thread_;
+  std::mutex dump_mu_;  // one dump at a time
+};
+
+// The key under the world group's store that triggers a dump on every rank.
+inline constexpr const char* kDumpRequestKey = "dump_request";
+
+}  // namespace collie

@@ -1,0 +1,297 @@
+#include "debug/flight_recorder.h"
+
+#include <fmt/format.h>
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "core/clock.h"
+#include "core/env.h"
+#include "core/error.h"
+
+namespace collie {
+namespace {
+
+constexpr size_t kDefaultCapacity = 2000;
+
+// Thread identity is cached per thread so the hot path makes no system call.
+struct ThreadIdentity {
+  uint64_t id = 0;
+  char name[16] = {};
+  ThreadIdentity() {
+    id = static_cast<uint64_t>(::syscall(SYS_gettid));
+    pthread_getname_np(pthread_self(), name, sizeof(name));
+  }
+};
+
+const ThreadIdentity& this_thread_identity() {
+  thread_local ThreadIdentity t;
+  return t;
+}
+
+void fill_sizes(FrEntry::Sizes& s, const TensorView& t, bool present) {
+  s.present = present;
+  if (!present) return;
+  s.dtype = t.dtype;
+  Shape sh = t.effective_shape();
+  s.ndim = sh.ndim;
+  s.dims = sh.dims;
+}
+
+nlohmann::json sizes_json(const FrEntry::Sizes& s) {
+  auto out = nlohmann::json::array();
+  if (!s.present) return out;
+  out.push_back(std::vector<int64_t>(s.dims.begin(), s.dims.begin() + s.ndim));
+  return out;
+}
+
+nlohmann::json dtypes_json(const FrEntry::Sizes& s) {
+  auto out = nlohmann::json::array();
+  if (s.present) out.push_back(std::string(dtype_name(s.dtype)));
+  return out;
+}
+
+nlohmann::json ns_or_null(int64_t ns) {
+  return ns == 0 ? nlohmann::json(nullptr) : nlohmann::json(ns);
+}
+
+nlohmann::json entry_json(const FrEntry& e) {
+  nlohmann::json j;
+  j["record_id"] = e.record_id;
+  j["pg_id"] = e.group->pg_id;
+  j["process_group"] = {e.group->pg_id, e.group->desc};
+  j["collective_seq_id"] = e.collective_seq_id;
+  j["p2p_seq_id"] = e.p2p_seq_id;
+  j["op_id"] = e.op_id;
+  j["profiling_name"] = std::string(e.profiling_name);
+  j["time_created_ns"] = e.time_created_ns;
+  j["time_discovered_started_ns"] = ns_or_null(e.time_discovered_started_ns);
+  j["time_discovered_completed_ns"] = ns_or_null(e.time_discovered_completed_ns);
+  if (e.state == FrState::Completed && e.time_discovered_completed_ns != 0) {
+    j["duration_ms"] =
+        static_cast<double>(e.time_discovered_completed_ns - e.time_created_ns) / 1e6;
+  } else {
+    j["duration_ms"] = nullptr;
+  }
+  j["input_sizes"] = sizes_json(e.input);
+  j["input_dtypes"] = dtypes_json(e.input);
+  j["output_sizes"] = sizes_json(e.output);
+  j["output_dtypes"] = dtypes_json(e.output);
+  j["state"] = std::string(fr_state_name(e.state));
+  j["retired"] = e.retired;
+  j["failed"] = e.failed;
+  j["timeout_ms"] = e.timeout_ms;
+  j["is_p2p"] = e.is_p2p;
+  // collie additions: what the desync fingerprint has and torch's entries lack.
+  j["root"] = e.root;
+  j["peer"] = e.peer;
+  j["reduce_op"] = e.has_reduce_op ? nlohmann::json(std::string(reduce_op_name(e.reduce_op)))
+                                   : nlohmann::json(nullptr);
+  j["thread_id"] = e.thread_id;
+  j["thread_name"] = std::string(e.thread_name);
+  return j;
+}
+
+}  // namespace
+
+std::string_view fr_state_name(FrState s) {
+  switch (s) {
+    case FrState::Scheduled:
+      return "scheduled";
+    case FrState::Started:
+      return "started";
+    case FrState::Completed:
+      return "completed";
+  }
+  return "?";
+}
+
+std::string fr_dump_file_name(int rank) { return fmt::format("collie_fr_rank_{}.json", rank); }
+
+FlightRecorder::FlightRecorder(size_t capacity, Clock* clock)
+    : slots_(capacity), clock_(clock ? clock : &Clock::system()) {}
+
+size_t FlightRecorder::capacity_from_env(const Env& env) {
+  auto v = env.get_int("COLLIE_FR_BUFFER_SIZE");
+  if (!v) return kDefaultCapacity;
+  if (*v < 0) throw InvalidArgument("COLLIE_FR_BUFFER_SIZE must be >= 0 (0 turns it off)");
+  return static_cast<size_t>(*v);
+}
+
+FlightRecorder& FlightRecorder::global() {
+  static FlightRecorder fr(capacity_from_env(Env::process()));
+  return fr;
+}
+
+void FlightRecorder::add_group(std::shared_ptr<GroupTrace> g) {
+  std::lock_guard<std::mutex> lk(groups_mu_);
+  groups_.push_back(std::move(g));
+}
+
+std::vector<std::shared_ptr<GroupTrace>> FlightRecorder::groups() const {
+  std::lock_guard<std::mutex> lk(groups_mu_);
+  return groups_;
+}
+
+uint64_t FlightRecorder::record(const GroupTrace& g, uint64_t op_id, const OpCall& call) {
+  if (slots_.empty()) return 0;
+  const ThreadIdentity& self = this_thread_identity();
+  const int64_t now = clock_->wall_ns();
+  auto global = [&](int group_rank) {
+    return group_rank >= 0 && group_rank < static_cast<int>(g.global_ranks.size())
+               ? g.global_ranks[group_rank]
+               : group_rank;
+  };
+  FrEntry e;
+  e.group = &g;
+  e.op = call.type;
+  e.is_p2p = is_p2p(call.type);
+  (e.is_p2p ? e.p2p_seq_id : e.collective_seq_id) = call.seq;
+  e.op_id = op_id;
+  e.time_created_ns = now;
+  const bool has_in = call.input.data != nullptr || call.input.numel > 0;
+  const bool has_out = call.output.data != nullptr || call.output.numel > 0;
+  fill_sizes(e.input, call.input, has_in);
+  fill_sizes(e.output, call.output, has_out);
+  e.timeout_ms = call.timeout.count();
+  e.root = has_root(call.type) ? global(call.root) : -1;
+  e.peer = e.is_p2p ? global(call.peer) : -1;
+  e.has_reduce_op = has_reduce_op(call.type);
+  e.reduce_op = call.reduce_op;
+  e.thread_id = self.id;
+  std::memcpy(e.thread_name, self.name, sizeof(e.thread_name));
+  const std::string_view op = op_name(call.type);
+  if (call.type == OpType::Send) {
+    fmt::format_to_n(e.profiling_name, FrEntry::kNameLen - 1, "{}:{} {}->{}", g.backend, op,
+                     g.global_rank, e.peer);
+  } else if (call.type == OpType::Recv) {
+    fmt::format_to_n(e.profiling_name, FrEntry::kNameLen - 1, "{}:{} {}<-{}", g.backend, op,
+                     g.global_rank, e.peer);
+  } else {
+    fmt::format_to_n(e.profiling_name, FrEntry::kNameLen - 1, "{}:{}", g.backend, op);
+  }
+  std::lock_guard<std::mutex> lk(mu_);
+  e.record_id = next_id_++;
+  slots_[(e.record_id - 1) % slots_.size()] = e;
+  return e.record_id;
+}
+
+FrEntry* FlightRecorder::slot_for(uint64_t id) {
+  if (id == 0 || slots_.empty()) return nullptr;
+  FrEntry& e = slots_[(id - 1) % slots_.size()];
+  return e.record_id == id ? &e : nullptr;
+}
+
+void FlightRecorder::mark_started(uint64_t id) {
+  if (id == 0) return;
+  const int64_t now = clock_->wall_ns();
+  std::lock_guard<std::mutex> lk(mu_);
+  if (FrEntry* e = slot_for(id); e && e->state == FrState::Scheduled) {
+    e->state = FrState::Started;
+    e->time_discovered_started_ns = now;
+  }
+}
+
+void FlightRecorder::mark_completed(uint64_t id, bool failed) {
+  if (id == 0) return;
+  const int64_t now = clock_->wall_ns();
+  std::lock_guard<std::mutex> lk(mu_);
+  if (FrEntry* e = slot_for(id)) {
+    if (e->time_discovered_started_ns == 0) e->time_discovered_started_ns = now;
+    e->state = FrState::Completed;
+    e->time_discovered_completed_ns = now;
+    e->retired = true;
+    e->failed = failed;
+  }
+}
+
+uint64_t FlightRecorder::total_recorded() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return next_id_ - 1;
+}
+
+std::vector<FrEntry> FlightRecorder::snapshot() const {
+  std::vector<FrEntry> out;
+  out.reserve(slots_.size());
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    for (const FrEntry& e : slots_) {
+      if (e.record_id != 0) out.push_back(e);
+    }
+  }
+  std::sort(out.begin(), out.end(),
+            [](const FrEntry& a, const FrEntry& b) { return a.record_id < b.record_id; });
+  return out;
+}
+
+std::string FlightRecorder::dump_json(int rank, const std::string& reason) const {
+  const std::vector<FrEntry> entries = snapshot();
+  const auto gs = groups();
+  nlohmann::json j;
+  j["version"] = kFrDumpVersion;
+  j["rank"] = rank;
+  j["reason"] = reason;
+  j["dump_time_ns"] = clock_->wall_ns();
+  j["buffer_size"] = slots_.size();
+  const uint64_t total = total_recorded();
+  j["total_recorded"] = total;
+  j["wrapped"] = total > slots_.size();
+  int world = 0;
+  nlohmann::json config = nlohmann::json::object();
+  nlohmann::json status = nlohmann::json::object();
+  for (const auto& g : gs) {
+    config[g->pg_id] = {
+        {"name", g->pg_id}, {"desc", g->desc}, {"backend", g->backend}, {"ranks", g->global_ranks}};
+    status[g->pg_id] = {
+        {"last_enqueued_collective", g->last_enqueued_collective.load()},
+        {"last_started_collective", g->last_started_collective.load()},
+        {"last_completed_collective", g->last_completed_collective.load()},
+        {"last_enqueued_p2p", g->last_enqueued_p2p.load()},
+        {"last_completed_p2p", g->last_completed_p2p.load()},
+    };
+    if (g->pg_id == "0") world = static_cast<int>(g->global_ranks.size());
+  }
+  j["world_size"] = world;
+  j["pg_config"] = std::move(config);
+  j["pg_status"] = std::move(status);
+  auto arr = nlohmann::json::array();
+  for (const FrEntry& e : entries) arr.push_back(entry_json(e));
+  j["entries"] = std::move(arr);
+  return j.dump(1);
+}
+
+std::string FlightRecorder::dump_to_dir(const std::string& dir, int rank,
+                                        const std::string& reason) const {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  const fs::path final_path = fs::path(dir) / fr_dump_file_name(rank);
+  const fs::path tmp =
+      fs::path(dir) / fmt::format(".{}.tmp.{}", fr_dump_file_name(rank), ::getpid());
+  const std::string text = dump_json(rank, reason);
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    f.write(text.data(), static_cast<std::streamsize>(text.size()));
+    f.flush();
+    if (!f) {
+      throw Error(
+          fmt::format("[Rank {}] flight recorder: cannot write {} (check COLLIE_FR_DUMP_DIR)", rank,
+                      tmp.string()));
+    }
+  }
+  fs::rename(tmp, final_path, ec);
+  if (ec) {
+    throw Error(fmt::format("[Rank {}] flight recorder: cannot rename {} to {}: {}", rank,
+                            tmp.string(), final_path.string(), ec.message()));
+  }
+  return final_path.string();
+}
+
+}  // namespace collie

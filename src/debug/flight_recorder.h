@@ -1,0 +1,130 @@
+#pragma once
+// FlightRecorder: an always-on, per-process ring buffer of the last N operations of every
+// group (torch's "flight recorder"), dumped as JSON when something goes wrong.
+//
+// Hot path (record / mark_started / mark_completed): no allocation and no I/O; a mutex is held
+// only while copying a fixed-size entry into a preallocated slot. JSON is built at dump time
+// from a snapshot, outside that lock.
+// Field names follow torch's dump (REFERENCE.md) so its users and tools read collie's dumps.
+//
+// Ownership: FlightRecorder::global() lives for the whole process; GroupTrace objects are shared
+// by the recorder (for pg_config / pg_status) and the TracingProcessGroup that updates them.
+// Thread safety: every public method is safe from any thread.
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "comm/op.h"
+
+namespace collie {
+
+class Clock;
+class Env;
+class Store;
+
+enum class FrState : uint8_t { Scheduled, Started, Completed };
+std::string_view fr_state_name(FrState s);
+
+// Per-group identity and progress (torch's pg_config and pg_status). Seq counters are atomics so
+// the hot path updates them without the recorder's lock.
+struct GroupTrace {
+  std::string pg_id;  // GroupInfo::name
+  std::string desc;
+  std::string backend;
+  int rank = 0;                   // rank in the group
+  int global_rank = 0;            // rank in the world group
+  std::vector<int> global_ranks;  // group rank -> world rank
+  std::shared_ptr<Store> store;   // the group's store (dump requests); may be null in tests
+  std::atomic<uint64_t> last_enqueued_collective{0};
+  std::atomic<uint64_t> last_started_collective{0};
+  std::atomic<uint64_t> last_completed_collective{0};
+  std::atomic<uint64_t> last_enqueued_p2p{0};
+  std::atomic<uint64_t> last_completed_p2p{0};
+};
+
+// One slot of the ring, all fixed-size so recording never allocates.
+struct FrEntry {
+  static constexpr int kNameLen = 48;
+  struct Sizes {
+    std::array<int64_t, Shape::kMaxDims> dims{};
+    uint8_t ndim = 0;
+    bool present = false;  // false: no tensor (barrier, gather output on a non-root)
+    DType dtype = DType::Float32;
+  };
+  uint64_t record_id = 0;             // 0 = empty slot
+  const GroupTrace* group = nullptr;  // kept alive by the recorder's group list
+  uint64_t collective_seq_id = 0;
+  uint64_t p2p_seq_id = 0;
+  uint64_t op_id = 0;  // per group, counts collectives and p2p together
+  OpType op = OpType::Barrier;
+  char profiling_name[kNameLen] = {};  // "gloo:all_reduce", "gloo:send 1->2"
+  int64_t time_created_ns = 0;
+  int64_t time_discovered_started_ns = 0;
+  int64_t time_discovered_completed_ns = 0;
+  Sizes input;
+  Sizes output;
+  FrState state = FrState::Scheduled;
+  bool retired = false;
+  bool failed = false;
+  int64_t timeout_ms = 0;
+  bool is_p2p = false;
+  int root = -1;  // global rank, ops with a root
+  int peer = -1;  // global rank, send/recv
+  ReduceOp reduce_op = ReduceOp::Sum;
+  bool has_reduce_op = false;
+  uint64_t thread_id = 0;
+  char thread_name[16] = {};
+};
+
+class FlightRecorder {
+ public:
+  // capacity 0 disables recording (record() returns 0 and the marks are no-ops).
+  explicit FlightRecorder(size_t capacity, Clock* clock = nullptr);
+  FlightRecorder(const FlightRecorder&) = delete;
+  FlightRecorder& operator=(const FlightRecorder&) = delete;
+
+  // The process recorder, sized from COLLIE_FR_BUFFER_SIZE (default 2000, 0 = off).
+  static FlightRecorder& global();
+  static size_t capacity_from_env(const Env& env);
+
+  // Registers a group for pg_config / pg_status. The recorder keeps it alive.
+  void add_group(std::shared_ptr<GroupTrace> g);
+
+  // Records `call` as scheduled; returns its record id (0 when disabled).
+  uint64_t record(const GroupTrace& g, uint64_t op_id, const OpCall& call);
+  // Marks are ignored when the slot has since been reused (ring wrapped).
+  void mark_started(uint64_t id);
+  void mark_completed(uint64_t id, bool failed);
+
+  size_t capacity() const { return slots_.size(); }
+  uint64_t total_recorded() const;
+  // Entries oldest first (a copy; the recorder keeps running).
+  std::vector<FrEntry> snapshot() const;
+  std::vector<std::shared_ptr<GroupTrace>> groups() const;
+  Clock& clock() const { return *clock_; }
+
+  // The dump as JSON text: {version, rank, reason, pg_config, pg_status, entries, ...}.
+  std::string dump_json(int rank, const std::string& reason) const;
+  // Writes <dir>/collie_fr_rank_<rank>.json atomically (temp file + rename). Returns the path.
+  // Throws Error when the directory cannot be written.
+  std::string dump_to_dir(const std::string& dir, int rank, const std::string& reason) const;
+
+ private:
+  FrEntry* slot_for(uint64_t id);
+  std::vector<FrEntry> slots_;
+  Clock* clock_;
+  mutable std::mutex mu_;  // guards slots_ and next_id_; never held across I/O
+  uint64_t next_id_ = 1;
+  mutable std::mutex groups_mu_;
+  std::vector<std::shared_ptr<GroupTrace>> groups_;
+};
+
+// File name of a rank's dump inside the dump directory.
+std::string fr_dump_file_name(int rank);
+inline constexpr int kFrDumpVersion = 1;
+
+}  // namespace collie

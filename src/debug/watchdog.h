@@ -1,0 +1,83 @@
+#pragma once
+// Watchdog: one thread that gives every in-flight op a deadline (its OpCall timeout). When a
+// deadline passes it logs the op, its seq and the group's last enqueued/started/completed seq,
+// runs the timeout handler (by default: dump the flight recorder and ask every rank to dump),
+// and fails the op's Work with TimeoutError so the caller's wait() raises instead of hanging.
+//
+// Time comes from a Clock, so tests drive it with FakeClock and check_now().
+// Ownership: global() lives for the process. watch() keeps a weak reference to the Work.
+// Thread safety: all methods may be called from any thread. watch/attach/unwatch take a short
+// lock and do no I/O; the timeout handler runs on the watchdog thread without the lock.
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "comm/work.h"
+#include "core/clock.h"
+
+namespace collie {
+
+struct GroupTrace;
+
+class Watchdog {
+ public:
+  struct Expired {
+    std::shared_ptr<GroupTrace> group;
+    OpType op = OpType::Barrier;
+    uint64_t seq = 0;
+    Millis timeout{0};
+    std::string message;  // the TimeoutError text
+  };
+  using TimeoutHandler = std::function<void(const Expired&)>;
+
+  // start_thread = false: nothing runs until check_now() (unit tests).
+  explicit Watchdog(Clock& clock, bool start_thread = true);
+  ~Watchdog();
+  Watchdog(const Watchdog&) = delete;
+  Watchdog& operator=(const Watchdog&) = delete;
+
+  static Watchdog& global();
+
+  // Replaces the default handler (which dumps the flight recorder); runs on the watchdog thread.
+  void set_timeout_handler(TimeoutHandler h);
+
+  // Starts watching an op; returns a token for attach/unwatch. The deadline is now + timeout.
+  uint64_t watch(std::shared_ptr<GroupTrace> group, OpType op, uint64_t seq, Millis timeout);
+  // Gives the watchdog the op's Work once the backend returned it.
+  void attach(uint64_t token, const std::shared_ptr<Work>& work);
+  void unwatch(uint64_t token);
+  size_t pending() const;
+
+  // Handles every op whose deadline has passed; returns how many expired.
+  int check_now();
+
+ private:
+  struct Pending {
+    uint64_t token = 0;
+    Clock::TimePoint deadline;
+    std::shared_ptr<GroupTrace> group;
+    std::weak_ptr<Work> work;
+    OpType op = OpType::Barrier;
+    uint64_t seq = 0;
+    Millis timeout{0};
+  };
+  void loop();
+  Clock& clock_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<Pending> pending_;
+  uint64_t next_token_ = 1;
+  bool stop_ = false;
+  TimeoutHandler handler_;
+  std::thread thread_;
+};
+
+// "[Rank 2] watchdog: all_reduce #57 in group 0 'default_pg' (gloo) did not complete within
+// 2000 ms; group 0 last enqueued #57, started #57, completed #56. ..."
+std::string watchdog_message(const GroupTrace& g, OpType op, uint64_t seq, Millis timeout);
+
+}  // namespace collie

@@ -1,0 +1,123 @@
+#include "metrics/tracing_process_group.h"
+
+#include <fmt/format.h>
+
+#include "comm/registry.h"
+#include "core/error.h"
+#include "debug/dump_service.h"
+#include "debug/watchdog.h"
+
+namespace collie {
+namespace {
+
+std::shared_ptr<GroupTrace> make_trace(const ProcessGroup& pg) {
+  auto t = std::make_shared<GroupTrace>();
+  const GroupInfo& i = pg.info();
+  t->pg_id = i.name;
+  t->desc = i.desc;
+  t->backend = i.backend;
+  t->rank = i.rank;
+  t->global_ranks = i.global_ranks;
+  t->global_rank =
+      i.rank < static_cast<int>(i.global_ranks.size()) ? i.global_ranks[i.rank] : i.rank;
+  t->store = i.store;
+  return t;
+}
+
+void raise_max(std::atomic<uint64_t>& a, uint64_t v) {
+  uint64_t cur = a.load(std::memory_order_relaxed);
+  while (cur < v && !a.compare_exchange_weak(cur, v, std::memory_order_relaxed)) {
+  }
+}
+
+std::string describe(std::exception_ptr e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& x) {
+    return x.what();
+  } catch (...) {
+    return "unknown error";
+  }
+}
+
+}  // namespace
+
+TracingProcessGroup::TracingProcessGroup(std::shared_ptr<ProcessGroup> inner,
+                                         FlightRecorder* recorder, Watchdog* watchdog,
+                                         std::vector<std::shared_ptr<OpObserver>> observers)
+    : ProcessGroupWrapper(std::move(inner)), shared_(std::make_shared<Shared>()) {
+  shared_->fr = recorder ? recorder : &FlightRecorder::global();
+  shared_->watchdog = watchdog ? watchdog : &Watchdog::global();
+  shared_->observers = std::move(observers);
+  shared_->trace = make_trace(*this);
+  shared_->fr->add_group(shared_->trace);
+}
+
+void TracingProcessGroup::before(const OpCall& call) {
+  GroupTrace& t = *shared_->trace;
+  current_ = InFlight{};
+  current_.created_ns = shared_->fr->clock().wall_ns();
+  if (is_p2p(call.type)) {
+    raise_max(t.last_enqueued_p2p, call.seq);
+  } else {
+    raise_max(t.last_enqueued_collective, call.seq);
+  }
+  current_.record = shared_->fr->record(t, ++op_id_, call);
+  current_.token = shared_->watchdog->watch(shared_->trace, call.type, call.seq, call.timeout);
+  if (!shared_->observers.empty()) {
+    OpEvent e{
+        &t, &call, call.type, call.seq, call.input.nbytes(), call.input.dtype, current_.created_ns,
+        0,  false};
+    for (const auto& o : shared_->observers) o->on_op_scheduled(e);
+  }
+}
+
+std::shared_ptr<Work> TracingProcessGroup::after(const OpCall& call, std::shared_ptr<Work> work) {
+  GroupTrace& t = *shared_->trace;
+  if (!is_p2p(call.type)) raise_max(t.last_started_collective, call.seq);
+  shared_->fr->mark_started(current_.record);
+  shared_->watchdog->attach(current_.token, work);
+  Done d{shared_, current_, call.type, call.seq, call.input.nbytes(), call.input.dtype};
+  work->on_complete([d](Work& w) { d.finish(w.exception()); });
+  return work;
+}
+
+void TracingProcessGroup::failed(const OpCall& call, std::exception_ptr error) {
+  Done{shared_, current_, call.type, call.seq, call.input.nbytes(), call.input.dtype}.finish(error);
+}
+
+void TracingProcessGroup::Done::finish(std::exception_ptr error) const {
+  GroupTrace& t = *shared->trace;
+  const bool failed = error != nullptr;
+  if (is_p2p(op)) {
+    raise_max(t.last_completed_p2p, seq);
+  } else if (!failed) {
+    raise_max(t.last_completed_collective, seq);
+  }
+  shared->fr->mark_completed(f.record, failed);
+  shared->watchdog->unwatch(f.token);
+  if (!shared->observers.empty()) {
+    OpEvent e{&t,    nullptr, op, seq, bytes, dtype, f.created_ns, shared->fr->clock().wall_ns(),
+              failed};
+    for (const auto& o : shared->observers) o->on_op_completed(e);
+  }
+  if (failed) {
+    DumpService::global().request_dump(
+        fmt::format("{} #{} in group {} failed: {}", op_name(op), seq, t.pg_id, describe(error)));
+  }
+}
+
+namespace {
+
+const bool kRegistered = register_wrapper(WrapperRegistration{
+    "tracing", kTracingWrapperOrder,
+    [](std::shared_ptr<ProcessGroup> pg, const BackendArgs&) -> std::shared_ptr<ProcessGroup> {
+      auto traced = std::make_shared<TracingProcessGroup>(std::move(pg));
+      if (traced->info().name == "0") {
+        DumpService::global().start(traced->trace()->global_rank, traced->info().store);
+      }
+      return traced;
+    }});
+
+}  // namespace
+}  // namespace collie
