@@ -3,15 +3,19 @@
 // /metrics on rank 0 reflect the collectives the ranks really ran (fed by TracingProcessGroup).
 #include "debug_server/auto_start.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <thread>
 
 #include "debug_server/server.h"
+#include "store/prefix_store.h"
+#include "store/tcp_store.h"
 #include "support/multiprocess.h"
 
 namespace collie {
@@ -61,6 +65,22 @@ TEST(DebugServerAutoStart, FourGlooRanksServeClusterViewAndMetrics) {
                          "analysis: {}", j["analysis"].dump());
           testing::check(j["ranks"][2]["status"]["groups"][0]["inflight"][0]["op"] == "barrier",
                          "rank 2 should wait in the barrier: {}", j["ranks"][2].dump());
+          // The same analysis from a terminal, through the job's TcpStore.
+          auto prefixed = std::dynamic_pointer_cast<PrefixStore>(ctx.pg->info().store);
+          auto tcp = std::dynamic_pointer_cast<TcpStore>(prefixed ? prefixed->base() : nullptr);
+          testing::check(tcp != nullptr, "rank 0 has no TcpStore");
+          FILE* p = popen(fmt::format("{} analyze-live {}:{} --timeout 3s", COLLIE_CLI_PATH,
+                                      tcp->host(), tcp->port())
+                              .c_str(),
+                          "r");
+          std::string out;
+          char buf[1024];
+          while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+          const int rc = pclose(p);
+          testing::check(WEXITSTATUS(rc) == 1 &&
+                             out.find("Not all ranks joining collective, sequence number: 7 (pg "
+                                      "0, barrier): missing ranks 0") != std::string::npos,
+                         "analyze-live (rc {}): {}", rc, out);
           auto m = cli.Get("/metrics");
           testing::check(m && m->status == 200, "metrics failed");
           const std::regex ops(
