@@ -1,0 +1,67 @@
+#include "debug_server/auto_start.h"
+
+#include <atomic>
+#include <mutex>
+
+#include "comm/launch_env.h"
+#include "comm/registry.h"
+#include "core/env.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "debug_server/server.h"
+#include "store/prefix_store.h"
+
+namespace collie {
+namespace {
+
+std::atomic<int> g_port_override{-1};
+std::mutex g_mu;
+
+std::unique_ptr<DebugServer>& server_slot() {
+  static std::unique_ptr<DebugServer> s;
+  return s;
+}
+
+void maybe_start(const ProcessGroup& pg, const BackendArgs& args) {
+  const GroupInfo& info = pg.info();
+  if (info.name != "0") return;  // the world group; other groups share its server
+  const Env& env = args.env ? *args.env : Env::process();
+  int port = g_port_override.load();
+  if (port < 0) {
+    auto v = env.get_int("COLLIE_DEBUG_PORT");
+    if (!v) return;
+    port = static_cast<int>(*v);
+  }
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (server_slot()) return;
+  DebugServerOptions o;
+  o.rank = info.rank;
+  o.world_size = info.size;
+  o.local_rank = detect_launch_env(env).local_rank.value_or(port == 0 ? 0 : info.rank);
+  o.bind_host = env.get("COLLIE_DEBUG_HOST").value_or("127.0.0.1");
+  o.token = env.get("COLLIE_DEBUG_TOKEN").value_or("");
+  o.base_port = port;
+  o.backend = info.backend;
+  o.group_timeout = info.timeout;
+  // Addresses and the dump key live in the root store, outside the group's prefix.
+  auto prefixed = std::dynamic_pointer_cast<PrefixStore>(info.store);
+  o.store = prefixed ? prefixed->base() : info.store;
+  server_slot() = DebugServer::start(std::move(o));
+}
+
+const bool kRegistered = register_wrapper(WrapperRegistration{
+    "debug_server", 1000, [](std::shared_ptr<ProcessGroup> pg, const BackendArgs& args) {
+      maybe_start(*pg, args);
+      return pg;
+    }});
+
+}  // namespace
+
+void set_debug_port_override(int port) { g_port_override.store(port); }
+
+DebugServer* process_debug_server() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  return server_slot().get();
+}
+
+}  // namespace collie

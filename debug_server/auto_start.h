@@ -1,0 +1,19 @@
+#pragma once
+// Starts this process's debug server when its world group is created (init_process_group), if
+// COLLIE_DEBUG_PORT is set or a command passed --debug-port. Hooked in as a registered wrapper
+// that returns the group unchanged, so comm never includes debug_server.
+//   COLLIE_DEBUG_PORT  base port (server on base + local rank), 0 = ephemeral
+//   COLLIE_DEBUG_HOST  bind address, default 127.0.0.1 (others need COLLIE_DEBUG_TOKEN)
+//   COLLIE_DEBUG_TOKEN bearer token required by every endpoint but /healthz
+// One server per process: later groups (new_group, or further init_process_group calls from
+// ranks run as threads) reuse it. Thread-safe.
+namespace collie {
+
+class DebugServer;
+
+// For CLI flags (--debug-port): takes precedence over COLLIE_DEBUG_PORT. -1 clears it.
+void set_debug_port_override(int port);
+// The server started for this process, or nullptr.
+DebugServer* process_debug_server();
+
+}  // namespace collie

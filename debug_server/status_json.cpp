@@ -1,0 +1,120 @@
+#include "debug_server/status_json.h"
+
+#include <unistd.h>
+
+#include <array>
+#include <string_view>
+
+#include "comm/registry.h"
+#include "core/log.h"
+#include "metrics/live_status.h"
+
+extern char** environ;
+
+namespace collie {
+namespace {
+
+constexpr std::array<std::string_view, 12> kEnvPrefixes = {
+    "COLLIE_", "TORCH_", "MASTER_", "RANK", "WORLD_SIZE", "LOCAL_RANK",
+    "GLOO_",   "NCCL_",  "OMPI_",   "PMI_", "SLURM_",     "CUDA_VISIBLE"};
+
+bool secret_name(std::string_view name) {
+  for (std::string_view s : {"TOKEN", "SECRET", "PASSWORD"}) {
+    if (name.find(s) != std::string_view::npos) return true;
+  }
+  return false;
+}
+
+std::string_view log_level_name(LogLevel l) {
+  switch (l) {
+    case LogLevel::Trace:
+      return "TRACE";
+    case LogLevel::Debug:
+      return "DEBUG";
+    case LogLevel::Info:
+      return "INFO";
+    case LogLevel::Warning:
+      return "WARNING";
+    case LogLevel::Error:
+      return "ERROR";
+    case LogLevel::Off:
+      return "OFF";
+  }
+  return "?";
+}
+
+}  // namespace
+
+std::string host_name() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "unknown";
+  return buf;
+}
+
+nlohmann::json status_json(const DebugServerOptions& opts, const LiveStatus& live,
+                           const std::string& url) {
+  nlohmann::json groups = nlohmann::json::array();
+  for (const auto& g : live.snapshot()) {
+    nlohmann::json inflight = nlohmann::json::array();
+    for (const auto& op : g.inflight_ops) {
+      inflight.push_back({{"op", op_name(op.op)},
+                          {"seq", op.seq},
+                          {"p2p", op.p2p},
+                          {"bytes", op.bytes},
+                          {"age_s", op.age_s}});
+    }
+    groups.push_back({{"pg", g.pg},
+                      {"desc", g.desc},
+                      {"backend", g.backend},
+                      {"group_rank", g.group_rank},
+                      {"size", g.size},
+                      {"last_enqueued_seq", g.last_enqueued_seq},
+                      {"last_started_seq", g.last_started_seq},
+                      {"last_completed_seq", g.last_completed_seq},
+                      {"last_completed_op", g.last_completed_op},
+                      {"last_enqueued_p2p_seq", g.last_enqueued_p2p_seq},
+                      {"last_completed_p2p_seq", g.last_completed_p2p_seq},
+                      {"ops_completed", g.ops_completed},
+                      {"ops_failed", g.ops_failed},
+                      {"inflight_count", g.inflight},
+                      {"since_last_progress_s", g.since_last_progress_s},
+                      {"inflight", std::move(inflight)}});
+  }
+  return {{"rank", opts.rank},
+          {"world_size", opts.world_size},
+          {"local_rank", opts.local_rank},
+          {"host", host_name()},
+          {"pid", static_cast<int64_t>(getpid())},
+          {"backend", opts.backend},
+          {"url", url},
+          {"groups", std::move(groups)}};
+}
+
+nlohmann::json config_json(const DebugServerOptions& opts) {
+  nlohmann::json backends = nlohmann::json::array();
+  for (const auto* b : collie::backends()) {
+    backends.push_back({{"name", b->name}, {"version", b->version}});
+  }
+  nlohmann::json env = nlohmann::json::object();
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    std::string_view kv(*e);
+    const size_t eq = kv.find('=');
+    if (eq == std::string_view::npos) continue;
+    std::string_view name = kv.substr(0, eq);
+    bool relevant = false;
+    for (std::string_view p : kEnvPrefixes) relevant = relevant || name.starts_with(p);
+    if (!relevant) continue;
+    env[std::string(name)] = secret_name(name) ? "<redacted>" : std::string(kv.substr(eq + 1));
+  }
+  return {{"version", COLLIE_VERSION},
+          {"backends", std::move(backends)},
+          {"backend", opts.backend},
+          {"debug_level", debug_level_name(debug_level())},
+          {"log_level", log_level_name(log_level())},
+          {"group_timeout_ms", opts.group_timeout.count()},
+          {"fanout_timeout_ms", opts.fanout_timeout.count()},
+          {"stall_after_s", opts.stall_after_s},
+          {"env", std::move(env)}};
+}
+
+}  // namespace collie

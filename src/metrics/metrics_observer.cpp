@@ -1,0 +1,48 @@
+#include "metrics/metrics_observer.h"
+
+#include <chrono>
+#include <memory>
+
+namespace collie {
+
+int MetricsObserver::slot_of(const GroupTrace& g) {
+  const int slot = live_.find_group(g);
+  if (slot >= 0) return slot;
+  if (g.pg_id == "0" || metrics_.rank() < 0) metrics_.set_rank(g.global_rank);
+  metrics_.backend_index(g.backend);
+  return live_.add_group(g);
+}
+
+void MetricsObserver::on_op_scheduled(const OpEvent& e) {
+  if (e.group == nullptr) return;
+  live_.started(slot_of(*e.group), e.op, e.seq, e.bytes);
+}
+
+void MetricsObserver::on_op_completed(const OpEvent& e) {
+  if (e.group == nullptr) return;
+  const int slot = slot_of(*e.group);
+  const int backend = metrics_.find_backend(e.group->backend);
+  if (e.failed) {
+    metrics_.record_error(backend, e.op, e.bytes);
+  } else {
+    metrics_.record_op(backend, e.op, e.bytes,
+                       std::chrono::nanoseconds(e.completed_ns - e.created_ns));
+  }
+  live_.finished(slot, e.op, e.seq, !e.failed);
+}
+
+MetricsObserver& process_metrics_observer() {
+  // Never destroyed: Works may complete during exit. add_op_observer wants a shared_ptr; the
+  // no-op deleter keeps ownership with this function.
+  static MetricsObserver* o = new MetricsObserver(Metrics::global(), LiveStatus::global());
+  return *o;
+}
+
+namespace {
+const bool kRegistered = [] {
+  add_op_observer(std::shared_ptr<OpObserver>(&process_metrics_observer(), [](OpObserver*) {}));
+  return true;
+}();
+}  // namespace
+
+}  // namespace collie

@@ -1,0 +1,31 @@
+#pragma once
+// The OpObserver that turns op events from the TracingProcessGroup into Prometheus metrics
+// (Metrics) and live per-group status (LiveStatus). One instance for the process is registered
+// at load time; tests build their own over their own Metrics/LiveStatus (ranks as threads).
+// Thread safety: as OpObserver. After a group's first op, callbacks are lock-free and
+// allocation-free.
+#include "metrics/live_status.h"
+#include "metrics/metrics.h"
+#include "metrics/op_observer.h"
+
+namespace collie {
+
+class MetricsObserver : public OpObserver {
+ public:
+  // REQUIRES: metrics and live outlive the observer.
+  MetricsObserver(Metrics& metrics, LiveStatus& live) : metrics_(metrics), live_(live) {}
+
+  void on_op_scheduled(const OpEvent& e) override;
+  void on_op_completed(const OpEvent& e) override;
+
+ private:
+  // Registers the group on first sight (locks and allocates once per group).
+  int slot_of(const GroupTrace& g);
+  Metrics& metrics_;
+  LiveStatus& live_;
+};
+
+// The observer registered for the process (Metrics::global(), LiveStatus::global()).
+MetricsObserver& process_metrics_observer();
+
+}  // namespace collie

@@ -1,0 +1,99 @@
+// Real processes: four gloo ranks created by init_process_group with COLLIE_DEBUG_PORT=0 each
+// start their debug server automatically, publish it in the store, and the cluster view and
+// /metrics on rank 0 reflect the collectives the ranks really ran (fed by TracingProcessGroup).
+#include "debug_server/auto_start.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <thread>
+
+#include "debug_server/server.h"
+#include "store/prefix_store.h"
+#include "store/tcp_store.h"
+#include "support/multiprocess.h"
+
+namespace collie {
+namespace {
+
+TEST(DebugServerAutoStart, FourGlooRanksServeClusterViewAndMetrics) {
+  ASSERT_TRUE(testing::processes_available());
+  setenv("COLLIE_DEBUG_PORT", "0", 1);
+  auto result = testing::run_ranks(
+      4,
+      [](testing::RankContext& ctx) {
+        std::vector<float> v(1024, 1.0f);
+        for (int i = 0; i < 5; ++i) {
+          ctx.pg->all_reduce(TensorView::cpu(v.data(), v.size(), DType::Float32))->wait();
+        }
+        DebugServer* s = process_debug_server();
+        testing::check(s != nullptr, "rank {}: no debug server started", ctx.rank);
+        ctx.pg->barrier()->wait();  // every rank has finished its all_reduces
+        if (ctx.rank == 0) {
+          httplib::Client cli("127.0.0.1", s->port());
+          cli.set_read_timeout(10, 0);
+          // Ranks 1-3 go on into the final barrier (#7) while rank 0 is busy here: live, rank 0
+          // is the straggler the analysis must name, and the others wait in barrier #7.
+          nlohmann::json j;
+          for (int i = 0; i < 50; ++i) {
+            auto r = cli.Get("/v1/cluster/status?timeout_ms=3000");
+            testing::check(r && r->status == 200, "cluster status failed");
+            j = nlohmann::json::parse(r->body);
+            if (j["analysis"]["ranks"][1]["state"] == "ok" &&
+                j["analysis"]["ranks"][3]["state"] == "ok" &&
+                j["analysis"]["ranks"][2]["state"] == "ok" &&
+                j["analysis"]["ranks"][0]["state"] == "straggler") {
+              break;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));
+          }
+          for (const auto& rk : j["ranks"]) {
+            testing::check(rk["reachable"].get<bool>(), "rank {} unreachable: {}",
+                           rk["rank"].get<int>(), rk.dump());
+            const auto& g = rk["status"]["groups"][0];
+            testing::check(g["last_completed_seq"].get<uint64_t>() == 6,
+                           "rank {} last completed {}", rk["rank"].get<int>(), g.dump());
+          }
+          testing::check(j["analysis"]["findings"][0] ==
+                             "Not all ranks joining collective, sequence number: 7 (pg 0, "
+                             "barrier): missing ranks 0",
+                         "analysis: {}", j["analysis"].dump());
+          testing::check(j["ranks"][2]["status"]["groups"][0]["inflight"][0]["op"] == "barrier",
+                         "rank 2 should wait in the barrier: {}", j["ranks"][2].dump());
+          // The same analysis from a terminal, through the job's TcpStore.
+          auto prefixed = std::dynamic_pointer_cast<PrefixStore>(ctx.pg->info().store);
+          auto tcp = std::dynamic_pointer_cast<TcpStore>(prefixed ? prefixed->base() : nullptr);
+          testing::check(tcp != nullptr, "rank 0 has no TcpStore");
+          FILE* p = popen(fmt::format("{} analyze-live {}:{} --timeout 3s", COLLIE_CLI_PATH,
+                                      tcp->host(), tcp->port())
+                              .c_str(),
+                          "r");
+          std::string out;
+          char buf[1024];
+          while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+          const int rc = pclose(p);
+          testing::check(WEXITSTATUS(rc) == 1 &&
+                             out.find("Not all ranks joining collective, sequence number: 7 (pg "
+                                      "0, barrier): missing ranks 0") != std::string::npos,
+                         "analyze-live (rc {}): {}", rc, out);
+          auto m = cli.Get("/metrics");
+          testing::check(m && m->status == 200, "metrics failed");
+          const std::regex ops(
+              "collie_collective_ops_total\\{backend=\"gloo\",collective=\"all_reduce\","
+              "rank=\"0\",size_class=\"le_4KiB\"\\} 5\n");
+          testing::check(std::regex_search(m->body, ops), "metrics: {}", m->body);
+        }
+        ctx.pg->barrier()->wait();  // keep every server up until rank 0 is done
+      },
+      testing::RunOptions{.mode = testing::Mode::Processes});
+  unsetenv("COLLIE_DEBUG_PORT");
+  EXPECT_TRUE(result.ok()) << result.summary();
+}
+
+}  // namespace
+}  // namespace collie

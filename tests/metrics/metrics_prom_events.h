@@ -1,0 +1,53 @@
+#pragma once
+// Feeds MetricsObserver the events TracingProcessGroup emits (same order of GroupTrace updates
+// and callbacks), for tests that run ranks as threads without a backend.
+#include <chrono>
+
+#include "metrics/metrics_observer.h"
+
+namespace collie::testing {
+
+inline void raise_to(std::atomic<uint64_t>& a, uint64_t v) {
+  if (a.load() < v) a.store(v);
+}
+
+inline void trace_scheduled(MetricsObserver& o, GroupTrace& g, OpType op, uint64_t seq,
+                            size_t bytes) {
+  raise_to(is_p2p(op) ? g.last_enqueued_p2p : g.last_enqueued_collective, seq);
+  OpEvent e;
+  e.group = &g;
+  e.op = op;
+  e.seq = seq;
+  e.bytes = bytes;
+  o.on_op_scheduled(e);
+  if (!is_p2p(op)) raise_to(g.last_started_collective, seq);
+}
+
+inline void trace_completed(MetricsObserver& o, GroupTrace& g, OpType op, uint64_t seq,
+                            size_t bytes, std::chrono::nanoseconds took, bool failed = false) {
+  if (is_p2p(op)) {
+    raise_to(g.last_completed_p2p, seq);
+  } else if (!failed) {
+    raise_to(g.last_completed_collective, seq);
+  }
+  OpEvent e;
+  e.group = &g;
+  e.op = op;
+  e.seq = seq;
+  e.bytes = bytes;
+  e.created_ns = 1'000'000'000;
+  e.completed_ns = e.created_ns + took.count();
+  e.failed = failed;
+  o.on_op_completed(e);
+}
+
+inline void init_trace(GroupTrace& g, int rank, int size, const char* backend = "gloo") {
+  g.pg_id = "0";
+  g.desc = "default_pg";
+  g.backend = backend;
+  g.rank = rank;
+  g.global_rank = rank;
+  for (int r = 0; r < size; ++r) g.global_ranks.push_back(r);
+}
+
+}  // namespace collie::testing
