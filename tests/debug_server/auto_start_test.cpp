@@ -90,7 +90,11 @@ TEST(DebugServerAutoStart, FourGlooRanksServeClusterViewAndMetrics) {
         }
         ctx.pg->barrier()->wait();  // keep every server up until rank 0 is done
       },
-      testing::RunOptions{.mode = testing::Mode::Processes});
+      [] {
+        testing::RunOptions o;
+        o.mode = testing::Mode::Processes;
+        return o;
+      }());
   unsetenv("COLLIE_DEBUG_PORT");
   EXPECT_TRUE(result.ok()) << result.summary();
 }
