@@ -20,6 +20,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// A round's worst case is a pair that fails slowly: its store wait and its connect (one
+// timeout each) plus the send and the receive (one each); with slack for teardown, rounds are
+// kept together as long as every rank arrives within this many timeouts.
+constexpr int kRoundBudget = 6;
+
 struct PeerView {
   bool ok = true;
   double best_rtt_us = -1;
@@ -190,7 +195,7 @@ ConnectivityResult run_connectivity(ProbeContext& ctx, const ConnectivityOptions
       // Rounds start together so a pair's ends meet within the deadline even after a slow
       // round; a rank that stopped reporting makes later rounds run unsynchronized instead.
       const std::string rtag = fmt::format("{}/{}/{}", tag, rep, r);
-      if (synced) synced = try_barrier(ctx, rtag + "/start", ctx.timeout * 3);
+      if (synced) synced = try_barrier(ctx, rtag + "/start", kRoundBudget * ctx.timeout);
       const int peer = peer_in_round(rounds[r], ctx.rank);
       if (peer < 0) continue;
       PeerView& v = view[peer];

@@ -229,7 +229,9 @@ PairwiseResult run_pairwise(ProbeContext& ctx, const PairwiseOptions& opts) {
   bool synced = true;
   for (size_t r = 0; r < rounds.size(); ++r) {
     const std::string rtag = fmt::format("{}/{}", tag, r);
-    if (synced) synced = try_barrier(ctx, rtag + "/start", ctx.timeout * 4);
+    // Worst case per round: a slow failing connect (2 timeouts) plus the last exchange that
+    // fails (1); the rest of the pair's steps then stop at once.
+    if (synced) synced = try_barrier(ctx, rtag + "/start", ctx.timeout * 6);
     const int peer = peer_in_round(rounds[r], ctx.rank);
     if (peer < 0) continue;
     const PairMeasure m = measure_pair(ctx, rtag, peer, opts);

@@ -16,6 +16,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+constexpr double kStandOut = 3.0;  // a straggler is this many times later than the median rank
+
 double percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -34,9 +36,14 @@ float spin(std::vector<float>& buf, int64_t units) {
 }  // namespace
 
 std::vector<RankLateness> StragglerResult::stragglers() const {
+  // Late in absolute terms and standing out from the crowd: on a busy host every rank is a few
+  // ms late now and then, which is noise, not a straggler.
+  std::vector<double> typical;
+  for (const auto& r : ranks) typical.push_back(r.median_late_us);
+  const double crowd = median(typical);
   std::vector<RankLateness> out;
   for (const auto& r : ranks)
-    if (r.median_late_us >= late_us) out.push_back(r);
+    if (r.median_late_us >= late_us && r.median_late_us >= kStandOut * crowd) out.push_back(r);
   std::sort(out.begin(), out.end(), [](const RankLateness& a, const RankLateness& b) {
     return a.median_late_us > b.median_late_us;
   });

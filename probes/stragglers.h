@@ -18,7 +18,9 @@ struct StragglerOptions {
   int warmup = 5;
   int64_t bytes = 4096;       // all_reduce payload
   int64_t work_per_iter = 0;  // fixed CPU work units before each collective (0 = none)
-  double late_us = 500;       // a rank whose median lateness is at least this is named
+  // A rank is named when its median lateness is at least this and at least 3x the median
+  // rank's, so load noise shared by every rank is not blamed on one.
+  double late_us = 500;
   // Test seam: called on every rank before each iteration's work (e.g. to delay one rank).
   std::function<void(int rank, int iter)> before_iteration;
 };
