@@ -127,7 +127,10 @@ std::shared_ptr<ProcessGroup> new_group(ProcessGroup& parent, const std::vector<
   for (int r : ranks) info.global_ranks.push_back(p.global_ranks.at(r));
   info.timeout = opts.timeout == kUseGroupTimeout ? p.timeout : opts.timeout;
   info.store = store;
-  return create(lookup(info.backend), std::move(info), Env::process());
+  // Look the backend up before moving `info`: argument evaluation order is unspecified, and GCC
+  // moves `info` first, which made every new_group fail with "unknown backend ''".
+  const BackendRegistration& reg = lookup(info.backend);
+  return create(reg, std::move(info), Env::process());
 }
 
 void destroy_process_group(ProcessGroup& pg) { pg.shutdown(); }

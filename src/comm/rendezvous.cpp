@@ -70,16 +70,27 @@ std::string format_ranks(std::vector<int> ranks) {
 void store_barrier(Store& store, const std::string& name, int rank, int world, Millis timeout) {
   store.set(fmt::format("{}/arrived/{}", name, rank), "1");
   const int64_t n = store.add(name + "/count", 1);
-  if (n == world) store.set(name + "/done", "1");
+  if (n == world) {
+    // The last arrival releases the others and must not wait itself: rank 0, which may host
+    // the store, can return and shut the store down as soon as "done" is set.
+    store.set(name + "/done", "1");
+    return;
+  }
   try {
     store.wait({name + "/done"}, timeout);
   } catch (const StoreError&) {
     std::vector<int> missing;
-    for (int r = 0; r < world; ++r) {
-      if (!store.check({fmt::format("{}/arrived/{}", name, r)})) missing.push_back(r);
-    }
-    if (missing.empty()) {  // everyone arrived just as we gave up
-      if (store.check({name + "/done"})) return;
+    try {
+      for (int r = 0; r < world; ++r) {
+        if (!store.check({fmt::format("{}/arrived/{}", name, r)})) missing.push_back(r);
+      }
+      if (missing.empty() && store.check({name + "/done"})) return;  // all arrived as we gave up
+    } catch (const NetworkError&) {
+      // The store's host (rank 0) gave up first and exited; it reports the missing ranks.
+      throw TimeoutError(fmt::format(
+          "[Rank {}] {}: not every rank arrived within {} ms, and the store host has already "
+          "given up (rank 0's error names the missing ranks)",
+          rank, name, timeout.count()));
     }
     throw TimeoutError(fmt::format(
         "[Rank {}] {}: rank{} {} of {} did not arrive within {} ms (check that they started and "

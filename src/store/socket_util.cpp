@@ -154,28 +154,46 @@ int connect_with_retry(const std::string& host, uint16_t port, Millis timeout) {
       host, port, waited.count(), std::strerror(last_errno)));
 }
 
-void send_all(int fd, const uint8_t* p, size_t n, Deadline deadline, const std::string& peer) {
-  while (n > 0) {
-    pollfd pf{fd, POLLOUT, 0};
+namespace {
+
+// Blocks until fd is ready for `events`; throws NetworkError when the deadline passes first.
+void wait_ready(int fd, short events, Deadline deadline, const std::string& peer) {
+  for (;;) {
+    pollfd pf{fd, events, 0};
     const int r = poll(&pf, 1, remaining_ms(deadline));
+    if (r > 0) return;
     if (r == 0) {
       throw NetworkError(
-          fmt::format("sending to the store at {} timed out; the server is not "
-                      "reading (overloaded or stopped?)",
-                      peer));
+          fmt::format("{} the store at {} timed out; the server is alive but not {} (overloaded or "
+                      "stopped?)",
+                      events == POLLOUT ? "sending to" : "waiting for a reply from", peer,
+                      events == POLLOUT ? "reading" : "answering"));
     }
-    if (r < 0) {
-      if (errno == EINTR) continue;
+    if (errno != EINTR) {
       throw NetworkError(
           fmt::format("poll on store connection {}: {}", peer, std::strerror(errno)));
     }
+  }
+}
+
+[[noreturn]] void throw_lost(const std::string& peer, std::string_view why) {
+  throw NetworkError(fmt::format(
+      "lost the connection to the store at {}: {} (did the process hosting the store, usually "
+      "rank 0, exit or crash?)",
+      peer, why));
+}
+
+bool retryable(int err) { return err == EINTR || err == EAGAIN || err == EWOULDBLOCK; }
+
+}  // namespace
+
+void send_all(int fd, const uint8_t* p, size_t n, Deadline deadline, const std::string& peer) {
+  while (n > 0) {
+    wait_ready(fd, POLLOUT, deadline, peer);
     const ssize_t w = send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (w < 0) {
-      if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
-      throw NetworkError(fmt::format(
-          "lost the connection to the store at {} while sending: {} (did the process hosting the "
-          "store, usually rank 0, exit?)",
-          peer, std::strerror(errno)));
+      if (retryable(errno)) continue;
+      throw_lost(peer, std::strerror(errno));
     }
     p += w;
     n -= static_cast<size_t>(w);
@@ -184,32 +202,12 @@ void send_all(int fd, const uint8_t* p, size_t n, Deadline deadline, const std::
 
 void recv_all(int fd, uint8_t* p, size_t n, Deadline deadline, const std::string& peer) {
   while (n > 0) {
-    pollfd pf{fd, POLLIN, 0};
-    const int r = poll(&pf, 1, remaining_ms(deadline));
-    if (r == 0) {
-      throw NetworkError(
-          fmt::format("no reply from the store at {} before the deadline; the "
-                      "server is alive but not answering (overloaded or stopped?)",
-                      peer));
-    }
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      throw NetworkError(
-          fmt::format("poll on store connection {}: {}", peer, std::strerror(errno)));
-    }
+    wait_ready(fd, POLLIN, deadline, peer);
     const ssize_t got = recv(fd, p, n, MSG_DONTWAIT);
-    if (got == 0) {
-      throw NetworkError(fmt::format(
-          "the store at {} closed the connection (did the process hosting the store, usually "
-          "rank 0, exit or crash?)",
-          peer));
-    }
+    if (got == 0) throw_lost(peer, "the server closed the connection");
     if (got < 0) {
-      if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
-      throw NetworkError(fmt::format(
-          "lost the connection to the store at {}: {} (did the process hosting the store, "
-          "usually rank 0, exit?)",
-          peer, std::strerror(errno)));
+      if (retryable(errno)) continue;
+      throw_lost(peer, std::strerror(errno));
     }
     p += got;
     n -= static_cast<size_t>(got);

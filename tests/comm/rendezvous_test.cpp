@@ -7,12 +7,15 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <future>
+#include <sstream>
 #include <thread>
 
 #include "core/env.h"
 #include "core/error.h"
+#include "launch/launch.h"
 #include "store/socket_util.h"
 #include "store/store.h"
 
@@ -195,6 +198,37 @@ TEST(Rendezvous, BadInitMethodsAreOneLineInvalidArguments) {
   }
   EXPECT_THROW(rendezvous(RendezvousRequest{"env://", 2, 2, 1s}, env), InvalidArgument);
   EXPECT_THROW(rendezvous(RendezvousRequest{"env://", -1, -1, 1s}, env), InvalidArgument);
+}
+
+// Real processes started by the launcher meet over env:// (TcpStore hosted by rank 0).
+TEST(Rendezvous, EnvMethodAcrossLaunchedProcesses) {
+  char tmpl[] = "/tmp/collie_rdzv_out_XXXXXX";
+  const int fd = mkstemp(tmpl);
+  launch::LaunchSpec spec;
+  spec.nprocs = 4;
+  spec.argv = {RENDEZVOUS_PROBE_PATH};
+  spec.out_fd = fd;
+  spec.timeout = 30s;
+  const launch::LaunchResult r = launch::run(spec);
+  EXPECT_EQ(r.exit_code, 0);
+  std::ifstream in(tmpl);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  for (int rank = 0; rank < 4; ++rank) {
+    const std::string want = "[" + std::to_string(rank) + "] rank " + std::to_string(rank) +
+                             " of 4 via env sees rank " + std::to_string((rank + 1) % 4);
+    EXPECT_NE(ss.str().find(want), std::string::npos) << ss.str();
+  }
+  // A rank that dies before joining fails the job quickly with its status.
+  spec.argv = {RENDEZVOUS_PROBE_PATH, "2"};
+  spec.kill_grace = 500ms;
+  const auto start = std::chrono::steady_clock::now();
+  const launch::LaunchResult f = launch::run(spec);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 10s);
+  EXPECT_EQ(f.exit_code, 3);
+  EXPECT_EQ(f.failed_rank, 2);
+  close(fd);
+  unlink(tmpl);
 }
 
 TEST(StoreBarrier, ReleasesEveryRankAndNamesLateOnes) {

@@ -3,6 +3,7 @@
 // `connect()` returns another client of the same store (another connection, another FileStore
 // instance on the same file, or the same object for in-process stores).
 #include <functional>
+#include <ostream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -28,6 +29,9 @@ struct StoreFactory {
 };
 
 std::vector<StoreFactory> all_store_factories();
+
+// Test names show the store's name, not the factory's bytes.
+inline void PrintTo(const StoreFactory& f, std::ostream* os) { *os << f.name; }
 
 // A fresh path under the temp directory, unique per process and call (nothing is created).
 std::string temp_store_path(const std::string& tag);

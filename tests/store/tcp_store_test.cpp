@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -48,6 +49,13 @@ uint16_t free_port() {
 
 TEST(TcpStore, FiveHundredTwelveConcurrentClients) {
   constexpr int kClients = 512;
+  // Client and server ends of every connection live in this process: 2 fds per client.
+  rlimit lim{};
+  getrlimit(RLIMIT_NOFILE, &lim);
+  if (lim.rlim_cur < 4 * kClients) {
+    lim.rlim_cur = std::min<rlim_t>(lim.rlim_max, 4 * kClients);
+    setrlimit(RLIMIT_NOFILE, &lim);
+  }
   TcpStore server(server_opts());
   std::atomic<int> ok{0};
   std::vector<std::thread> ts;
@@ -151,6 +159,7 @@ TEST(TcpStore, ServerProcessDeathGivesNetworkError) {
   ASSERT_EQ(parked.wait_for(15s), std::future_status::ready);
   const std::string msg = parked.get();
   EXPECT_NE(msg.find("closed the connection"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("127.0.0.1:" + std::to_string(port)), std::string::npos) << msg;
   EXPECT_NE(msg.find("never_set"), std::string::npos) << msg;
   EXPECT_THROW(client.ping(), NetworkError);
 }
@@ -199,6 +208,40 @@ TEST(TcpStore, OversizeRequestIsRejectedByTheServer) {
   TcpStore after(client_of(server));
   after.set("still", "alive");
   EXPECT_EQ(server.get_string("still"), "alive");
+}
+
+TEST(TcpStoreProtocol, TruncatedFieldsThrowInsteadOfAllocating) {
+  store_wire::Writer w;
+  w.u8(1).str("key").bytes(Bytes(10, 3));
+  const Bytes& frame = w.finish();
+  EXPECT_EQ(store_wire::decode_u32(frame.data()), frame.size() - store_wire::kHeaderBytes);
+  store_wire::Reader ok(frame.data() + 4, frame.size() - 4);
+  EXPECT_EQ(ok.u8(), 1);
+  EXPECT_EQ(ok.str(), "key");
+  EXPECT_EQ(ok.bytes(), Bytes(10, 3));
+  EXPECT_TRUE(ok.done());
+  // A length field claiming 4 GiB inside a 9-byte payload.
+  const uint8_t bad[] = {1, 0xff, 0xff, 0xff, 0xff, 'k', 'e', 'y', 0};
+  store_wire::Reader r(bad, sizeof(bad));
+  r.u8();
+  EXPECT_THROW(r.str(), StoreError);
+}
+
+TEST(TcpStore, UnknownOpIsAnsweredWithAnErrorAndTheServerKeepsServing) {
+  TcpStore server(server_opts());
+  const int fd = net::connect_with_retry("127.0.0.1", server.port(), 5s);
+  const uint8_t frame[] = {1, 0, 0, 0, 200};  // a 1-byte request with op 200
+  ASSERT_EQ(send(fd, frame, sizeof(frame), MSG_NOSIGNAL), 5);
+  uint8_t hdr[4];
+  net::recv_all(fd, hdr, 4, Steady::now() + 5s, "test");
+  Bytes body(store_wire::decode_u32(hdr));
+  net::recv_all(fd, body.data(), body.size(), Steady::now() + 5s, "test");
+  store_wire::Reader r(body.data(), body.size());
+  EXPECT_EQ(r.u8(), static_cast<uint8_t>(store_wire::Status::kError));
+  EXPECT_NE(r.str().find("unknown store request op 200"), std::string::npos);
+  close(fd);
+  server.set("after", "1");
+  EXPECT_EQ(TcpStore(client_of(server)).get_string("after"), "1");
 }
 
 TEST(TcpStore, ManyParkedWaitersWakeOnOneSet) {

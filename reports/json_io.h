@@ -1,0 +1,26 @@
+#pragma once
+// JSON form of the result model (schema "collie.perf.v1", see docs/results-schema.md): conversion
+// both ways, an atomic file writer and the reader used by `collie report`.
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "reports/result.h"
+
+namespace collie::reports {
+
+nlohmann::json to_json(const ResultRow& r);
+nlohmann::json to_json(const RunResult& r);
+// Throws collie::InvalidArgument naming the missing/mistyped field, or an unknown schema.
+ResultRow row_from_json(const nlohmann::json& j);
+RunResult run_from_json(const nlohmann::json& j);
+
+// Reads a results file written by JsonResultWriter. Throws InvalidArgument (file unreadable,
+// not JSON, wrong schema) with the path in the message.
+RunResult read_results(const std::string& path);
+
+// Writes `result` to `path` atomically: a temporary file in the same directory, then rename(),
+// so a reader never sees a half-written file. Throws collie::Error when the file cannot be
+// written. Thread-compatible (one writer per path).
+void write_results_atomic(const std::string& path, const RunResult& result);
+
+}  // namespace collie::reports

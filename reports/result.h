@@ -1,0 +1,85 @@
+#pragma once
+// The perf result model ("collie.perf.v1"): run metadata plus one row per
+// collective / dtype / op / root / size / placement. Plain values; copyable; no thread safety
+// beyond that of std containers. Documented field by field in docs/results-schema.md.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace collie::reports {
+
+inline constexpr const char* kSchemaName = "collie.perf.v1";
+
+// Per-iteration statistics of one row (microseconds; cv = stdev / mean, a fraction).
+struct IterStats {
+  int samples = 0;
+  double min_us = 0, p50_us = 0, p95_us = 0, p99_us = 0, max_us = 0, mean_us = 0, cv = 0;
+};
+
+// Computes IterStats over `times_us` (nearest-rank percentiles, as nccl-tests -I does).
+IterStats compute_iter_stats(std::vector<double> times_us);
+
+struct ResultRow {
+  std::string collective;  // "all_reduce", ...
+  std::string placement;   // "out" (out-of-place) or "in" (in-place)
+  int64_t size_bytes = 0;  // the table's size column
+  int64_t count = 0;       // elements per call (the table's count column)
+  std::string dtype;       // nccl-tests spelling: "float", "half", ...
+  std::string redop;       // "sum", ..., or "none" for non-reductions
+  int root = -1;           // -1 for rootless collectives
+  double time_us = 0;      // per call, reduced across ranks per -a
+  double algbw_gbps = 0;
+  double busbw_gbps = 0;
+  int64_t wrong = -1;                // elements wrong summed over ranks; -1 = not checked (N/A)
+  int wrong_rank = -1;               // first rank that saw a wrong element, -1 if none
+  int64_t wrong_offset = -1;         // its first wrong element index, -1 if none
+  std::vector<double> rank_time_us;  // per-rank average time per call, indexed by rank
+  int slowest_rank = -1;
+  IterStats iter;  // per-iteration stats (slowest rank per iteration)
+  int iters = 0;
+  int agg_iters = 1;
+  int cycle = 0;  // -N run cycle this row belongs to
+};
+
+struct RunMeta {
+  std::string schema = kSchemaName;
+  std::string version;  // collie version
+  std::string backend;
+  int world_size = 0;
+  std::vector<std::string> hosts;  // indexed by rank
+  std::map<std::string, std::string> library_versions;
+  std::map<std::string, std::string> flags;  // the effective flags, as given on the command line
+  std::string started_at;                    // ISO 8601 UTC
+  std::string finished_at;                   // empty while the run is in progress
+};
+
+struct Summary {
+  double avg_busbw_gbps = 0;  // nccl-tests "Avg bus bandwidth": mean over all rows
+  double peak_busbw_gbps = 0;
+  int64_t peak_size_bytes = 0;
+  double largest_size_busbw_gbps = 0;  // mean over the rows of the largest size
+  int64_t largest_size_bytes = 0;
+  int64_t wrong_total = 0;
+  std::vector<int> stragglers;  // ranks > 20 % over the median in most rows
+};
+
+struct RunResult {
+  RunMeta meta;
+  std::vector<ResultRow> rows;
+  std::optional<Summary> summary;  // set when the run completed
+};
+
+// Median of `v` (mean of the middle two for an even count). REQUIRES: !v.empty().
+double median(std::vector<double> v);
+
+// Summary over `rows` (all collectives together). Pure function.
+Summary summarize(const std::vector<ResultRow>& rows, int world_size);
+
+// Ranks whose average time exceeds the median of the per-rank times by more than `threshold`
+// (0.2 = 20 %) in more than half of `rows`. Rows without per-rank times are ignored.
+std::vector<int> find_stragglers(const std::vector<ResultRow>& rows, int world_size,
+                                 double threshold = 0.2);
+
+}  // namespace collie::reports

@@ -1,0 +1,124 @@
+#include "reports/table.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+
+namespace collie::reports {
+
+std::string format_float(double value, int width) {
+  // Digits before the decimal point decide how many decimals still fit in `width`.
+  int digits = 0;
+  for (double v = 1; value >= v && digits < 40; v *= 10) ++digits;
+  char buf[64];
+  if (digits < width - 2) {
+    std::snprintf(buf, sizeof buf, "%*.2f", width, value);
+  } else if (digits < width - 1) {
+    std::snprintf(buf, sizeof buf, "%*.1f", width, value);
+  } else if (digits < width + 1) {
+    std::snprintf(buf, sizeof buf, "%*.0f", width, value);
+  } else if (width >= 7) {
+    std::snprintf(buf, sizeof buf, "%*.1e", width, value);
+  } else {
+    std::snprintf(buf, sizeof buf, "%*.0e", width, value);
+  }
+  return buf;
+}
+
+static std::string placement_cells(const ResultRow* r) {
+  char buf[128];
+  if (r == nullptr) {
+    std::snprintf(buf, sizeof buf, "  %7s  %6s  %6s  %6s", "N/A", "N/A", "N/A", "N/A");
+    return buf;
+  }
+  const std::string t = format_float(r->time_us, 7);
+  const std::string a = format_float(r->algbw_gbps, 6);
+  const std::string b = format_float(r->busbw_gbps, 6);
+  if (r->wrong < 0) {
+    std::snprintf(buf, sizeof buf, "  %7s  %6s  %6s  %6s", t.c_str(), a.c_str(), b.c_str(), "N/A");
+  } else {
+    std::snprintf(buf, sizeof buf, "  %7s  %6s  %6s  %6g", t.c_str(), a.c_str(), b.c_str(),
+                  static_cast<double>(r->wrong));
+  }
+  return buf;
+}
+
+std::string format_row(const ResultRow* out, const ResultRow* in) {
+  const ResultRow& k = out ? *out : *in;
+  char root[32];
+  std::snprintf(root, sizeof root, "%6i", k.root);
+  char head[160];
+  std::snprintf(head, sizeof head, "%12li  %12li  %8s  %6s  %6s", static_cast<long>(k.size_bytes),
+                static_cast<long>(k.count), k.dtype.c_str(), k.redop.c_str(), root);
+  return head + placement_cells(out) + placement_cells(in);
+}
+
+std::string format_column_header() {
+  return "#                                                              out-of-place"
+         "                       in-place\n"
+         "#       size         count      type   redop    root     time   algbw   busbw  #wrong"
+         "     time   algbw   busbw  #wrong\n"
+         "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)"
+         "             (us)  (GB/s)  (GB/s)\n";
+}
+
+std::string format_header(const TableHeader& h) {
+  std::string s = fmt::format("# Collective test starting: {}_perf\n", h.collective);
+  const std::string step = h.step_factor > 1 ? fmt::format("{}(factor)", h.step_factor)
+                                             : fmt::format("{}(bytes)", h.step_bytes);
+  s += fmt::format(
+      "# nThread 1 nGpus 1 minBytes {} maxBytes {} step: {} warmup iters: {} iters: {} agg iters: "
+      "{} validation: {} graph: 0\n",
+      h.min_bytes, h.max_bytes, step, h.warmup_iters, h.iters, h.agg_iters,
+      h.check_iters > 0 ? 1 : 0);
+  s += "#\n# Using devices\n";
+  for (int r = 0; r < h.world_size; ++r) {
+    const std::string host = r < static_cast<int>(h.hosts.size()) ? h.hosts[r] : "?";
+    const int pid = r < static_cast<int>(h.pids.size()) ? h.pids[r] : 0;
+    char line[512];
+    std::snprintf(line, sizeof line, "#  Rank %2d Group %2d Pid %6d on %10s device %2d [%s] %s\n",
+                  r, 0, pid, host.c_str(), -1, h.device.c_str(), "host memory");
+    s += line;
+  }
+  s += "#\n";
+  return s + format_column_header();
+}
+
+std::string format_straggler_line(const std::vector<ResultRow>& rows, const Summary& s) {
+  if (s.stragglers.empty()) return "";
+  std::string ranks;
+  double worst = 0;
+  for (int r : s.stragglers) {
+    if (!ranks.empty()) ranks.append(", ");
+    ranks.append(std::to_string(r));
+    for (const auto& row : rows) {
+      if (static_cast<size_t>(r) >= row.rank_time_us.size()) continue;
+      const double med = median(row.rank_time_us);
+      if (med > 0) worst = std::max(worst, row.rank_time_us[r] / med - 1);
+    }
+  }
+  return fmt::format(
+      "# Straggler: rank{} {} slower than the median rank by > 20 % in most sizes (worst +{:.0f} "
+      "%); "
+      "check that host with `collie probe`\n",
+      s.stragglers.size() > 1 ? "s" : "", ranks, worst * 100);
+}
+
+std::string format_trailer(const std::string& collective, const Summary& s) {
+  std::string out = fmt::format("# Out of bounds values : {} {}\n", s.wrong_total,
+                                s.wrong_total == 0 ? "OK" : "FAILED");
+  char avg[64];
+  std::snprintf(avg, sizeof avg, "%g", s.avg_busbw_gbps);
+  out += fmt::format("# Avg bus bandwidth    : {}\n", avg);
+  char peak[64], largest[64];
+  std::snprintf(peak, sizeof peak, "%g", s.peak_busbw_gbps);
+  std::snprintf(largest, sizeof largest, "%g", s.largest_size_busbw_gbps);
+  out += fmt::format("# Peak bus bandwidth   : {} (at {} B)\n", peak, s.peak_size_bytes);
+  out += fmt::format("# Busbw at max size    : {} (at {} B)\n", largest, s.largest_size_bytes);
+  out += fmt::format("#\n# Collective test concluded: {}_perf\n", collective);
+  return out;
+}
+
+}  // namespace collie::reports

@@ -1,0 +1,41 @@
+#pragma once
+// The nccl-tests table, byte-compatible with nccl-tests 2.19 so tools that parse its output parse
+// collie's unchanged: same header lines, row format "%12li  %12li  %8s  %6s  %6s" followed per
+// placement by "  %7s  %6s  %6s  %6g" (or "N/A" when unchecked), numbers shrinking their
+// precision to fit the column width. collie-only lines (version, straggler, summary) are '#'
+// comments, which those parsers skip. Pure functions; thread-safe.
+#include <string>
+#include <vector>
+
+#include "reports/result.h"
+
+namespace collie::reports {
+
+// `value` right-aligned in `width` columns with as many decimals (2, 1, 0) as fit, then
+// exponent notation, as nccl-tests prints time and bandwidth.
+std::string format_float(double value, int width);
+
+// One table line (no newline) for one size. Either placement may be null: its cells print N/A.
+// REQUIRES: at least one of out/in is non-null; both describe the same size/dtype/op/root.
+std::string format_row(const ResultRow* out, const ResultRow* in);
+
+struct TableHeader {
+  std::string collective;  // "all_reduce"
+  int64_t min_bytes = 0, max_bytes = 0, step_bytes = 0, step_factor = 2;
+  int warmup_iters = 1, iters = 20, agg_iters = 1, check_iters = 1;
+  int world_size = 1;
+  std::vector<std::string> hosts;  // indexed by rank
+  std::vector<int> pids;           // indexed by rank (may be empty)
+  std::string device = "cpu";
+};
+
+// "# Collective test starting" through the three column-header lines, each ending in '\n'.
+std::string format_header(const TableHeader& h);
+// The column-header lines only (the last three lines of format_header).
+std::string format_column_header();
+// "# Out of bounds values" through "# Collective test concluded", plus collie's summary lines.
+std::string format_trailer(const std::string& collective, const Summary& s);
+// "# Straggler: rank 3 ..." line (empty string when there is none).
+std::string format_straggler_line(const std::vector<ResultRow>& rows, const Summary& s);
+
+}  // namespace collie::reports

@@ -1,0 +1,53 @@
+// Raw Gloo baseline for scripts/bench/overhead.sh: straight gloo calls, nothing from collie.
+// Usage: raw_gloo_allreduce RANK SIZE STORE_DIR MIN_BYTES MAX_BYTES FACTOR ITERS WARMUP
+// Rank 0 prints "<bytes> <avg us per all_reduce>" per size (float sum, in place), timing the
+// same way collie perf does: a barrier, then ITERS back-to-back calls, averaged.
+#include <gloo/allreduce.h>
+#include <gloo/barrier.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/file_store.h>
+#include <gloo/transport/tcp/device.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <vector>
+
+int main(int argc, char** argv) {
+  if (argc != 9) {
+    std::fprintf(stderr, "usage: %s RANK SIZE STORE_DIR MIN MAX FACTOR ITERS WARMUP\n", argv[0]);
+    return 2;
+  }
+  const int rank = std::atoi(argv[1]), size = std::atoi(argv[2]);
+  const long min_b = std::atol(argv[4]), max_b = std::atol(argv[5]), factor = std::atol(argv[6]);
+  const int iters = std::atoi(argv[7]), warmup = std::atoi(argv[8]);
+  gloo::transport::tcp::attr attr;
+  attr.hostname = "127.0.0.1";
+  auto dev = gloo::transport::tcp::CreateDevice(attr);
+  gloo::rendezvous::FileStore store(argv[3]);
+  auto ctx = std::make_shared<gloo::rendezvous::Context>(rank, size);
+  ctx->setTimeout(std::chrono::seconds(120));
+  ctx->connectFullMesh(store, dev);
+  for (long bytes = min_b; bytes <= max_b; bytes *= factor) {
+    const size_t count = static_cast<size_t>(bytes) / sizeof(float);
+    std::vector<float> buf(count, 1.0f);
+    auto one = [&] {
+      gloo::AllreduceOptions o(ctx);
+      o.setOutput(buf.data(), count);
+      o.setReduceFunction(
+          static_cast<void (*)(void*, const void*, const void*, size_t)>(&gloo::sum<float>));
+      gloo::allreduce(o);
+    };
+    for (int i = 0; i < warmup; ++i) one();
+    gloo::BarrierOptions b(ctx);
+    gloo::barrier(b);
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < iters; ++i) one();
+    const double us =
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+    if (rank == 0) std::printf("%ld %.3f\n", bytes, us / iters);
+    if (factor <= 1) break;
+  }
+  return 0;
+}

@@ -1,0 +1,56 @@
+#pragma once
+// Process-wide MPI state shared by every ProcessGroupMPI: initialization (MPI_THREAD_MULTIPLE
+// when the library offers it), the lock that serializes MPI calls when it does not, and the
+// mapping of collie dtypes / reduce ops to MPI handles (including the user-defined ops that give
+// float16 / bfloat16 reductions through core/reduce_kernel.h).
+// Thread safety: runtime() is safe from any thread; initialization happens once.
+#include <mpi.h>
+
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "core/dtype.h"
+#include "core/reduce_op.h"
+
+namespace collie {
+class Env;
+}
+
+namespace collie::mpi {
+
+class Runtime {
+ public:
+  // Initializes MPI on first use (unless the application already did) and finalizes it at
+  // process exit when collie initialized it. Throws BackendError when MPI_Init_thread fails.
+  static Runtime& get();
+
+  // Locks MPI calls when the library gives less than MPI_THREAD_MULTIPLE; no-op otherwise.
+  std::unique_lock<std::mutex> lock();
+  bool thread_multiple() const { return thread_multiple_; }
+  int world_rank() const { return world_rank_; }
+  int world_size() const { return world_size_; }
+
+  MPI_Datatype datatype(DType d) const;
+  // The MPI op to use for `op` on `d` (Avg and PreMulSum reduce with Sum; the caller finishes).
+  MPI_Op op(ReduceOp op, DType d) const;
+
+ private:
+  Runtime();
+  bool thread_multiple_ = false;
+  int world_rank_ = 0;
+  int world_size_ = 1;
+  std::mutex mu_;
+  MPI_Datatype half_ = MPI_DATATYPE_NULL;
+  MPI_Datatype bfloat_ = MPI_DATATYPE_NULL;
+  MPI_Op half_ops_[4] = {MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL};
+};
+
+// "Open MPI v4.1.4" (first line of MPI_Get_library_version, up to the first comma).
+std::string library_version();
+// Text of an MPI error code.
+std::string error_string(int code);
+// True when `env` shows an MPI launcher (Open MPI's OMPI_COMM_WORLD_*, PMIx, PMI).
+bool under_mpi_launcher(const Env& env);
+
+}  // namespace collie::mpi

@@ -1,0 +1,53 @@
+#include "backends/mpi/mpi_watchdog.h"
+
+#include <chrono>
+
+namespace collie::mpi {
+namespace {
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// How late past its deadline an op may be reported; the watchdog sleeps this long between checks.
+constexpr auto kCheckPeriod = std::chrono::milliseconds(50);
+
+}  // namespace
+
+Watchdog::Watchdog(OnExpire on_expire)
+    : on_expire_(std::move(on_expire)), thread_([this] { loop(); }) {}
+
+Watchdog::~Watchdog() {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void Watchdog::arm(OpType op, uint64_t seq, Millis timeout) {
+  op_.store(static_cast<uint8_t>(op), std::memory_order_relaxed);
+  seq_.store(seq, std::memory_order_relaxed);
+  timeout_ms_.store(timeout.count(), std::memory_order_relaxed);
+  deadline_ns_.store(now_ns() + std::chrono::nanoseconds(timeout).count(),
+                     std::memory_order_release);
+}
+
+void Watchdog::loop() {
+  std::unique_lock<std::mutex> lk(mu_);
+  while (!stop_) {
+    cv_.wait_for(lk, kCheckPeriod);
+    const int64_t d = deadline_ns_.load(std::memory_order_acquire);
+    if (d != 0 && now_ns() > d) {
+      on_expire_(static_cast<OpType>(op_.load(std::memory_order_relaxed)),
+                 seq_.load(std::memory_order_relaxed),
+                 Millis(timeout_ms_.load(std::memory_order_relaxed)));
+      return;
+    }
+  }
+}
+
+}  // namespace collie::mpi

@@ -1,0 +1,69 @@
+#include "backends/mpi/mpi_work.h"
+
+#include <fmt/format.h>
+
+#include "backends/mpi/mpi_runtime.h"
+#include "core/error.h"
+
+namespace collie::mpi {
+
+MpiWork::MpiWork(OpType op, uint64_t seq, Millis timeout, int rank,
+                 std::shared_ptr<const std::string> group)
+    : Work(op, seq, timeout), rank_(rank), group_(std::move(group)) {}
+
+std::string MpiWork::label() const {
+  return fmt::format("[Rank {}] mpi {} #{} {}", rank_, op_name(op()), seq(), *group_);
+}
+
+MpiWork::~MpiWork() {
+  std::lock_guard<std::mutex> lk(test_mu_);
+  if (!mpi_done_ && (!scratch.empty() || !counts.empty())) {
+    // MPI may still read or write these; see the header.
+    new std::vector<std::byte>(std::move(scratch));
+    new std::vector<int>(std::move(counts));
+  }
+}
+
+bool MpiWork::poll() {
+  std::unique_lock<std::mutex> mine(test_mu_, std::try_to_lock);
+  if (!mine.owns_lock()) return false;  // another thread is testing; it will complete the Work
+  if (mpi_done_) return true;
+  int flag = 0;
+  int rc = MPI_SUCCESS;
+  {
+    auto lk = Runtime::get().lock();
+    rc = MPI_Test(&request, &flag, MPI_STATUS_IGNORE);
+  }
+  if (rc != MPI_SUCCESS) {
+    mpi_done_ = true;
+    complete(std::make_exception_ptr(BackendError(fmt::format(
+        "{}: MPI reported an error: {}; the communicator may be unusable, check the other "
+        "ranks' logs",
+        label(), error_string(rc)))));
+    return true;
+  }
+  if (!flag) return false;
+  mpi_done_ = true;
+  run_finish();
+  return true;
+}
+
+void MpiWork::mpi_returned() {
+  {
+    std::lock_guard<std::mutex> lk(test_mu_);
+    mpi_done_ = true;
+  }
+  run_finish();
+}
+
+void MpiWork::run_finish() {
+  try {
+    if (finish) finish();
+  } catch (...) {
+    complete(std::current_exception());
+    return;
+  }
+  complete();
+}
+
+}  // namespace collie::mpi

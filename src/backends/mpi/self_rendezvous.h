@@ -1,0 +1,17 @@
+#pragma once
+// Rendezvous for jobs started by mpirun/srun: rank and size come from MPI_COMM_WORLD and rank 0
+// serves a TcpStore whose address it broadcasts over MPI, so the debug features that need a
+// store (monitored barrier, debug-server addresses, dump requests) work with nothing set.
+#include <optional>
+
+#include "comm/registry.h"
+
+namespace collie::mpi {
+
+// nullopt when `env` shows no MPI launcher. The store listens on 127.0.0.1 when every rank is on
+// this host, else on all interfaces and is reached through rank 0's host name
+// (COLLIE_MPI_STORE_HOST overrides the address others connect to).
+// Throws BackendError if MPI cannot start, NetworkError if the store cannot be reached in time.
+std::optional<SelfRendezvous> self_rendezvous(const Env& env, Millis timeout);
+
+}  // namespace collie::mpi

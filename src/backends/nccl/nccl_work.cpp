@@ -1,0 +1,82 @@
+#include "backends/nccl/nccl_work.h"
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+
+namespace collie::nccl {
+
+void CommState::abort(const std::string& why) {
+  std::lock_guard<std::mutex> lk(mu);
+  if (aborted) return;
+  aborted = true;
+  abort_reason = why;
+  ncclCommAbort(comm);
+}
+
+NcclWork::NcclWork(OpType op, uint64_t seq, Millis timeout, std::string label,
+                   std::shared_ptr<CommState> comm)
+    : Work(op, seq, timeout),
+      label_(std::move(label)),
+      comm_(std::move(comm)),
+      deadline_(std::chrono::steady_clock::now() + timeout) {
+  cudaEventCreate(&start_);
+  cudaEventCreate(&end_);
+}
+
+NcclWork::~NcclWork() {
+  if (start_) cudaEventDestroy(start_);
+  if (end_) cudaEventDestroy(end_);
+}
+
+float NcclWork::elapsed_ms() const {
+  float ms = 0.f;
+  cudaEventElapsedTime(&ms, start_, end_);
+  return ms;
+}
+
+void NcclWork::progress() {
+  std::unique_lock<std::mutex> mine(poll_mu_, std::try_to_lock);
+  if (!mine.owns_lock()) return;
+  const cudaError_t e = cudaEventQuery(end_);
+  if (e == cudaSuccess) {
+    complete();
+    return;
+  }
+  if (e != cudaErrorNotReady) {
+    complete(std::make_exception_ptr(BackendError(
+        fmt::format("{}: CUDA error {}; check the device (nvidia-smi) and the other ranks' logs",
+                    label_, cudaGetErrorString(e)))));
+    return;
+  }
+  ncclResult_t async = ncclSuccess;
+  {
+    std::lock_guard<std::mutex> lk(comm_->mu);
+    if (comm_->aborted) {
+      complete(std::make_exception_ptr(
+          BackendError(fmt::format("{}: the communicator was aborted ({}); create a new group",
+                                   label_, comm_->abort_reason))));
+      return;
+    }
+    ncclCommGetAsyncError(comm_->comm, &async);
+  }
+  if (async != ncclSuccess && async != ncclInProgress) {
+    const std::string why =
+        fmt::format("NCCL error {}: {}", ncclGetErrorString(async), ncclGetLastError(comm_->comm));
+    comm_->abort(why);
+    complete(std::make_exception_ptr(BackendError(fmt::format(
+        "{}: {}; the communicator was aborted, check the peer ranks and NCCL_DEBUG=WARN output",
+        label_, why))));
+    return;
+  }
+  if (std::chrono::steady_clock::now() >= deadline_) {
+    comm_->abort(fmt::format("{} timed out", label_));
+    complete(std::make_exception_ptr(TimeoutError(fmt::format(
+        "{} did not complete within {} ms; the communicator was aborted. Some rank may not have "
+        "called it (set COLLIE_DEBUG=DETAIL, or run `collie analyze` on the flight-recorder "
+        "dumps)",
+        label_, timeout().count()))));
+  }
+}
+
+}  // namespace collie::nccl

@@ -1,0 +1,312 @@
+#include "backends/nccl/process_group_nccl.h"
+
+#include <fmt/format.h>
+#include <nccl.h>
+
+#include <cstring>
+
+#include "backends/nccl/nccl_work.h"
+#include "comm/launch_env.h"
+#include "core/env.h"
+#include "core/error.h"
+#include "core/half.h"
+#include "store/store.h"
+
+namespace collie::nccl {
+namespace {
+
+ncclDataType_t nccl_type(DType d) {
+  switch (d) {
+    case DType::Int8:
+      return ncclInt8;
+    case DType::UInt8:
+      return ncclUint8;
+    case DType::Int32:
+      return ncclInt32;
+    case DType::UInt32:
+      return ncclUint32;
+    case DType::Int64:
+      return ncclInt64;
+    case DType::UInt64:
+      return ncclUint64;
+    case DType::Float16:
+      return ncclFloat16;
+    case DType::BFloat16:
+      return ncclBfloat16;
+    case DType::Float32:
+      return ncclFloat32;
+    case DType::Float64:
+      return ncclFloat64;
+  }
+  return ncclFloat32;
+}
+
+// NCCL wants the PreMulSum scalar in the op's dtype (integers truncate, as torch does).
+void premul_scalar(void* out, DType d, double f) {
+  switch (d) {
+    case DType::Int8:
+      *static_cast<int8_t*>(out) = static_cast<int8_t>(f);
+      break;
+    case DType::UInt8:
+      *static_cast<uint8_t*>(out) = static_cast<uint8_t>(f);
+      break;
+    case DType::Int32:
+      *static_cast<int32_t*>(out) = static_cast<int32_t>(f);
+      break;
+    case DType::UInt32:
+      *static_cast<uint32_t*>(out) = static_cast<uint32_t>(f);
+      break;
+    case DType::Int64:
+      *static_cast<int64_t*>(out) = static_cast<int64_t>(f);
+      break;
+    case DType::UInt64:
+      *static_cast<uint64_t*>(out) = static_cast<uint64_t>(f);
+      break;
+    case DType::Float16:
+      *static_cast<Half*>(out) = Half::from_float(static_cast<float>(f));
+      break;
+    case DType::BFloat16:
+      *static_cast<BFloat16*>(out) = BFloat16::from_float(static_cast<float>(f));
+      break;
+    case DType::Float32:
+      *static_cast<float*>(out) = static_cast<float>(f);
+      break;
+    case DType::Float64:
+      *static_cast<double*>(out) = f;
+      break;
+  }
+}
+
+char* at(const TensorView& t, size_t elements) {
+  return static_cast<char*>(t.data) + elements * dtype_size(t.dtype);
+}
+
+}  // namespace
+
+std::string cuda_unavailable_reason() {
+  int n = 0;
+  const cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) {
+    return fmt::format("no CUDA device/driver: {} ({})", cudaGetErrorString(e),
+                       cudaGetErrorName(e));
+  }
+  if (n == 0) return "no CUDA device/driver: cudaGetDeviceCount found 0 devices";
+  return {};
+}
+
+const Capabilities& ProcessGroupNCCL::declared_capabilities() {
+  static const Capabilities caps = [] {
+    Capabilities c;
+    c.backend = "nccl";
+    const uint32_t ops = bit(ReduceOp::Sum) | bit(ReduceOp::Prod) | bit(ReduceOp::Min) |
+                         bit(ReduceOp::Max) | bit(ReduceOp::Avg) | bit(ReduceOp::PreMulSum);
+    for (OpType t : kAllOpTypes) {
+      auto& o = c.at(t);
+      o.cpu = false;
+      o.cuda = true;
+      o.dtypes = kAllDTypeBits;
+      o.reduce_ops = has_reduce_op(t) ? ops : 0;
+    }
+    return c;
+  }();
+  return caps;
+}
+
+ProcessGroupNCCL::ProcessGroupNCCL(GroupInfo info, const Env* env) : ProcessGroup(std::move(info)) {
+  const std::string where =
+      fmt::format("[Rank {}] nccl group {} '{}'", rank(), this->info().name, this->info().desc);
+  if (std::string why = cuda_unavailable_reason(); !why.empty()) {
+    throw BackendError(
+        fmt::format("{}: {}; run on a node with a GPU and its driver, or use --backend gloo or mpi",
+                    where, why));
+  }
+  if (!this->info().store) {
+    throw BackendError(fmt::format("{}: needs a store to exchange the NCCL unique id", where));
+  }
+  int devices = 0;
+  cudaGetDeviceCount(&devices);
+  const LaunchEnv le = detect_launch_env(env ? *env : Env::process());
+  const int device = le.local_rank.value_or(rank()) % devices;
+
+  comm_ = std::make_shared<CommState>();
+  comm_->device = device;
+  cudaSetDevice(device);
+  ncclUniqueId id;
+  Store& store = *this->info().store;
+  if (rank() == 0) {
+    if (ncclResult_t r = ncclGetUniqueId(&id); r != ncclSuccess) {
+      throw BackendError(
+          fmt::format("{}: ncclGetUniqueId failed: {}", where, ncclGetErrorString(r)));
+    }
+    store.set("nccl_unique_id", Bytes(reinterpret_cast<const uint8_t*>(&id),
+                                      reinterpret_cast<const uint8_t*>(&id) + sizeof(id)));
+  } else {
+    const Bytes b = store.get("nccl_unique_id");
+    if (b.size() != sizeof(id)) {
+      throw BackendError(fmt::format("{}: the store holds a unique id of {} bytes, expected {}",
+                                     where, b.size(), sizeof(id)));
+    }
+    std::memcpy(&id, b.data(), sizeof(id));
+  }
+  if (ncclResult_t r = ncclCommInitRank(&comm_->comm, size(), id, rank()); r != ncclSuccess) {
+    throw BackendError(fmt::format("{}: ncclCommInitRank on device {} failed: {} ({})", where,
+                                   device, ncclGetErrorString(r), ncclGetLastError(nullptr)));
+  }
+  cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking);
+  cudaMalloc(&scratch_, sizeof(float));
+}
+
+ProcessGroupNCCL::~ProcessGroupNCCL() { shutdown(); }
+
+void ProcessGroupNCCL::shutdown() {
+  if (shut_down_ || !comm_) return;
+  shut_down_ = true;
+  {
+    std::lock_guard<std::mutex> lk(comm_->mu);
+    if (!comm_->aborted) {
+      // Destroy waits for queued work; abort instead when the stream is still busy.
+      if (cudaStreamQuery(stream_) == cudaSuccess) {
+        ncclCommDestroy(comm_->comm);
+      } else {
+        ncclCommAbort(comm_->comm);
+      }
+      comm_->aborted = true;
+      comm_->abort_reason = "the group was shut down";
+    }
+  }
+  if (scratch_) cudaFree(scratch_);
+  if (stream_) cudaStreamDestroy(stream_);
+  scratch_ = nullptr;
+  stream_ = nullptr;
+}
+
+const Capabilities& ProcessGroupNCCL::capabilities() const { return declared_capabilities(); }
+
+std::string ProcessGroupNCCL::label(const OpCall& c) const {
+  return fmt::format("[Rank {}] nccl {} #{} (group {} '{}')", rank(), op_name(c.type), c.seq,
+                     info().name, info().desc);
+}
+
+std::shared_ptr<Work> ProcessGroupNCCL::run(const OpCall& call) {
+  if (shut_down_) {
+    throw BackendError(fmt::format("{}: the group was shut down; create a new one", label(call)));
+  }
+  cudaSetDevice(comm_->device);
+  auto w = std::make_shared<NcclWork>(call.type, call.seq, call.timeout, label(call), comm_);
+  cudaEventRecord(w->start_event(), stream_);
+  enqueue(call);
+  cudaEventRecord(w->end_event(), stream_);
+  return w;
+}
+
+void ProcessGroupNCCL::enqueue(const OpCall& c) {
+  const TensorView& t = c.input.data ? c.input : c.output;
+  const ncclDataType_t dt = nccl_type(t.dtype);
+  ncclComm_t comm = comm_->comm;
+  const int n = size();
+  ncclRedOp_t op = ncclSum;
+  bool custom_op = false;
+  if (has_reduce_op(c.type)) {
+    switch (c.reduce_op) {
+      case ReduceOp::Prod:
+        op = ncclProd;
+        break;
+      case ReduceOp::Min:
+        op = ncclMin;
+        break;
+      case ReduceOp::Max:
+        op = ncclMax;
+        break;
+      case ReduceOp::Avg:
+        op = ncclAvg;
+        break;
+      case ReduceOp::PreMulSum: {
+        alignas(8) unsigned char scalar[8] = {};  // the factor in the op's dtype
+        premul_scalar(scalar, t.dtype, c.premul_factor);
+        ncclRedOpCreatePreMulSum(&op, scalar, dt, ncclScalarHostImmediate, comm);
+        custom_op = true;
+        break;
+      }
+      default:
+        op = ncclSum;
+        break;
+    }
+  }
+  ncclResult_t r = ncclSuccess;
+  const char* fn = "";
+  switch (c.type) {
+    case OpType::Send:
+      fn = "ncclSend";
+      r = ncclSend(c.input.data, c.input.numel, dt, c.peer, comm, stream_);
+      break;
+    case OpType::Recv:
+      fn = "ncclRecv";
+      r = ncclRecv(c.output.data, c.output.numel, dt, c.peer, comm, stream_);
+      break;
+    case OpType::Broadcast:
+      fn = "ncclBroadcast";
+      r = ncclBroadcast(c.input.data, c.input.data, c.input.numel, dt, c.root, comm, stream_);
+      break;
+    case OpType::AllReduce:
+      fn = "ncclAllReduce";
+      r = ncclAllReduce(c.input.data, c.input.data, c.input.numel, dt, op, comm, stream_);
+      break;
+    case OpType::Reduce:
+      fn = "ncclReduce";
+      r = ncclReduce(c.input.data, c.input.data, c.input.numel, dt, op, c.root, comm, stream_);
+      break;
+    case OpType::AllGather:
+      fn = "ncclAllGather";
+      r = ncclAllGather(c.input.data, c.output.data, c.input.numel, dt, comm, stream_);
+      break;
+    case OpType::ReduceScatter:
+      fn = "ncclReduceScatter";
+      r = ncclReduceScatter(c.input.data, c.output.data, c.output.numel, dt, op, comm, stream_);
+      break;
+    case OpType::Gather:
+    case OpType::Scatter:
+    case OpType::AllToAll: {
+      fn = "grouped ncclSend/ncclRecv";
+      const size_t cnt = per_rank_count(c, n);
+      ncclGroupStart();
+      size_t soff = 0, roff = 0;
+      for (int j = 0; j < n && r == ncclSuccess; ++j) {
+        size_t sn = cnt, rn = cnt;
+        if (c.type == OpType::AllToAll && !c.input_splits.empty()) {
+          sn = static_cast<size_t>(c.input_splits[j]);
+          rn = static_cast<size_t>(c.output_splits[j]);
+        }
+        if (c.type == OpType::Gather) {
+          if (j == c.root) r = ncclSend(c.input.data, cnt, dt, c.root, comm, stream_);
+          if (r == ncclSuccess && rank() == c.root) {
+            r = ncclRecv(at(c.output, j * cnt), cnt, dt, j, comm, stream_);
+          }
+        } else if (c.type == OpType::Scatter) {
+          if (rank() == c.root) r = ncclSend(at(c.input, j * cnt), cnt, dt, j, comm, stream_);
+          if (r == ncclSuccess && j == c.root) {
+            r = ncclRecv(c.output.data, cnt, dt, c.root, comm, stream_);
+          }
+        } else {
+          r = ncclSend(at(c.input, soff), sn, dt, j, comm, stream_);
+          if (r == ncclSuccess) r = ncclRecv(at(c.output, roff), rn, dt, j, comm, stream_);
+        }
+        soff += sn;
+        roff += rn;
+      }
+      const ncclResult_t end = ncclGroupEnd();
+      if (r == ncclSuccess) r = end;
+      break;
+    }
+    case OpType::Barrier:
+      fn = "ncclAllReduce (barrier)";
+      r = ncclAllReduce(scratch_, scratch_, 1, ncclFloat32, ncclSum, comm, stream_);
+      break;
+  }
+  if (custom_op) ncclRedOpDestroy(op, comm);
+  if (r != ncclSuccess) {
+    throw BackendError(fmt::format("{}: {} failed: {} ({}); check the arguments on every rank",
+                                   label(c), fn, ncclGetErrorString(r), ncclGetLastError(comm)));
+  }
+}
+
+}  // namespace collie::nccl

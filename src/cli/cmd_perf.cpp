@@ -1,0 +1,307 @@
+// `collie perf [COLLECTIVE...|all] [flags]`: the nccl-tests-compatible benchmark. Thin: parses
+// and checks flags, launches local ranks when not under a launcher, creates the process group
+// and hands everything else to perf/ (engine) and reports/ (output).
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "cli/command.h"
+#include "comm/init.h"
+#include "comm/launch_env.h"
+#include "core/env.h"
+#include "core/error.h"
+#include "launch/launch.h"
+#include "perf/collective.h"
+#include "perf/driver.h"
+#include "perf/output.h"
+
+namespace collie::cli {
+namespace {
+
+using perf::PerfOptions;
+
+constexpr int kDefaultLocalRanks = 4;
+
+struct PerfFlags {
+  std::vector<std::string> collectives;
+  std::string min_bytes = "8", max_bytes = "64M", step_bytes = "1M";
+  int64_t step_factor = 2;
+  int iters = 20, warmup = 1, agg = 1, cycles = 1, check = 1;
+  std::string op = "sum", dtype = "float";
+  int root = 0, average = 1, blocking = 0, timeout_s = 0, timestamps = 0;
+  int per_iter = 0, iter_skip = 0, cuda_graph = 0;
+  std::string json, csv, jsonl, backend = "gloo", placement = "both";
+  int np = 0;
+  bool np_given = false;
+  double min_busbw = 0;
+  uint64_t seed = 0;
+};
+
+// "8", "64K", "1.5M", "2G" (binary units, as nccl-tests). Throws InvalidArgument.
+int64_t parse_size(const std::string& flag, const std::string& v) {
+  char* end = nullptr;
+  const double num = std::strtod(v.c_str(), &end);
+  double unit = 1;
+  std::string suffix = end ? std::string(end) : "";
+  if (suffix == "K" || suffix == "k")
+    unit = 1024.0;
+  else if (suffix == "M" || suffix == "m")
+    unit = 1024.0 * 1024;
+  else if (suffix == "G" || suffix == "g")
+    unit = 1024.0 * 1024 * 1024;
+  else if (!suffix.empty() || end == v.c_str())
+    unit = -1;
+  if (unit < 0 || num < 0 || !std::isfinite(num))
+    throw InvalidArgument(flag + " '" + v + "' is not a size (use e.g. 8, 64K, 1M, 2G)");
+  return static_cast<int64_t>(num * unit);
+}
+
+std::vector<std::string> split_commas(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    const size_t c = s.find(',', start);
+    out.push_back(s.substr(start, c == std::string::npos ? std::string::npos : c - start));
+    if (c == std::string::npos) break;
+    start = c + 1;
+  }
+  return out;
+}
+
+// Turns flags into engine options; every mistake is one InvalidArgument line (exit 2).
+PerfOptions to_options(const PerfFlags& f, bool iters_given) {
+  PerfOptions o;
+  o.collectives.clear();
+  for (const auto& c : f.collectives) {
+    for (const auto& name : split_commas(c)) {
+      if (name == "all") {
+        for (auto* d : perf::all_collectives()) o.collectives.push_back(d->name);
+      } else if (perf::find_collective(name) == nullptr) {
+        std::string known;
+        for (auto* d : perf::all_collectives()) known += (known.empty() ? "" : ", ") + d->name;
+        throw InvalidArgument("unknown collective '" + name + "' (known: " + known + ", all)");
+      } else {
+        o.collectives.push_back(name);
+      }
+    }
+  }
+  if (o.collectives.empty()) o.collectives = {"all_reduce"};
+  o.min_bytes = parse_size("-b", f.min_bytes);
+  o.max_bytes = parse_size("-e", f.max_bytes);
+  o.step_bytes = parse_size("-i", f.step_bytes);
+  if (o.min_bytes > o.max_bytes)
+    throw InvalidArgument("-b " + f.min_bytes + " is larger than -e " + f.max_bytes);
+  if (f.step_factor < 1) throw InvalidArgument("-f must be >= 1");
+  o.step_factor = f.step_factor;
+  if (o.step_factor <= 1 && o.step_bytes <= 0) throw InvalidArgument("-i must be > 0 when -f is 1");
+  if (f.iters < 1) throw InvalidArgument("-n must be >= 1");
+  if (f.warmup < 0 || f.agg < 1 || f.cycles < 0 || f.check < 0 || f.iter_skip < 0)
+    throw InvalidArgument("-w, -c, -N and -K must be >= 0 and -m >= 1");
+  if (f.iter_skip >= f.iters) throw InvalidArgument("-K must be smaller than -n");
+  o.iters = f.iters;
+  o.scale_iters = !iters_given;
+  o.warmup_iters = f.warmup;
+  o.agg_iters = f.agg;
+  o.cycles = f.cycles;
+  o.check_iters = f.check;
+  o.ops.clear();
+  if (f.op == "all") {
+    o.ops = {ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Max, ReduceOp::Min, ReduceOp::Avg};
+  } else {
+    auto op = parse_reduce_op(f.op);
+    if (!op || *op == ReduceOp::PreMulSum)
+      throw InvalidArgument("unknown op '" + f.op + "' (use sum, prod, max, min, avg or all)");
+    o.ops = {*op};
+  }
+  o.dtypes.clear();
+  if (f.dtype == "all") {
+    o.dtypes.assign(kAllDTypes.begin(), kAllDTypes.end());
+  } else {
+    auto d = parse_dtype(f.dtype);
+    if (!d)
+      throw InvalidArgument("unknown dtype '" + f.dtype +
+                            "' (use int8 uint8 int32 uint32 int64 uint64 half float double "
+                            "bfloat16 or all)");
+    o.dtypes = {*d};
+  }
+  if (f.root < -1) throw InvalidArgument("-r must be a rank or -1 (all roots)");
+  o.root = f.root;
+  if (f.average < 0 || f.average > 3)
+    throw InvalidArgument("-a must be 0 (rank 0), 1 (avg), 2 (min) or 3 (max)");
+  o.average = static_cast<perf::TimeReduce>(f.average);
+  o.blocking = f.blocking != 0;
+  if (f.timeout_s < 0) throw InvalidArgument("-T must be >= 0 seconds");
+  if (f.timeout_s > 0) o.timeout = std::chrono::seconds(f.timeout_s);
+  o.report_iters = f.per_iter != 0;
+  o.iter_skip = f.iter_skip;
+  o.timestamps = f.timestamps != 0;
+  if (f.placement == "in")
+    o.placement = perf::Placement::In;
+  else if (f.placement == "out")
+    o.placement = perf::Placement::Out;
+  else if (f.placement == "both")
+    o.placement = perf::Placement::Both;
+  else
+    throw InvalidArgument("--placement must be in, out or both");
+  o.seed = f.seed;
+  if (f.cuda_graph != 0 && f.backend != "nccl")
+    throw InvalidArgument("-G (CUDA graphs) needs --backend nccl; the " + f.backend +
+                          " backend runs on host memory");
+  if (f.backend != "gloo" && f.backend != "mpi" && f.backend != "nccl")
+    throw InvalidArgument("--backend must be gloo, mpi or nccl");
+  if (f.np < 0 || (f.np == 0 && f.np_given)) throw InvalidArgument("-np must be >= 1");
+  o.hooks = perf::TestHooks::from_env(Env::process());
+  return o;
+}
+
+std::vector<std::string> own_argv() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::vector<std::string> args;
+  std::string a;
+  while (std::getline(in, a, '\0')) args.push_back(a);
+  char exe[4096] = {};
+  const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n > 0 && !args.empty()) args[0] = std::string(exe, static_cast<size_t>(n));
+  return args;
+}
+
+// Runs this same command as `np` local ranks through the local launcher and returns the first
+// failing rank's status. Output is not prefixed: rank 0's stdout is the nccl-tests table.
+int launch_local(int np) {
+  launch::LaunchSpec spec;
+  spec.nprocs = np;
+  spec.argv = own_argv();
+  spec.prefix_output = false;
+  // The ranks' stderr is a pipe; tell rank 0 whether the user's terminal can take a progress bar.
+  if (::isatty(STDERR_FILENO)) spec.extra_env["COLLIE_PERF_PROGRESS"] = "1";
+  return launch::run(spec).exit_code;
+}
+
+int run_rank(const PerfFlags& f, const PerfOptions& o,
+             const std::map<std::string, std::string>& flags) {
+  InitOptions init;
+  init.backend = f.backend;
+  if (f.timeout_s > 0) init.timeout = std::chrono::seconds(f.timeout_s);
+  std::shared_ptr<ProcessGroup> pg = init_process_group(init);
+  std::unique_ptr<perf::ReportSink> sink;
+  if (pg->rank() == 0) {
+    perf::OutputOptions out;
+    out.json_path = f.json;
+    out.csv_path = f.csv;
+    out.jsonl_path = f.jsonl;
+    out.timestamps = o.timestamps;
+    out.report_iters = o.report_iters;
+    out.progress = ::isatty(STDERR_FILENO) != 0 ||
+                   Env::process().get("COLLIE_PERF_PROGRESS").value_or("") == "1";
+    out.flags = flags;
+    sink = std::make_unique<perf::ReportSink>(stdout, out);
+  }
+  const perf::PerfOutcome res = perf::run_perf(*pg, o, sink.get(), COLLIE_VERSION);
+  if (sink) sink->finish(res.result);
+  destroy_process_group(*pg);
+  if (res.wrong_total > 0) {
+    if (pg->rank() == 0)
+      std::fprintf(stderr,
+                   "collie perf: FAILED: %lld wrong elements (see #wrong; -J records the "
+                   "first wrong rank and offset)\n",
+                   static_cast<long long>(res.wrong_total));
+    return kExitFailure;
+  }
+  double min_bw = f.min_busbw;
+  if (min_bw <= 0) {
+    if (auto env = Env::process().get("NCCL_TESTS_MIN_BW"); env && !env->empty())
+      min_bw = std::strtod(env->c_str(), nullptr);
+  }
+  if (pg->rank() == 0 && min_bw > 0 && res.result.summary &&
+      res.result.summary->avg_busbw_gbps < 0.9 * min_bw) {
+    std::fprintf(stderr, "collie perf: FAILED: avg bus bandwidth %g GB/s is below 0.9 x %g GB/s\n",
+                 res.result.summary->avg_busbw_gbps, min_bw);
+    return kExitFailure;
+  }
+  return kExitOk;
+}
+
+COLLIE_COMMAND(Command{
+    "perf", "benchmark collectives (nccl-tests compatible table)", [](CLI::App& app) {
+      auto f = std::make_shared<PerfFlags>();
+      app.add_option("collectives", f->collectives,
+                     "all_reduce all_gather broadcast reduce reduce_scatter alltoall gather "
+                     "scatter sendrecv barrier, or all (default all_reduce)");
+      app.add_option("-b,--minbytes", f->min_bytes, "smallest size (K/M/G suffixes)");
+      app.add_option("-e,--maxbytes", f->max_bytes, "largest size");
+      app.add_option("-i,--stepbytes", f->step_bytes, "size increment when -f is 1");
+      app.add_option("-f,--stepfactor", f->step_factor, "size multiplication factor");
+      auto* n = app.add_option("-n,--iters", f->iters,
+                               "timed iterations (default 20, fewer above 1 MiB unless given)");
+      app.add_option("-w,--warmup_iters", f->warmup, "warmup iterations");
+      app.add_option("-m,--agg_iters", f->agg, "operations aggregated per iteration");
+      app.add_option("-N,--run_cycles", f->cycles, "run the sweep N times (0 = forever)");
+      app.add_option("-c,--check", f->check, "validation iterations (0 = off)");
+      app.add_option("-o,--op", f->op, "sum prod max min avg all");
+      app.add_option("-d,--datatype", f->dtype, "dtype (nccl-tests names) or all");
+      app.add_option("-r,--root", f->root, "root rank (-1 = every root)");
+      app.add_option("-a,--average", f->average, "time across ranks: 0 rank0 1 avg 2 min 3 max");
+      app.add_option("-z,--blocking", f->blocking, "wait for every op (1) even with -m");
+      app.add_option("-T,--timeout", f->timeout_s, "seconds bounding every step (0 = group's)");
+      app.add_option("-S,--report_timestamps", f->timestamps, "append a timestamp to each row");
+      app.add_option("-J,--output_file", f->json, "write results JSON (collie.perf.v1)");
+      app.add_option("-I,--per_iter", f->per_iter, "print per-iteration statistics");
+      app.add_option("-K,--skip_iters", f->iter_skip, "skip the first K iterations in -I stats");
+      app.add_option("-G,--cudagraph", f->cuda_graph, "CUDA graph launches (nccl backend only)");
+      app.add_option("--backend", f->backend, "gloo | mpi | nccl");
+      auto* np = app.add_option("--np", f->np,
+                                "local ranks to launch (default 4 when not "
+                                "under a launcher)");
+      app.add_option("--csv", f->csv, "append rows to a CSV file");
+      app.add_option("--jsonl", f->jsonl, "append rows to a JSONL file");
+      app.add_option("--min-busbw", f->min_busbw,
+                     "fail when avg busbw < 0.9 x this (GB/s; default $NCCL_TESTS_MIN_BW)");
+      app.add_option("--placement", f->placement, "in | out | both");
+      app.add_option("--seed", f->seed, "seed of the validation data");
+      return [f, n, np, &app]() -> int {
+        f->np_given = np->count() > 0;
+        PerfOptions o;
+        try {
+          o = to_options(*f, n->count() > 0);
+        } catch (const InvalidArgument& e) {
+          std::fprintf(stderr, "collie perf: error: %s\n", e.what());
+          return kExitUsage;
+        }
+        std::map<std::string, std::string> flags;
+        for (const CLI::Option* opt : app.get_options()) {
+          if (opt->count() == 0 || opt->get_name() == "--help") continue;
+          std::string v;
+          for (const auto& r : opt->results()) v += (v.empty() ? "" : " ") + r;
+          flags[opt->get_name()] = v;
+        }
+        const LaunchEnv le = detect_launch_env(Env::process());
+        if (le.source.empty()) {
+          if (f->backend == "mpi") {
+            std::fprintf(stderr,
+                         "collie perf: error: --backend mpi runs under mpirun: "
+                         "mpirun -np N collie perf --backend mpi ...\n");
+            return kExitUsage;
+          }
+          const int ranks = f->np_given ? f->np : kDefaultLocalRanks;
+          return launch_local(ranks);
+        }
+        if (f->np_given && le.world_size && *le.world_size != f->np) {
+          std::fprintf(stderr,
+                       "collie perf: error: -np %d but the %s launcher started %d ranks; "
+                       "drop -np under a launcher\n",
+                       f->np, le.source.c_str(), *le.world_size);
+          return kExitUsage;
+        }
+        return run_rank(*f, o, flags);
+      };
+    }});
+
+}  // namespace
+}  // namespace collie::cli

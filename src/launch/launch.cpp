@@ -1,0 +1,389 @@
+#include "launch/launch.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <optional>
+
+#include "core/error.h"
+#include "launch/line_buffer.h"
+#include "store/socket_util.h"
+
+extern char** environ;
+
+namespace collie::launch {
+namespace {
+
+using Steady = std::chrono::steady_clock;
+
+// Written by the signal handler, drained by the loop (the self-pipe trick).
+int g_signal_pipe = -1;
+
+void on_signal(int sig) {
+  const int saved = errno;
+  const uint8_t b = static_cast<uint8_t>(sig);
+  [[maybe_unused]] ssize_t n = write(g_signal_pipe, &b, 1);
+  errno = saved;
+}
+
+// Installs the handlers for the duration of run() and restores the previous ones.
+class SignalGuard {
+ public:
+  SignalGuard() {
+    if (g_signal_pipe >= 0) throw InvalidArgument("launch::run is already running in this process");
+    if (pipe2(fds_, O_CLOEXEC | O_NONBLOCK) != 0) {
+      throw Error(fmt::format("launch: pipe: {}", std::strerror(errno)));
+    }
+    g_signal_pipe = fds_[1];
+    struct sigaction sa {};
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    for (size_t i = 0; i < kSignals.size(); ++i) sigaction(kSignals[i], &sa, &old_[i]);
+    // A reader that goes away (`collie launch ... | head`) must not kill the launcher and
+    // orphan the ranks; LineBuffer drops the output instead.
+    struct sigaction ign {};
+    ign.sa_handler = SIG_IGN;
+    sigemptyset(&ign.sa_mask);
+    sigaction(SIGPIPE, &ign, &old_pipe_);
+  }
+  ~SignalGuard() {
+    for (size_t i = 0; i < kSignals.size(); ++i) sigaction(kSignals[i], &old_[i], nullptr);
+    sigaction(SIGPIPE, &old_pipe_, nullptr);
+    g_signal_pipe = -1;
+    close(fds_[0]);
+    close(fds_[1]);
+  }
+  int read_fd() const { return fds_[0]; }
+
+ private:
+  static constexpr std::array<int, 3> kSignals = {SIGINT, SIGTERM, SIGCHLD};
+  int fds_[2] = {-1, -1};
+  std::array<struct sigaction, 3> old_{};
+  struct sigaction old_pipe_ {};
+};
+
+struct Child {
+  int rank = 0;
+  pid_t pid = -1;
+  int fds[2] = {-1, -1};  // read ends of the child's stdout and stderr pipes
+  std::unique_ptr<LineBuffer> lines[2];
+  bool running = false;
+};
+
+// The children form a new world; rank variables of an enclosing launcher would contradict ours.
+constexpr const char* kForeignRankVars[] = {"OMPI_COMM_WORLD_RANK",
+                                            "OMPI_COMM_WORLD_SIZE",
+                                            "OMPI_COMM_WORLD_LOCAL_RANK",
+                                            "OMPI_COMM_WORLD_LOCAL_SIZE",
+                                            "PMI_RANK",
+                                            "PMI_SIZE",
+                                            "MPI_LOCALRANKID",
+                                            "SLURM_PROCID",
+                                            "SLURM_NTASKS",
+                                            "SLURM_LOCALID"};
+
+std::vector<std::string> child_env(const LaunchSpec& spec, int rank, uint16_t port) {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; *e; ++e) {
+    std::string_view kv(*e);
+    const size_t eq = kv.find('=');
+    if (eq != std::string_view::npos) env[std::string(kv.substr(0, eq))] = kv.substr(eq + 1);
+  }
+  for (const char* v : kForeignRankVars) env.erase(v);
+  env["RANK"] = env["LOCAL_RANK"] = std::to_string(rank);
+  env["WORLD_SIZE"] = env["LOCAL_WORLD_SIZE"] = std::to_string(spec.nprocs);
+  env["MASTER_ADDR"] = spec.master_addr;
+  env["MASTER_PORT"] = std::to_string(port);
+  for (const auto& [k, v] : spec.extra_env) env[k] = v;
+  std::vector<std::string> out;
+  for (const auto& [k, v] : env) out.push_back(k + "=" + v);
+  return out;
+}
+
+std::vector<char*> c_strings(std::vector<std::string>& v) {
+  std::vector<char*> out;
+  for (auto& s : v) out.push_back(s.data());
+  out.push_back(nullptr);
+  return out;
+}
+
+class Launcher {
+ public:
+  Launcher(const LaunchSpec& spec, uint16_t port) : spec_(spec), port_(port) {
+    devnull_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (devnull_ < 0) throw Error(fmt::format("launch: /dev/null: {}", std::strerror(errno)));
+  }
+
+  ~Launcher() {
+    for (auto& c : children_) {
+      if (c.running) {  // only reached when spawning failed part-way
+        kill(-c.pid, SIGKILL);
+        waitpid(c.pid, nullptr, 0);
+      }
+      for (int fd : c.fds) {
+        if (fd >= 0) close(fd);
+      }
+    }
+    close(devnull_);
+  }
+
+  LaunchResult run(int signal_fd) {
+    for (int r = 0; r < spec_.nprocs; ++r) spawn(r);
+    if (spec_.timeout.count() > 0) job_deadline_ = Steady::now() + spec_.timeout;
+    while (any_running() || any_open()) {
+      std::vector<pollfd> pfds{{signal_fd, POLLIN, 0}};
+      std::vector<std::pair<Child*, int>> owners{{nullptr, 0}};
+      for (auto& c : children_) {
+        for (int s = 0; s < 2; ++s) {
+          if (c.fds[s] >= 0) {
+            pfds.push_back({c.fds[s], POLLIN, 0});
+            owners.emplace_back(&c, s);
+          }
+        }
+      }
+      const int n = poll(pfds.data(), pfds.size(), next_timeout_ms());
+      if (n < 0 && errno != EINTR)
+        throw Error(fmt::format("launch: poll: {}", std::strerror(errno)));
+      if (n > 0 && pfds[0].revents) drain_signals(signal_fd);
+      for (size_t i = 1; i < pfds.size(); ++i) {
+        if (pfds[i].revents) read_child(*owners[i].first, owners[i].second);
+      }
+      reap();
+      on_deadlines();
+    }
+    result_.master_port = port_;
+    if (result_.signal != 0) {
+      result_.exit_code = 128 + result_.signal;
+    } else if (result_.timed_out) {
+      result_.exit_code = 124;
+    }
+    return result_;
+  }
+
+ private:
+  void spawn(int rank) {
+    int out[2], err[2];
+    if (pipe2(out, O_CLOEXEC) != 0)
+      throw Error(fmt::format("launch: pipe: {}", std::strerror(errno)));
+    if (pipe2(err, O_CLOEXEC) != 0) {
+      close(out[0]);
+      close(out[1]);
+      throw Error(fmt::format("launch: pipe: {}", std::strerror(errno)));
+    }
+    // Everything the child needs is built before fork: only async-signal-safe calls after it.
+    std::vector<std::string> env = child_env(spec_, rank, port_);
+    std::vector<std::string> args = spec_.argv;
+    std::vector<char*> envp = c_strings(env), argv = c_strings(args);
+    const std::string exec_fail =
+        fmt::format("collie launch: rank {}: cannot run '{}': ", rank, spec_.argv[0]);
+    // The child must not run our handlers (they write to our signal pipe) between fork and
+    // exec: block the signals across fork, reset them in the child, then unblock.
+    sigset_t block, old_mask;
+    sigemptyset(&block);
+    for (int sig : {SIGINT, SIGTERM, SIGCHLD}) sigaddset(&block, sig);
+    sigprocmask(SIG_BLOCK, &block, &old_mask);
+    const pid_t launcher_pid = getpid();
+    const pid_t pid = fork();
+    if (pid == 0) {
+      for (int sig : {SIGINT, SIGTERM, SIGCHLD, SIGPIPE}) signal(sig, SIG_DFL);
+      sigprocmask(SIG_SETMASK, &old_mask, nullptr);
+      setpgid(0, 0);  // one group per rank: killing it also kills what the rank started
+      // If the launcher itself dies (SIGKILL, OOM), the ranks must not run on unsupervised.
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != launcher_pid) _exit(128 + SIGKILL);
+      // Ranks live in background process groups: reading the terminal would stop them
+      // (SIGTTIN), so stdin is /dev/null, as mpirun gives every rank but rank 0.
+      dup2(devnull_, STDIN_FILENO);
+      dup2(out[1], STDOUT_FILENO);
+      dup2(err[1], STDERR_FILENO);
+      execvpe(argv[0], argv.data(), envp.data());
+      const char* why = strerror(errno);
+      [[maybe_unused]] ssize_t w1 = write(STDERR_FILENO, exec_fail.data(), exec_fail.size());
+      [[maybe_unused]] ssize_t w2 = write(STDERR_FILENO, why, std::strlen(why));
+      [[maybe_unused]] ssize_t w3 = write(STDERR_FILENO, "\n", 1);
+      _exit(127);
+    }
+    sigprocmask(SIG_SETMASK, &old_mask, nullptr);
+    close(out[1]);
+    close(err[1]);
+    if (pid < 0) {
+      close(out[0]);
+      close(err[0]);
+      throw Error(fmt::format("launch: fork for rank {}: {}", rank, std::strerror(errno)));
+    }
+    setpgid(pid, pid);  // also here, so a kill right after fork reaches the group
+    Child c;
+    c.rank = rank;
+    c.pid = pid;
+    c.running = true;
+    c.fds[0] = out[0];
+    c.fds[1] = err[0];
+    const std::string prefix = spec_.prefix_output ? fmt::format("[{}] ", rank) : "";
+    c.lines[0] = std::make_unique<LineBuffer>(spec_.out_fd, prefix);
+    c.lines[1] = std::make_unique<LineBuffer>(spec_.err_fd, prefix);
+    for (int fd : c.fds) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    children_.push_back(std::move(c));
+  }
+
+  bool any_running() const {
+    for (const auto& c : children_) {
+      if (c.running) return true;
+    }
+    return false;
+  }
+  bool any_open() const {
+    for (const auto& c : children_) {
+      if (c.fds[0] >= 0 || c.fds[1] >= 0) return true;
+    }
+    return false;
+  }
+
+  void read_child(Child& c, int s) {
+    char buf[65536];
+    for (;;) {
+      const ssize_t n = read(c.fds[s], buf, sizeof(buf));
+      if (n > 0) {
+        c.lines[s]->feed(std::string_view(buf, static_cast<size_t>(n)));
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+      close_stream(c, s);
+      return;
+    }
+  }
+
+  void close_stream(Child& c, int s) {
+    c.lines[s]->flush();
+    close(c.fds[s]);
+    c.fds[s] = -1;
+  }
+
+  void drain_signals(int fd) {
+    uint8_t sigs[64];
+    ssize_t n;
+    while ((n = read(fd, sigs, sizeof(sigs))) > 0) {
+      for (ssize_t i = 0; i < n; ++i) {
+        if (sigs[i] == SIGINT || sigs[i] == SIGTERM) forward(sigs[i]);
+      }
+    }
+  }
+
+  void forward(int sig) {
+    if (result_.signal != 0) {  // a second interrupt: stop waiting politely
+      signal_all(SIGKILL);
+      return;
+    }
+    result_.signal = sig;
+    say(fmt::format("received {}; forwarding it to every rank", strsignal(sig)));
+    signal_all(sig);
+    arm_kill_deadline();
+  }
+
+  void reap() {
+    for (auto& c : children_) {
+      if (!c.running) continue;
+      int st = 0;
+      if (waitpid(c.pid, &st, WNOHANG) != c.pid) continue;
+      c.running = false;
+      const int code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+      if (code == 0 || stopping()) continue;
+      result_.failed_rank = c.rank;
+      result_.exit_code = code;
+      say(WIFEXITED(st)
+              ? fmt::format("rank {} exited with status {}; stopping the other ranks", c.rank, code)
+              : fmt::format("rank {} was killed by {}; stopping the other ranks", c.rank,
+                            strsignal(WTERMSIG(st))));
+      signal_all(SIGTERM);
+      arm_kill_deadline();
+    }
+    if (!any_running() && any_open() && !drain_deadline_) {
+      // Every rank exited but something they started still holds the pipes.
+      drain_deadline_ = Steady::now() + std::min<Millis>(spec_.kill_grace, std::chrono::seconds(1));
+    }
+  }
+
+  bool stopping() const { return result_.failed_rank >= 0 || result_.signal || result_.timed_out; }
+
+  void signal_all(int sig) {
+    for (auto& c : children_) kill(-c.pid, sig);  // ESRCH for finished groups is fine
+  }
+
+  void arm_kill_deadline() {
+    if (!kill_deadline_) kill_deadline_ = Steady::now() + spec_.kill_grace;
+  }
+
+  void on_deadlines() {
+    const auto now = Steady::now();
+    if (job_deadline_ && now >= *job_deadline_ && !stopping()) {
+      result_.timed_out = true;
+      say(fmt::format("the job ran past its timeout of {} ms; stopping every rank",
+                      spec_.timeout.count()));
+      signal_all(SIGTERM);
+      arm_kill_deadline();
+    }
+    if (kill_deadline_ && now >= *kill_deadline_) {
+      kill_deadline_.reset();
+      signal_all(SIGKILL);
+    }
+    if (drain_deadline_ && now >= *drain_deadline_) {
+      signal_all(SIGKILL);
+      for (auto& c : children_) {
+        for (int s = 0; s < 2; ++s) {
+          if (c.fds[s] >= 0) close_stream(c, s);
+        }
+      }
+    }
+  }
+
+  int next_timeout_ms() const {
+    std::optional<Steady::time_point> next;
+    for (const auto& d : {job_deadline_, kill_deadline_, drain_deadline_}) {
+      if (d && (!next || *d < *next)) next = d;
+    }
+    if (!next) return -1;
+    auto ms = std::chrono::ceil<std::chrono::milliseconds>(*next - Steady::now()).count();
+    return static_cast<int>(std::clamp<int64_t>(ms, 0, 1 << 30));
+  }
+
+  void say(const std::string& msg) {
+    const std::string line = "collie launch: " + msg + "\n";
+    [[maybe_unused]] ssize_t n = write(spec_.err_fd, line.data(), line.size());
+  }
+
+  const LaunchSpec& spec_;
+  uint16_t port_;
+  int devnull_ = -1;
+  std::vector<Child> children_;
+  LaunchResult result_;
+  std::optional<Steady::time_point> job_deadline_, kill_deadline_, drain_deadline_;
+};
+
+}  // namespace
+
+LaunchResult run(const LaunchSpec& spec) {
+  if (spec.nprocs < 1) {
+    throw InvalidArgument(fmt::format("launch: -np must be at least 1 (got {})", spec.nprocs));
+  }
+  if (spec.argv.empty() || spec.argv[0].empty()) {
+    throw InvalidArgument("launch: no command given (usage: collie launch -np N -- CMD ARGS...)");
+  }
+  uint16_t port = spec.master_port;
+  if (port == 0) close(net::listen_on(spec.master_addr, 0, &port));
+  SignalGuard guard;
+  Launcher launcher(spec, port);
+  return launcher.run(guard.read_fd());
+}
+
+}  // namespace collie::launch

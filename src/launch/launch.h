@@ -1,0 +1,51 @@
+#pragma once
+// Local multi-process launcher (`collie launch`, and `collie perf -np N` relaunching itself).
+// run() starts nprocs copies of argv, each in its own process group, with
+//   RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT
+// set (and other launchers' rank variables — Open MPI, PMI, Slurm — removed, since the children
+// form a new world). Child stdin is /dev/null; child stdout/stderr go through pipes and are written
+// line by line to out_fd/err_fd, prefixed "[rank] " unless prefix_output is false. SIGINT/SIGTERM
+// received by the launcher are forwarded to every child. When a rank exits non-zero (or is killed),
+// the others get SIGTERM, then SIGKILL after kill_grace; run() returns that first rank's status.
+// Ranks are killed if the launcher process dies (PR_SET_PDEATHSIG).
+// Thread safety: run() installs SIGINT/SIGTERM/SIGCHLD handlers for its duration and restores
+// the old ones; only one run() may be active per process. It never waits forever when timeout
+// is set; without one it waits as long as the children run (like mpirun).
+#include <unistd.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/timeout.h"
+
+namespace collie::launch {
+
+struct LaunchSpec {
+  int nprocs = 1;                 // REQUIRES: >= 1
+  std::vector<std::string> argv;  // REQUIRES: non-empty; argv[0] is looked up in PATH
+  std::string master_addr = "127.0.0.1";
+  uint16_t master_port = 0;                    // 0 = a free port on master_addr
+  Millis timeout{0};                           // whole job; 0 = no limit
+  Millis kill_grace{std::chrono::seconds(3)};  // SIGTERM → SIGKILL delay
+  bool prefix_output = true;
+  std::map<std::string, std::string> extra_env;  // set in every child
+  int out_fd = STDOUT_FILENO;
+  int err_fd = STDERR_FILENO;
+};
+
+struct LaunchResult {
+  // 0 when every rank exited 0; else the first failing rank's exit status (128 + signal when
+  // it was killed), or 128 + signal when the launcher itself was interrupted.
+  int exit_code = 0;
+  int failed_rank = -1;  // first rank that failed, -1 if none
+  bool timed_out = false;
+  int signal = 0;            // SIGINT/SIGTERM that interrupted the launcher, 0 if none
+  uint16_t master_port = 0;  // the port handed to the children
+};
+
+// Throws InvalidArgument for a bad spec, NetworkError when no free port can be found.
+LaunchResult run(const LaunchSpec& spec);
+
+}  // namespace collie::launch

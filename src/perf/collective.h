@@ -1,0 +1,84 @@
+#pragma once
+// One descriptor per benchmarked collective (src/perf/collectives/<name>.cpp), registered in a
+// registry the driver looks up by name. A descriptor supplies only what differs between
+// collectives — byte counts, buffer layout, data init/expected values, the bus-bandwidth factor
+// and the call through the ProcessGroup API; the driver (driver.h) owns everything else.
+// Thread safety: registration happens during static initialization; lookups are read-only.
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "comm/process_group.h"
+#include "perf/data.h"
+
+namespace collie::perf {
+
+// Element counts for one sweep size (nccl-tests' GetCollByteCount).
+struct Layout {
+  size_t count = 0;       // per-call element count: the table's count column
+  size_t send_count = 0;  // elements in the send buffer
+  size_t recv_count = 0;  // elements in the receive buffer
+  // In-place runs place the send data inside the receive buffer at this element offset
+  // (per rank, times `rank`), as nccl-tests does.
+  size_t send_inplace_offset = 0;
+  size_t recv_inplace_offset = 0;
+};
+
+// Everything one call needs. Views are the caller's; they stay valid until the Work completes.
+struct CallArgs {
+  TensorView send;
+  TensorView recv;
+  bool in_place = false;
+  ReduceOp op = ReduceOp::Sum;
+  int root = 0;
+  Millis timeout = kUseGroupTimeout;
+  bool async_op = false;
+};
+
+struct CollectiveDescriptor {
+  std::string name;                   // "all_reduce" (also the table's "<name>_perf")
+  OpType op_type;                     // for capability checks
+  bool reduces = false;               // takes -o; redop column is "none" otherwise
+  bool rooted = false;                // takes -r; root column is -1 otherwise
+  bool in_place_api = false;          // the verb is in place only (torch semantics): send is copied
+                                      // into recv before out-of-place validation calls
+  bool in_place_unsupported = false;  // no in-place variant (sendrecv, barrier): N/A cells
+  bool latency_only = false;          // no data: one row of size 0 (barrier)
+  // Layout for `elems` elements of the sweep size (size / dtype size) on `n` ranks.
+  Layout (*layout)(size_t elems, int n) = nullptr;
+  // Bytes counted by algbw = count * dtype size * algbw_ranks_factor(n).
+  int (*algbw_ranks_factor)(int n) = nullptr;
+  double (*busbw_factor)(int n) = nullptr;
+  // Fills this rank's send buffer (send_count elements).
+  void (*init)(const DataSpec& s, const Layout& l, int rank, int root, void* send) = nullptr;
+  // Fills the expected receive buffer of `rank`; returns the element count to check (0 = this
+  // rank's output is not defined, e.g. a non-root rank of reduce).
+  size_t (*expected)(const DataSpec& s, const Layout& l, int rank, int root, void* want) = nullptr;
+  // Submits the call through the ProcessGroup API; every returned Work must be waited on.
+  std::vector<std::shared_ptr<Work>> (*run)(ProcessGroup& pg, const CallArgs& a) = nullptr;
+};
+
+bool register_collective(CollectiveDescriptor d);
+// nullptr when unknown.
+const CollectiveDescriptor* find_collective(const std::string& name);
+// In the canonical order (all_reduce, all_gather, broadcast, ...).
+std::vector<const CollectiveDescriptor*> all_collectives();
+
+// Helpers shared by descriptors.
+inline size_t trim_per_rank(size_t elems, int n) {  // nccl-tests' 4-element alignment
+  const size_t align = 4;
+  return (elems / (align * static_cast<size_t>(n))) * align;
+}
+inline int ranks_factor_one(int) { return 1; }
+inline int ranks_factor_n(int n) { return n; }
+inline double busbw_one(int) { return 1.0; }
+inline double busbw_n_minus_1_over_n(int n) { return static_cast<double>(n - 1) / n; }
+
+}  // namespace collie::perf
+
+#define COLLIE_PERF_CONCAT2(a, b) a##b
+#define COLLIE_PERF_CONCAT(a, b) COLLIE_PERF_CONCAT2(a, b)
+#define COLLIE_PERF_COLLECTIVE(...)                                   \
+  static const bool COLLIE_PERF_CONCAT(collie_perf_coll_, __LINE__) = \
+      ::collie::perf::register_collective(__VA_ARGS__)

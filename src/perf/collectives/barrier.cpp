@@ -1,0 +1,36 @@
+// barrier: latency only (one row, size 0, no data).
+#include <cstring>
+
+#include "perf/collective.h"
+
+namespace collie::perf {
+namespace {
+
+Layout layout(size_t, int) { return Layout{}; }
+
+double busbw(int) { return 0.0; }
+
+void init(const DataSpec&, const Layout&, int, int, void*) {}
+
+size_t expected(const DataSpec&, const Layout&, int, int, void*) { return 0; }
+
+std::vector<std::shared_ptr<Work>> run(ProcessGroup& pg, const CallArgs& a) {
+  BarrierOptions o;
+  o.timeout = a.timeout;
+  o.async_op = a.async_op;
+  return {pg.barrier(o)};
+}
+
+COLLIE_PERF_COLLECTIVE(CollectiveDescriptor{.name = "barrier",
+                                            .op_type = OpType::Barrier,
+                                            .in_place_unsupported = true,
+                                            .latency_only = true,
+                                            .layout = layout,
+                                            .algbw_ranks_factor = ranks_factor_one,
+                                            .busbw_factor = busbw,
+                                            .init = init,
+                                            .expected = expected,
+                                            .run = run});
+
+}  // namespace
+}  // namespace collie::perf

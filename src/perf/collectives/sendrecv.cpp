@@ -1,0 +1,42 @@
+// sendrecv (ring): every rank sends to rank+1 and receives from rank-1. busbw = algbw.
+#include <cstring>
+
+#include "perf/collective.h"
+
+namespace collie::perf {
+namespace {
+
+Layout layout(size_t elems, int) { return Layout{elems, elems, elems, 0, 0}; }
+
+void init(const DataSpec& s, const Layout& l, int rank, int, void* send) {
+  fill_input(s, rank, 0, send, l.send_count);
+}
+
+size_t expected(const DataSpec& s, const Layout& l, int rank, int, void* want) {
+  fill_input(s, (rank - 1 + s.world_size) % s.world_size, 0, want, l.count);
+  return l.count;
+}
+
+// Both directions are posted before either is waited on; a blocking send would deadlock the ring.
+std::vector<std::shared_ptr<Work>> run(ProcessGroup& pg, const CallArgs& a) {
+  const int n = pg.size(), r = pg.rank();
+  P2POptions o;
+  o.timeout = a.timeout;
+  o.async_op = true;
+  auto s = pg.send(a.send, (r + 1) % n, o);
+  auto v = pg.recv(a.recv, (r - 1 + n) % n, o);
+  return {s, v};
+}
+
+COLLIE_PERF_COLLECTIVE(CollectiveDescriptor{.name = "sendrecv",
+                                            .op_type = OpType::Send,
+                                            .in_place_unsupported = true,
+                                            .layout = layout,
+                                            .algbw_ranks_factor = ranks_factor_one,
+                                            .busbw_factor = busbw_one,
+                                            .init = init,
+                                            .expected = expected,
+                                            .run = run});
+
+}  // namespace
+}  // namespace collie::perf

@@ -1,0 +1,46 @@
+#pragma once
+// The perf driver: owns the sweep, warmup, validation, timing and the cross-rank reduction of
+// times for every requested collective × dtype × op × root, and hands finished rows to a sink.
+// Collectives only supply descriptors (collective.h). Talks to the ProcessGroup API only.
+//
+// Every rank of `pg` must call run_perf with the same options. Blocking steps are bounded by
+// options.timeout (or the group's timeout); on expiry run_perf throws TimeoutError whose message
+// names the step and, on rank 0, the ranks that had not finished it.
+#include <string>
+#include <vector>
+
+#include "comm/process_group.h"
+#include "perf/collective.h"
+#include "perf/options.h"
+#include "reports/result.h"
+#include "reports/table.h"
+
+namespace collie::perf {
+
+// Receives results on rank 0 only (other ranks get no calls). Not called concurrently.
+class ResultSink {
+ public:
+  virtual ~ResultSink() = default;
+  virtual void run_started(const reports::RunMeta&) {}
+  virtual void collective_started(const reports::TableHeader&) {}
+  // One table line: either placement may be null (not run).
+  virtual void row(const reports::ResultRow* out, const reports::ResultRow* in) = 0;
+  virtual void collective_finished(const std::string& collective,
+                                   const std::vector<reports::ResultRow>& rows,
+                                   const reports::Summary& summary) = 0;
+  // A '#' comment line for the table (e.g. a skipped dtype/op combination).
+  virtual void note(const std::string&) {}
+  virtual void progress(double /*fraction in [0, 1]*/) {}
+};
+
+struct PerfOutcome {
+  reports::RunResult result;  // complete on rank 0; metadata only elsewhere
+  int64_t wrong_total = 0;    // summed over ranks (every rank knows it)
+};
+
+// Throws InvalidArgument (unknown collective, unsupported dtype/op asked for explicitly, world too
+// small), TimeoutError, or the backend's errors.
+PerfOutcome run_perf(ProcessGroup& pg, const PerfOptions& options, ResultSink* sink,
+                     const std::string& collie_version);
+
+}  // namespace collie::perf

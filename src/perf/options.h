@@ -1,0 +1,71 @@
+#pragma once
+// Settings of one perf run (the nccl-tests flags) and the test-only hooks. Plain values.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/reduce_op.h"
+#include "core/timeout.h"
+
+namespace collie {
+class Env;
+}
+
+namespace collie::perf {
+
+enum class Placement { Out, In, Both };
+// How per-rank times become the table's time (-a): rank 0's, the mean, the min or the max.
+enum class TimeReduce { Rank0 = 0, Avg = 1, Min = 2, Max = 3 };
+
+// Test-only hooks, read from the environment (documented in src/perf/README.md):
+//   COLLIE_PERF_TEST_CORRUPT=rank:offset  flips element `offset` of `rank`'s result buffer after
+//                                         every validation call, so validation must see #wrong>0.
+//   COLLIE_PERF_TEST_DELAY_US=N | rank:N  sleeps N us before every timed call (on `rank` only
+//                                         when given), a real, measurable slowdown.
+struct TestHooks {
+  int corrupt_rank = -1;
+  int64_t corrupt_offset = -1;
+  int64_t delay_us = 0;
+  int delay_rank = -1;  // -1 = every rank
+  // Throws InvalidArgument on a malformed value.
+  static TestHooks from_env(const Env& env);
+};
+
+struct PerfOptions {
+  std::vector<std::string> collectives = {"all_reduce"};
+  int64_t min_bytes = 8;
+  int64_t max_bytes = 64 << 20;
+  int64_t step_bytes = 1 << 20;  // used when step_factor <= 1
+  int64_t step_factor = 2;
+  int iters = 20;
+  // When true (no -n given), sizes above kItersScaleBytes run fewer iterations so that
+  // size * iters stays near kItersScaleBytes * 20 (at least 2 iterations).
+  bool scale_iters = false;
+  int warmup_iters = 1;
+  int agg_iters = 1;
+  int cycles = 1;  // -N; 0 = forever
+  int check_iters = 1;
+  std::vector<ReduceOp> ops = {ReduceOp::Sum};
+  std::vector<DType> dtypes = {DType::Float32};
+  int root = 0;  // -1 = every root
+  TimeReduce average = TimeReduce::Avg;
+  bool blocking = false;
+  Millis timeout = kUseGroupTimeout;  // -T; kUseGroupTimeout = the group's
+  bool report_iters = false;          // -I
+  int iter_skip = 0;                  // -K
+  bool timestamps = false;            // -S
+  Placement placement = Placement::Both;
+  uint64_t seed = 0;
+  TestHooks hooks;
+};
+
+inline constexpr int64_t kItersScaleBytes = 1 << 20;
+
+// Iterations for `bytes` under `o` (see PerfOptions::scale_iters).
+int iters_for(const PerfOptions& o, int64_t bytes);
+
+// The sweep sizes -b..-e by -f (or -i when -f <= 1), as nccl-tests walks them.
+std::vector<int64_t> sweep_sizes(const PerfOptions& o);
+
+}  // namespace collie::perf

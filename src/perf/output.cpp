@@ -1,0 +1,108 @@
+#include "perf/output.h"
+
+#include <ctime>
+
+#include "reports/json_io.h"
+#include "reports/table.h"
+
+namespace collie::perf {
+
+ReportSink::ReportSink(std::FILE* table, OutputOptions o) : table_(table), o_(std::move(o)) {
+  if (!o_.csv_path.empty()) csv_ = std::make_unique<reports::CsvWriter>(o_.csv_path);
+  if (!o_.jsonl_path.empty()) jsonl_ = std::make_unique<reports::JsonlWriter>(o_.jsonl_path);
+}
+
+ReportSink::~ReportSink() { clear_progress(); }
+
+void ReportSink::run_started(const reports::RunMeta& meta) {
+  partial_.meta = meta;
+  partial_.meta.flags = o_.flags;
+  std::fprintf(table_, "# collie version %s backend %s world size %d\n", meta.version.c_str(),
+               meta.backend.c_str(), meta.world_size);
+  std::fflush(table_);
+  if (!o_.json_path.empty()) reports::write_results_atomic(o_.json_path, partial_);
+}
+
+void ReportSink::collective_started(const reports::TableHeader& h) {
+  clear_progress();
+  std::fputs(reports::format_header(h).c_str(), table_);
+  std::fflush(table_);
+}
+
+void ReportSink::row(const reports::ResultRow* out, const reports::ResultRow* in) {
+  clear_progress();
+  std::string line = reports::format_row(out, in);
+  if (o_.timestamps) {
+    const std::time_t t = std::time(nullptr);
+    std::tm tm{};
+    localtime_r(&t, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "  %Y-%m-%d %H:%M:%S", &tm);
+    line += buf;
+  }
+  std::fprintf(table_, "%s\n", line.c_str());
+  if (o_.report_iters) {
+    for (const reports::ResultRow* r : {out, in}) {
+      if (r == nullptr) continue;
+      const auto& s = r->iter;
+      std::fprintf(table_,
+                   "#   %-3s per-iter (us): min %s p50 %s p95 %s p99 %s max %s cv %.1f %% "
+                   "(slowest rank %d)\n",
+                   r->placement.c_str(), reports::format_float(s.min_us, 7).c_str(),
+                   reports::format_float(s.p50_us, 7).c_str(),
+                   reports::format_float(s.p95_us, 7).c_str(),
+                   reports::format_float(s.p99_us, 7).c_str(),
+                   reports::format_float(s.max_us, 7).c_str(), s.cv * 100, r->slowest_rank);
+    }
+  }
+  std::fflush(table_);
+  for (const reports::ResultRow* r : {out, in}) {
+    if (r == nullptr) continue;
+    partial_.rows.push_back(*r);
+    if (csv_) csv_->write(*r);
+    if (jsonl_) jsonl_->write(*r);
+  }
+  if (!o_.json_path.empty()) reports::write_results_atomic(o_.json_path, partial_);
+}
+
+void ReportSink::collective_finished(const std::string& collective,
+                                     const std::vector<reports::ResultRow>& rows,
+                                     const reports::Summary& summary) {
+  clear_progress();
+  std::fputs(reports::format_straggler_line(rows, summary).c_str(), table_);
+  std::fputs(reports::format_trailer(collective, summary).c_str(), table_);
+  std::fflush(table_);
+}
+
+void ReportSink::note(const std::string& line) {
+  clear_progress();
+  std::fprintf(table_, "%s\n", line.c_str());
+  std::fflush(table_);
+}
+
+void ReportSink::progress(double fraction) {
+  if (!o_.progress) return;
+  constexpr int kWidth = 30;
+  const int filled = static_cast<int>(fraction * kWidth);
+  std::fprintf(stderr, "\r[%s%s] %3d%%", std::string(filled, '#').c_str(),
+               std::string(kWidth - filled, ' ').c_str(), static_cast<int>(fraction * 100));
+  std::fflush(stderr);
+  bar_shown_ = true;
+}
+
+void ReportSink::clear_progress() {
+  if (!bar_shown_) return;
+  std::fprintf(stderr, "\r%*s\r", 40, "");
+  std::fflush(stderr);
+  bar_shown_ = false;
+}
+
+void ReportSink::finish(const reports::RunResult& result) {
+  clear_progress();
+  if (o_.json_path.empty()) return;
+  reports::RunResult r = result;
+  r.meta.flags = o_.flags;
+  reports::write_results_atomic(o_.json_path, r);
+}
+
+}  // namespace collie::perf

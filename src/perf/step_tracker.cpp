@@ -1,0 +1,132 @@
+#include "perf/step_tracker.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include "store/store.h"
+
+namespace collie::perf {
+
+StepTracker::StepTracker(std::shared_ptr<Store> store, int rank, int world_size, Millis timeout,
+                         int exit_code, std::function<uint64_t()> last_seq)
+    : store_(std::move(store)),
+      rank_(rank),
+      world_(world_size),
+      timeout_(timeout),
+      exit_code_(exit_code),
+      last_seq_(std::move(last_seq)),
+      step_start_(std::chrono::steady_clock::now()),
+      watched_label_("rendezvous") {
+  thread_ = std::thread([this] { watch(); });
+}
+
+StepTracker::~StepTracker() {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void StepTracker::enter(const std::string& label) {
+  const int64_t idx = ++index_;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    step_start_ = std::chrono::steady_clock::now();
+    watched_label_ = label;
+  }
+  if (store_) store_->set(fmt::format("perf/step/{}", rank_), fmt::format("{}|{}", idx, label));
+}
+
+std::string StepTracker::current() {
+  std::lock_guard<std::mutex> lk(mu_);
+  return watched_label_;
+}
+
+std::string StepTracker::laggards() {
+  if (!store_) return "";
+  const std::string label = current();
+  std::vector<std::string> behind;
+  try {
+    // 1. Ranks that never checked in to this step.
+    for (int r = 0; r < world_; ++r) {
+      const std::string key = fmt::format("perf/step/{}", r);
+      std::string v = store_->check({key}) ? store_->get_string(key) : "0|rendezvous";
+      const auto bar = v.find('|');
+      if (std::atoll(v.substr(0, bar).c_str()) < index_)
+        behind.push_back(fmt::format("rank {} is still in '{}'", r, v.substr(bar + 1)));
+    }
+    if (!behind.empty()) {
+      return fmt::format("{} of {} ranks had not reached '{}': {}", behind.size(), world_, label,
+                         fmt::join(behind, "; "));
+    }
+    // 2. Everyone is in this step: compare collective sequence numbers.
+    store_->set("perf/report_request", "1");
+    const uint64_t mine = last_seq_ ? last_seq_() : 0;
+    for (int r = 0; r < world_; ++r) {
+      if (r == rank_) continue;
+      const std::string key = fmt::format("perf/seq/{}", r);
+      try {
+        store_->wait({key}, Millis(1500));
+      } catch (const std::exception&) {
+        behind.push_back(fmt::format("rank {} did not answer (hung in the backend or dead)", r));
+        continue;
+      }
+      const std::string v = store_->get_string(key);
+      const auto bar = v.find('|');
+      const uint64_t seq = std::strtoull(v.substr(0, bar).c_str(), nullptr, 10);
+      if (seq < mine)
+        behind.push_back(fmt::format("rank {} has only issued collective #{} (in '{}')", r, seq,
+                                     v.substr(bar + 1)));
+    }
+    if (behind.empty()) return "";
+    return fmt::format("rank {} waits in collective #{}; {}", rank_, mine, fmt::join(behind, "; "));
+  } catch (const std::exception& e) {
+    return fmt::format("(could not read the other ranks' check-ins: {})", e.what());
+  }
+}
+
+void StepTracker::answer_report_request() {
+  if (answered_ || !store_ || rank_ == 0) return;
+  try {
+    if (!store_->check({"perf/report_request"})) return;
+    answered_ = true;
+    store_->set(fmt::format("perf/seq/{}", rank_),
+                fmt::format("{}|{}", last_seq_ ? last_seq_() : 0, current()));
+  } catch (const std::exception&) {
+    answered_ = true;  // the store is gone (rank 0 exited); nothing left to answer
+  }
+}
+
+void StepTracker::watch() {
+  // Grace beyond -T for the backend's own deadline to fire first and report precisely.
+  const Millis grace = std::max(Millis(2000), timeout_ / 4);
+  constexpr Millis kPoll(250);
+  std::unique_lock<std::mutex> lk(mu_);
+  while (!stop_) {
+    const auto deadline =
+        std::min(step_start_ + timeout_ + grace, std::chrono::steady_clock::now() + kPoll);
+    if (cv_.wait_until(lk, deadline, [&] { return stop_; })) return;
+    lk.unlock();
+    answer_report_request();
+    lk.lock();
+    if (std::chrono::steady_clock::now() < step_start_ + timeout_ + grace) continue;
+    lk.unlock();
+    const std::string who = laggards();
+    std::fprintf(stderr,
+                 "collie perf: timeout: [Rank %d] step '%s' did not finish within %lld ms%s%s; "
+                 "rerun with COLLIE_DEBUG=DETAIL or inspect the ranks with `collie analyze`\n",
+                 rank_, current().c_str(), static_cast<long long>(timeout_.count()),
+                 who.empty() ? "" : ": ", who.c_str());
+    std::fflush(stderr);
+    std::fflush(stdout);
+    std::_Exit(exit_code_);
+  }
+}
+
+}  // namespace collie::perf

@@ -1,0 +1,64 @@
+#pragma once
+// Store-based check-ins so an expired -T names the ranks that had not finished which step.
+//
+// Every rank calls enter() at each step boundary (a few per size, never per collective); that
+// writes "perf/step/<rank>" = "<index>|<label>" to the group's store. A watchdog thread ends the
+// process (exit code given at construction) when one step outlives timeout + grace, after printing
+// the laggard report, so a backend that ignores its deadline still cannot hang the run.
+// On a timeout, rank 0 sets "perf/report_request"; every rank's watchdog thread (which polls for
+// that key every 250 ms, off the hot path) answers with its last collective sequence number, so
+// rank 0 can name the ranks that are behind even when all of them are inside the same step.
+// Thread safety: enter() from the driver thread only; laggards() from any thread.
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "core/timeout.h"
+
+namespace collie {
+class Store;
+}
+
+namespace collie::perf {
+
+class StepTracker {
+ public:
+  // `store` may be null (no check-ins, only the watchdog). REQUIRES: timeout > 0.
+  // `last_seq` returns this rank's last submitted collective sequence number (thread-safe).
+  StepTracker(std::shared_ptr<Store> store, int rank, int world_size, Millis timeout, int exit_code,
+              std::function<uint64_t()> last_seq);
+  ~StepTracker();
+  StepTracker(const StepTracker&) = delete;
+  StepTracker& operator=(const StepTracker&) = delete;
+
+  void enter(const std::string& label);
+  std::string current();
+  // Names the ranks behind this one: by step check-in, else by collective sequence number
+  // ("rank 1 is at collective #4 in '<step>' while rank 0 waits in #5"). Empty when it cannot
+  // tell. Asks the other ranks for their sequence numbers (waits at most ~1.5 s).
+  std::string laggards();
+
+ private:
+  void watch();
+  void answer_report_request();
+  std::shared_ptr<Store> store_;
+  const int rank_, world_;
+  const Millis timeout_;
+  const int exit_code_;
+  std::function<uint64_t()> last_seq_;
+  bool answered_ = false;
+  std::atomic<int64_t> index_{0};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::chrono::steady_clock::time_point step_start_;
+  std::string watched_label_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+}  // namespace collie::perf

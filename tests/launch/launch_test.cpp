@@ -1,0 +1,257 @@
+// The launcher with real child processes (/bin/sh scripts): environment, line prefixes,
+// fail-fast, exit status, signal forwarding, and the `collie launch` command itself.
+#include "launch/launch.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "launch/line_buffer.h"
+
+namespace collie::launch {
+namespace {
+
+using namespace std::chrono_literals;
+using Steady = std::chrono::steady_clock;
+
+// A temporary file that collects one output stream.
+class Capture {
+ public:
+  Capture() {
+    char tmpl[] = "/tmp/collie_launch_XXXXXX";
+    fd_ = mkstemp(tmpl);
+    path_ = tmpl;
+  }
+  ~Capture() {
+    close(fd_);
+    unlink(path_.c_str());
+  }
+  int fd() const { return fd_; }
+  std::string text() const {
+    std::ifstream in(path_);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+  std::vector<std::string> sorted_lines() const {
+    std::vector<std::string> out;
+    std::stringstream ss(text());
+    for (std::string l; std::getline(ss, l);) out.push_back(l);
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
+ private:
+  int fd_;
+  std::string path_;
+};
+
+LaunchSpec sh(int np, const std::string& script, const Capture& out, const Capture& err) {
+  LaunchSpec s;
+  s.nprocs = np;
+  s.argv = {"/bin/sh", "-c", script};
+  s.out_fd = out.fd();
+  s.err_fd = err.fd();
+  s.kill_grace = 500ms;
+  return s;
+}
+
+TEST(Launch, SetsRankEnvironmentAndPrefixesLines) {
+  Capture out, err;
+  LaunchSpec s = sh(3,
+                    "echo \"$RANK $WORLD_SIZE $LOCAL_RANK $LOCAL_WORLD_SIZE $MASTER_ADDR "
+                    "$MASTER_PORT $EXTRA ${SLURM_PROCID:-none}\"; echo oops >&2; read x || true",
+                    out, err);
+  s.extra_env = {{"EXTRA", "x"}};
+  setenv("SLURM_PROCID", "7", 1);  // an enclosing launcher's rank must not leak into children
+  const LaunchResult r = run(s);
+  unsetenv("SLURM_PROCID");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.failed_rank, -1);
+  ASSERT_NE(r.master_port, 0);
+  const std::string p = std::to_string(r.master_port);
+  EXPECT_EQ(out.sorted_lines(),
+            (std::vector<std::string>{"[0] 0 3 0 3 127.0.0.1 " + p + " x none",
+                                      "[1] 1 3 1 3 127.0.0.1 " + p + " x none",
+                                      "[2] 2 3 2 3 127.0.0.1 " + p + " x none"}));
+  EXPECT_EQ(err.sorted_lines(), (std::vector<std::string>{"[0] oops", "[1] oops", "[2] oops"}));
+}
+
+TEST(Launch, PartialLinesAreJoinedAndNeverInterleaved) {
+  Capture out, err;
+  // Every rank writes its lines in pieces, concurrently with the others.
+  const LaunchResult r = run(sh(4,
+                                "for i in 1 2 3 4 5; do printf \"r$RANK-\"; sleep 0.01; "
+                                "printf \"line$i\\n\"; done; printf tail",
+                                out, err));
+  EXPECT_EQ(r.exit_code, 0);
+  const auto lines = out.sorted_lines();
+  ASSERT_EQ(lines.size(), 24u);
+  for (int rank = 0; rank < 4; ++rank) {
+    const std::string pre = "[" + std::to_string(rank) + "] ";
+    for (int i = 1; i <= 5; ++i) {
+      const std::string want = pre + "r" + std::to_string(rank) + "-line" + std::to_string(i);
+      EXPECT_TRUE(std::binary_search(lines.begin(), lines.end(), want)) << want;
+    }
+    EXPECT_TRUE(std::binary_search(lines.begin(), lines.end(), pre + "tail"));
+  }
+}
+
+TEST(Launch, NoPrefixOption) {
+  Capture out, err;
+  LaunchSpec s = sh(2, "echo plain", out, err);
+  s.prefix_output = false;
+  EXPECT_EQ(run(s).exit_code, 0);
+  EXPECT_EQ(out.text(), "plain\nplain\n");
+}
+
+TEST(Launch, FailingRankStopsTheOthersQuicklyAndSetsTheStatus) {
+  Capture out, err;
+  const auto start = Steady::now();
+  // Rank 2 fails; the others would run 30 s (rank 0 even ignores SIGTERM, so it needs SIGKILL).
+  const LaunchResult r = run(sh(4,
+                                "if [ $RANK = 2 ]; then sleep 0.2; exit 7; fi; "
+                                "if [ $RANK = 0 ]; then trap '' TERM; fi; sleep 30",
+                                out, err));
+  EXPECT_LT(Steady::now() - start, 5s);
+  EXPECT_EQ(r.exit_code, 7);
+  EXPECT_EQ(r.failed_rank, 2);
+  EXPECT_NE(err.text().find("rank 2 exited with status 7"), std::string::npos) << err.text();
+}
+
+TEST(Launch, KilledRankReportsTheSignal) {
+  Capture out, err;
+  const LaunchResult r = run(sh(2, "if [ $RANK = 1 ]; then kill -9 $$; fi; sleep 30", out, err));
+  EXPECT_EQ(r.exit_code, 128 + SIGKILL);
+  EXPECT_EQ(r.failed_rank, 1);
+  EXPECT_NE(err.text().find("rank 1 was killed"), std::string::npos) << err.text();
+}
+
+TEST(Launch, JobTimeoutStopsEveryRank) {
+  Capture out, err;
+  LaunchSpec s = sh(2, "sleep 30", out, err);
+  s.timeout = 300ms;
+  const auto start = Steady::now();
+  const LaunchResult r = run(s);
+  EXPECT_LT(Steady::now() - start, 5s);
+  EXPECT_TRUE(r.timed_out);
+  EXPECT_EQ(r.exit_code, 124);
+}
+
+TEST(Launch, BadSpecIsInvalidArgument) {
+  LaunchSpec s;
+  s.nprocs = 0;
+  s.argv = {"true"};
+  EXPECT_ANY_THROW(run(s));
+  s.nprocs = 1;
+  s.argv = {};
+  EXPECT_ANY_THROW(run(s));
+}
+
+// The launcher runs in a forked child; SIGTERM sent to it must reach every rank.
+TEST(Launch, ForwardsSigtermToEveryRank) {
+  Capture out, err;
+  const pid_t launcher = fork();
+  ASSERT_GE(launcher, 0);
+  if (launcher == 0) {
+    LaunchSpec s = sh(3,
+                      "trap 'echo got-term; exit 0' TERM; echo ready; "
+                      "while true; do sleep 0.05; done",
+                      out, err);
+    _exit(run(s).exit_code);
+  }
+  const auto deadline = Steady::now() + 10s;
+  while (out.sorted_lines().size() < 3 && Steady::now() < deadline)
+    std::this_thread::sleep_for(20ms);
+  ASSERT_EQ(out.sorted_lines().size(), 3u) << out.text();
+  kill(launcher, SIGTERM);
+  int status = 0;
+  ASSERT_EQ(waitpid(launcher, &status, 0), launcher);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 128 + SIGTERM);
+  const auto lines = out.sorted_lines();
+  for (int r = 0; r < 3; ++r) {
+    const std::string want = "[" + std::to_string(r) + "] got-term";
+    EXPECT_TRUE(std::binary_search(lines.begin(), lines.end(), want)) << out.text();
+  }
+}
+
+bool process_alive(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string pid_s, comm, state;
+  if (!(stat >> pid_s >> comm >> state)) return false;
+  return state != "Z" && state != "X";
+}
+
+// A launcher that dies without cleaning up (SIGKILL) must not leave its ranks running.
+TEST(Launch, RanksDieWithTheLauncher) {
+  Capture out, err;
+  const pid_t launcher = fork();
+  ASSERT_GE(launcher, 0);
+  if (launcher == 0) {
+    _exit(run(sh(2, "echo $$; exec sleep 30", out, err)).exit_code);
+  }
+  const auto deadline = Steady::now() + 10s;
+  while (out.sorted_lines().size() < 2 && Steady::now() < deadline)
+    std::this_thread::sleep_for(20ms);
+  const auto lines = out.sorted_lines();
+  ASSERT_EQ(lines.size(), 2u) << out.text();
+  std::vector<pid_t> ranks;
+  for (const auto& l : lines) ranks.push_back(std::stoi(l.substr(l.find(' ') + 1)));
+  kill(launcher, SIGKILL);
+  waitpid(launcher, nullptr, 0);
+  for (pid_t r : ranks) {
+    const auto until = Steady::now() + 5s;
+    while (process_alive(r) && Steady::now() < until) std::this_thread::sleep_for(20ms);
+    EXPECT_FALSE(process_alive(r)) << "rank pid " << r << " outlived the launcher";
+  }
+}
+
+TEST(LineBuffer, SplitsOverlongLines) {
+  Capture out;
+  {
+    LineBuffer lb(out.fd(), "> ");
+    lb.feed(std::string(LineBuffer::kMaxLine + 10, 'a'));
+    lb.feed("b\nc");
+    lb.flush();
+  }
+  const std::string t = out.text();
+  EXPECT_EQ(t, "> " + std::string(LineBuffer::kMaxLine, 'a') + "\n> " + std::string(10, 'a') +
+                   "b\n> c\n");
+}
+
+// `collie launch` end to end: flags, -np, --, and the exit status.
+TEST(LaunchCli, RunsTheCommandAndPropagatesTheStatus) {
+  const std::string cli = COLLIE_CLI_PATH;
+  auto run_cli = [&](const std::string& args) {
+    const std::string cmd = cli + " " + args + " 2>&1";
+    FILE* p = popen(cmd.c_str(), "r");
+    std::string text;
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof(buf), p)) > 0) text.append(buf, n);
+    const int st = pclose(p);
+    return std::make_pair(WIFEXITED(st) ? WEXITSTATUS(st) : -1, text);
+  };
+  auto [rc, text] = run_cli("launch -np 2 --master-port 0 -- /bin/sh -c 'echo r=$RANK'");
+  EXPECT_EQ(rc, 0) << text;
+  EXPECT_NE(text.find("[0] r=0"), std::string::npos) << text;
+  EXPECT_NE(text.find("[1] r=1"), std::string::npos) << text;
+  std::tie(rc, text) = run_cli("launch -np 2 --grace 200ms -- /bin/sh -c 'exit $((RANK + 3))'");
+  EXPECT_TRUE(rc == 3 || rc == 4) << rc << text;
+  std::tie(rc, text) = run_cli("launch -np 1 --timeout 200ms -- sleep 10");
+  EXPECT_EQ(rc, 3) << text;  // kExitTimeout
+  std::tie(rc, text) = run_cli("launch -np 2");
+  EXPECT_EQ(rc, 2) << text;  // kExitUsage: no command
+}
+
+}  // namespace
+}  // namespace collie::launch

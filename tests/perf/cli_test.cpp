@@ -1,0 +1,177 @@
+// `collie perf` as a user runs it: the real binary, real local ranks over Gloo on loopback.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "comm/registry.h"
+#include "reports/json_io.h"
+
+namespace {
+
+struct Result {
+  int rc = -1;
+  std::string out, err;
+};
+
+std::string tmp(const std::string& name) {
+  return (std::filesystem::temp_directory_path() /
+          ("collie_perf_cli_" + std::to_string(::getpid()) + "_" + name))
+      .string();
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+Result run(const std::string& args, const std::string& env = "") {
+  const std::string out = tmp("out"), err = tmp("err");
+  const std::string cmd = env + " " + COLLIE_BIN + " perf " + args + " >" + out + " 2>" + err;
+  Result r;
+  const int st = std::system(cmd.c_str());
+  r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  r.out = slurp(out);
+  r.err = slurp(err);
+  std::filesystem::remove(out);
+  std::filesystem::remove(err);
+  return r;
+}
+
+// Table rows: lines that do not start with '#'.
+std::vector<std::vector<std::string>> rows(const std::string& out) {
+  std::vector<std::vector<std::string>> v;
+  std::istringstream in(out);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream ls(line);
+    std::vector<std::string> cells;
+    std::string c;
+    while (ls >> c) cells.push_back(c);
+    v.push_back(cells);
+  }
+  return v;
+}
+
+class PerfCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (collie::find_backend("gloo") == nullptr) GTEST_SKIP() << "gloo backend not built";
+  }
+};
+
+TEST_F(PerfCli, EveryCollectiveValidatesOverGlooOn2To4Ranks) {
+  const std::vector<std::string> variants = {"-d float -o all", "-d int32 -o prod",
+                                             "-d bfloat16 -o sum", "-d double -o avg"};
+  for (int np = 2; np <= 4; ++np) {
+    for (const auto& v : variants) {
+      const Result r = run("all -np " + std::to_string(np) + " -b 8 -e 4K -f 8 -n 2 -w 1 -c 1 " +
+                           "-r " + std::to_string(np - 1) + " -T 60 " + v);
+      ASSERT_EQ(r.rc, 0) << v << " np " << np << "\n" << r.out << r.err;
+      const auto t = rows(r.out);
+      ASSERT_GE(t.size(), 10u) << r.out;
+      for (const auto& row : t) {
+        ASSERT_EQ(row.size(), 13u);
+        for (size_t cell : {8u, 12u}) {
+          if (row[cell] != "N/A") {
+            EXPECT_EQ(row[cell], "0") << v << " np " << np;
+          }
+        }
+      }
+      for (const char* c : {"all_reduce", "all_gather", "broadcast", "reduce", "reduce_scatter",
+                            "alltoall", "gather", "scatter", "sendrecv", "barrier"}) {
+        EXPECT_NE(r.out.find(std::string("# Collective test concluded: ") + c + "_perf"),
+                  std::string::npos)
+            << c;
+      }
+    }
+  }
+}
+
+TEST_F(PerfCli, CorruptedResultIsCountedAndFailsTheRun) {
+  const std::string json = tmp("corrupt.json");
+  const Result r =
+      run("all_reduce -np 2 -b 64 -e 64 -n 2 -J " + json, "COLLIE_PERF_TEST_CORRUPT=1:5");
+  EXPECT_EQ(r.rc, 1) << r.out << r.err;
+  const auto t = rows(r.out);
+  ASSERT_EQ(t.size(), 1u);
+  EXPECT_EQ(t[0][8], "1");
+  EXPECT_EQ(t[0][12], "1");
+  EXPECT_NE(r.out.find("# Out of bounds values : 2 FAILED"), std::string::npos) << r.out;
+  const auto res = collie::reports::read_results(json);
+  ASSERT_EQ(res.rows.size(), 2u);
+  EXPECT_EQ(res.rows[0].wrong_rank, 1);
+  EXPECT_EQ(res.rows[0].wrong_offset, 5);
+  std::filesystem::remove(json);
+}
+
+TEST(PerfCliFlags, BadFlagsPrintOneLineAndExit2) {
+  for (const char* args : {"-b 2M -e 1M", "-d float17", "-np 0", "all_scatter", "-o mean", "-G 1",
+                           "--placement sideways", "-a 7"}) {
+    const Result r = run(args);
+    EXPECT_EQ(r.rc, 2) << args << ": " << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << args << ": " << r.err;
+    EXPECT_TRUE(r.out.empty()) << args;
+  }
+}
+
+TEST_F(PerfCli, JsonCsvAndJsonlAgreeWithTheTable) {
+  const std::string json = tmp("r.json"), csv = tmp("r.csv"), jsonl = tmp("r.jsonl");
+  const Result r = run("all_reduce all_gather -np 3 -b 1K -e 16K -f 4 -n 3 -J " + json + " --csv " +
+                       csv + " --jsonl " + jsonl);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const auto table = rows(r.out);
+  const auto res = collie::reports::read_results(json);
+  ASSERT_TRUE(res.summary.has_value());
+  EXPECT_EQ(res.meta.world_size, 3);
+  EXPECT_EQ(res.meta.backend, "gloo");
+  EXPECT_EQ(res.meta.hosts.size(), 3u);
+  EXPECT_EQ(res.meta.flags.at("--output_file"), json);
+  ASSERT_EQ(res.rows.size(), table.size() * 2);  // out + in per table line
+  for (size_t i = 0; i < table.size(); ++i) {
+    EXPECT_EQ(std::to_string(res.rows[2 * i].size_bytes), table[i][0]);
+    EXPECT_EQ(res.rows[2 * i].rank_time_us.size(), 3u);
+    EXPECT_EQ(res.rows[2 * i].iter.samples, 3);
+  }
+  std::ifstream jl(jsonl);
+  std::string line;
+  size_t n = 0;
+  while (std::getline(jl, line)) {
+    const auto row = collie::reports::row_from_json(nlohmann::json::parse(line));
+    EXPECT_DOUBLE_EQ(row.busbw_gbps, res.rows[n].busbw_gbps);
+    ++n;
+  }
+  EXPECT_EQ(n, res.rows.size());
+  std::ifstream c(csv);
+  n = 0;
+  while (std::getline(c, line)) ++n;
+  EXPECT_EQ(n, res.rows.size() + 1);  // + header
+  for (const auto& p : {json, csv, jsonl}) std::filesystem::remove(p);
+}
+
+TEST_F(PerfCli, MinBusBandwidthGateFailsTheRun) {
+  const Result r = run("all_reduce -np 2 -b 1K -e 1K -n 2 --min-busbw 1000000");
+  EXPECT_EQ(r.rc, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("below 0.9 x"), std::string::npos) << r.err;
+  EXPECT_EQ(run("all_reduce -np 2 -b 1K -e 1K -n 2", "NCCL_TESTS_MIN_BW=1000000").rc, 1);
+}
+
+TEST_F(PerfCli, TimeoutNamesTheLaggingRankAndExits3) {
+  // Rank 1 sleeps 4 s before its first timed call; -T 1 must end the run and name rank 1.
+  const Result r =
+      run("all_reduce -np 2 -b 8 -e 8 -n 2 -T 1", "COLLIE_PERF_TEST_DELAY_US=1:4000000");
+  EXPECT_EQ(r.rc, 3) << r.out << r.err;
+  EXPECT_NE(r.err.find("rank 1"), std::string::npos) << r.err;
+}
+
+}  // namespace

@@ -1,0 +1,130 @@
+// JSON / CSV / JSONL carry the same rows; JSON round-trips through the reader.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "reports/json_io.h"
+#include "reports/row_writers.h"
+
+namespace collie::reports {
+namespace {
+
+std::string temp_path(const std::string& name) {
+  return (std::filesystem::temp_directory_path() /
+          ("collie_reports_" + std::to_string(::getpid()) + "_" + name))
+      .string();
+}
+
+ResultRow sample(int i) {
+  ResultRow r;
+  r.collective = "all_reduce";
+  r.placement = i % 2 ? "in" : "out";
+  r.size_bytes = 1024 << i;
+  r.count = 256 << i;
+  r.dtype = "float";
+  r.redop = "sum";
+  r.time_us = 10.5 + i;
+  r.algbw_gbps = 1.25 * i;
+  r.busbw_gbps = 2.5 * i;
+  r.wrong = i == 2 ? 7 : 0;
+  r.wrong_rank = i == 2 ? 1 : -1;
+  r.wrong_offset = i == 2 ? 42 : -1;
+  r.rank_time_us = {10.0 + i, 11.0 + i};
+  r.slowest_rank = 1;
+  r.iter = compute_iter_stats({1, 2, 3, 4, 100});
+  r.iters = 5;
+  return r;
+}
+
+TEST(ReportsIo, JsonRoundTripsAndAgreesWithCsvAndJsonl) {
+  RunResult run;
+  run.meta.version = "0.1.0";
+  run.meta.backend = "gloo";
+  run.meta.world_size = 2;
+  run.meta.hosts = {"a", "b"};
+  run.meta.flags = {{"-b", "8"}};
+  run.meta.started_at = "2026-01-01T00:00:00Z";
+  const std::string json = temp_path("r.json"), csv = temp_path("r.csv"),
+                    jsonl = temp_path("r.jsonl");
+  {
+    CsvWriter c(csv);
+    JsonlWriter l(jsonl);
+    for (int i = 0; i < 3; ++i) {
+      run.rows.push_back(sample(i));
+      c.write(run.rows.back());
+      l.write(run.rows.back());
+      write_results_atomic(json, run);  // an interrupted run keeps the finished rows
+      EXPECT_EQ(read_results(json).rows.size(), static_cast<size_t>(i + 1));
+    }
+  }
+  run.summary = summarize(run.rows, 2);
+  write_results_atomic(json, run);
+  const RunResult back = read_results(json);
+  ASSERT_EQ(back.rows.size(), 3u);
+  ASSERT_TRUE(back.summary.has_value());
+  EXPECT_EQ(back.summary->wrong_total, 7);
+  EXPECT_EQ(back.meta.hosts, run.meta.hosts);
+  EXPECT_EQ(back.rows[2].wrong_rank, 1);
+  EXPECT_EQ(back.rows[2].wrong_offset, 42);
+  EXPECT_DOUBLE_EQ(back.rows[1].iter.max_us, 100);
+  EXPECT_EQ(back.rows[0].rank_time_us, run.rows[0].rank_time_us);
+
+  std::ifstream lin(jsonl);
+  std::string line;
+  int n = 0;
+  while (std::getline(lin, line)) {
+    const ResultRow r = row_from_json(nlohmann::json::parse(line));
+    EXPECT_EQ(r.size_bytes, back.rows[n].size_bytes);
+    EXPECT_DOUBLE_EQ(r.busbw_gbps, back.rows[n].busbw_gbps);
+    ++n;
+  }
+  EXPECT_EQ(n, 3);
+
+  std::ifstream cin(csv);
+  std::getline(cin, line);
+  EXPECT_EQ(line + "\n", CsvWriter::header());
+  const size_t columns = std::count(line.begin(), line.end(), ',');
+  n = 0;
+  while (std::getline(cin, line)) {
+    EXPECT_EQ(static_cast<size_t>(std::count(line.begin(), line.end(), ',')), columns);
+    EXPECT_EQ(line.substr(0, line.find(',', line.find(',') + 1)),
+              "all_reduce," + back.rows[n].placement);
+    EXPECT_NE(line.find("," + std::to_string(back.rows[n].size_bytes) + ","), std::string::npos);
+    ++n;
+  }
+  EXPECT_EQ(n, 3);
+  EXPECT_FALSE(std::filesystem::exists(json + ".tmp." + std::to_string(::getpid())));
+  std::filesystem::remove(json);
+  std::filesystem::remove(csv);
+  std::filesystem::remove(jsonl);
+}
+
+TEST(ReportsIo, ReaderRejectsOtherSchemasAndGarbage) {
+  const std::string p = temp_path("bad.json");
+  std::ofstream(p) << R"({"schema": "something.else", "run": {}, "rows": []})";
+  EXPECT_THROW(read_results(p), InvalidArgument);
+  std::ofstream(p) << "not json";
+  EXPECT_THROW(read_results(p), InvalidArgument);
+  EXPECT_THROW(read_results(p + ".missing"), InvalidArgument);
+  std::filesystem::remove(p);
+}
+
+TEST(ReportsIo, IterStatsUseNearestRankPercentiles) {
+  std::vector<double> t;
+  for (int i = 1; i <= 100; ++i) t.push_back(i);
+  const IterStats s = compute_iter_stats(t);
+  EXPECT_EQ(s.samples, 100);
+  EXPECT_DOUBLE_EQ(s.min_us, 1);
+  EXPECT_DOUBLE_EQ(s.p50_us, 51);
+  EXPECT_DOUBLE_EQ(s.p95_us, 95);
+  EXPECT_DOUBLE_EQ(s.p99_us, 99);
+  EXPECT_DOUBLE_EQ(s.max_us, 100);
+  EXPECT_GT(s.cv, 0.5);
+}
+
+}  // namespace
+}  // namespace collie::reports

@@ -1,0 +1,111 @@
+// Golden tests: the table must be byte-identical to nccl-tests 2.19's.
+#include "reports/table.h"
+
+#include <gtest/gtest.h>
+
+namespace collie::reports {
+namespace {
+
+ResultRow row(double t, double alg, double bus, int64_t wrong) {
+  ResultRow r;
+  r.collective = "all_reduce";
+  r.size_bytes = 33554432;
+  r.count = 8388608;
+  r.dtype = "float";
+  r.redop = "sum";
+  r.root = -1;
+  r.time_us = t;
+  r.algbw_gbps = alg;
+  r.busbw_gbps = bus;
+  r.wrong = wrong;
+  return r;
+}
+
+TEST(Table, RowMatchesNcclTestsByteForByte) {
+  ResultRow out = row(123.45, 271.82, 475.69, 0), in = row(120.11, 279.37, 488.89, 0);
+  EXPECT_EQ(format_row(&out, &in),
+            "    33554432       8388608     float     sum      -1   123.45  271.82  475.69       0"
+            "   120.11  279.37  488.89       0");
+}
+
+TEST(Table, PrecisionShrinksToFitTheWidth) {
+  EXPECT_EQ(format_float(1.5, 7), "   1.50");
+  // nccl-tests picks the precision from the digits before rounding, so 9999.999 overflows by one
+  // column there too; byte compatibility means keeping that.
+  EXPECT_EQ(format_float(9999.999, 7), "10000.00");
+  EXPECT_EQ(format_float(12345.6, 7), "12345.6");
+  EXPECT_EQ(format_float(123456.7, 7), " 123457");
+  EXPECT_EQ(format_float(1234567.0, 7), "1234567");
+  EXPECT_EQ(format_float(123456789.0, 7), "1.2e+08");
+  EXPECT_EQ(format_float(0.0, 6), "  0.00");
+  EXPECT_EQ(format_float(999.5, 6), "999.50");
+  EXPECT_EQ(format_float(1234.4, 6), "1234.4");
+  EXPECT_EQ(format_float(12345.4, 6), " 12345");
+  EXPECT_EQ(format_float(123456.0, 6), "123456");
+  EXPECT_EQ(format_float(1234567.0, 6), " 1e+06");
+}
+
+TEST(Table, UncheckedAndMissingPlacementsPrintNA) {
+  ResultRow out = row(5.01, 0.0, 0.0, -1);
+  out.size_bytes = 8;
+  out.count = 2;
+  EXPECT_EQ(format_row(&out, nullptr),
+            "           8             2     float     sum      -1     5.01    0.00    0.00     N/A"
+            "      N/A     N/A     N/A     N/A");
+}
+
+TEST(Table, WrongCountUsesPercentG) {
+  ResultRow out = row(10, 1, 1, 1234567);
+  EXPECT_NE(format_row(&out, nullptr).find(" 1.23457e+06"), std::string::npos);
+}
+
+TEST(Table, HeaderAndTrailerLines) {
+  TableHeader h;
+  h.collective = "all_reduce";
+  h.min_bytes = 8;
+  h.max_bytes = 134217728;
+  h.world_size = 1;
+  h.hosts = {"host1"};
+  h.pids = {12345};
+  const std::string s = format_header(h);
+  EXPECT_EQ(s.substr(0, s.find('\n') + 1), "# Collective test starting: all_reduce_perf\n");
+  EXPECT_NE(s.find("# nThread 1 nGpus 1 minBytes 8 maxBytes 134217728 step: 2(factor) warmup "
+                   "iters: 1 iters: 20 agg iters: 1 validation: 1 graph: 0\n"),
+            std::string::npos);
+  EXPECT_NE(s.find("#  Rank  0 Group  0 Pid  12345 on      host1 device -1 [cpu]"),
+            std::string::npos);
+  EXPECT_NE(
+      s.find("#       size         count      type   redop    root     time   algbw   busbw  #wrong"
+             "     time   algbw   busbw  #wrong\n"),
+      std::string::npos);
+  Summary sum;
+  sum.avg_busbw_gbps = 482.29;
+  const std::string t = format_trailer("all_reduce", sum);
+  EXPECT_EQ(t.substr(0, t.find("# Peak")),
+            "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 482.29\n");
+  EXPECT_NE(t.find("#\n# Collective test concluded: all_reduce_perf\n"), std::string::npos);
+}
+
+TEST(Table, StragglerLineNamesTheSlowRank) {
+  std::vector<ResultRow> rows(3, row(10, 1, 1, 0));
+  for (auto& r : rows) r.rank_time_us = {10, 10, 14, 10};
+  Summary s = summarize(rows, 4);
+  ASSERT_EQ(s.stragglers, std::vector<int>{2});
+  EXPECT_NE(format_straggler_line(rows, s).find("rank 2"), std::string::npos);
+  for (auto& r : rows) r.rank_time_us = {10, 10, 11, 10};  // 10 % is within noise
+  EXPECT_TRUE(summarize(rows, 4).stragglers.empty());
+}
+
+TEST(Table, SummaryIsNotDilutedBySmallSizes) {
+  std::vector<ResultRow> rows = {row(1, 0.1, 0.1, 0), row(1, 0.1, 0.1, 0), row(1, 50, 80, 0)};
+  rows[0].size_bytes = 8;
+  rows[1].size_bytes = 8;
+  const Summary s = summarize(rows, 2);
+  EXPECT_NEAR(s.avg_busbw_gbps, (0.1 + 0.1 + 80) / 3, 1e-9);
+  EXPECT_DOUBLE_EQ(s.peak_busbw_gbps, 80);
+  EXPECT_DOUBLE_EQ(s.largest_size_busbw_gbps, 80);
+  EXPECT_EQ(s.largest_size_bytes, 33554432);
+}
+
+}  // namespace
+}  // namespace collie::reports
