@@ -9,15 +9,14 @@
 #include <set>
 
 #include "comm/rendezvous.h"
+#include "reports/result.h"
 
 namespace collie::probes {
 
 double median(std::vector<double> v) {
   v.erase(std::remove_if(v.begin(), v.end(), [](double x) { return std::isnan(x); }), v.end());
   if (v.empty()) return std::numeric_limits<double>::quiet_NaN();
-  std::sort(v.begin(), v.end());
-  const size_t h = v.size() / 2;
-  return v.size() % 2 == 1 ? v[h] : (v[h - 1] + v[h]) / 2;
+  return reports::median(std::move(v));
 }
 
 RankMatrix::RankMatrix(int n)
