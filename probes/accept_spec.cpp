@@ -1,0 +1,242 @@
+#include "probes/accept_spec.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "core/env.h"
+#include "core/error.h"
+
+namespace collie::probes {
+namespace {
+
+using json = nlohmann::json;
+
+enum class T { Bool, Number, Int, Bytes, Duration, String, Object, Strings };
+
+struct KeySpec {
+  const char* key;
+  T type;
+};
+
+// What each kind accepts. Rules are documented in docs/acceptance.md.
+const std::map<std::string, std::vector<KeySpec>>& param_keys() {
+  static const std::map<std::string, std::vector<KeySpec>> m{
+      {"connectivity", {{"repeats", T::Int}, {"interval", T::Duration}}},
+      {"pairwise",
+       {{"bytes", T::Bytes},
+        {"iters", T::Int},
+        {"latency_iters", T::Int},
+        {"slow_threshold", T::Number}}},
+      {"stragglers",
+       {{"iters", T::Int},
+        {"warmup", T::Int},
+        {"bytes", T::Bytes},
+        {"work", T::Int},
+        {"late_us", T::Number}}},
+      {"env", {}},
+      {"perf",
+       {{"collective", T::String},
+        {"min_bytes", T::Bytes},
+        {"max_bytes", T::Bytes},
+        {"iters", T::Int},
+        {"warmup", T::Int},
+        {"dtype", T::String}}},
+  };
+  return m;
+}
+
+const std::map<std::string, std::vector<KeySpec>>& rule_keys() {
+  static const std::map<std::string, std::vector<KeySpec>> m{
+      {"connectivity", {{"all_reachable", T::Bool}, {"max_rtt_us", T::Number}}},
+      {"pairwise",
+       {{"max_slow_hosts", T::Int},
+        {"max_slow_links", T::Int},
+        {"min_link_gbps", T::Number},
+        {"max_latency_us", T::Number},
+        {"max_drop_vs_baseline", T::Object},
+        {"max_rise_vs_baseline", T::Object}}},
+      {"stragglers",
+       {{"max_skew_us", T::Number},
+        {"max_stragglers", T::Int},
+        {"max_rise_vs_baseline", T::Object}}},
+      {"env", {{"consistent", T::Bool}, {"ignore", T::Strings}}},
+      {"perf", {{"min_busbw_gbps", T::Object}, {"max_drop_vs_baseline", T::Object}}},
+  };
+  return m;
+}
+
+std::string known(const std::vector<KeySpec>& ks) {
+  std::string out;
+  for (const auto& k : ks) out += (out.empty() ? "" : ", ") + std::string(k.key);
+  return out.empty() ? "none" : out;
+}
+
+void check_type(const json& v, T t, const std::string& where) {
+  auto fail = [&](const char* expected) {
+    throw SpecError(fmt::format("{} must be {} (got {})", where, expected, v.dump()));
+  };
+  switch (t) {
+    case T::Bool:
+      if (!v.is_boolean()) fail("true or false");
+      break;
+    case T::Number:
+      if (!v.is_number() || v.get<double>() < 0) fail("a non-negative number");
+      break;
+    case T::Int:
+      if (!v.is_number_integer() || v.get<int64_t>() < 0) fail("a non-negative integer");
+      break;
+    case T::Bytes:
+      parse_bytes(v, where);
+      break;
+    case T::Duration:
+      if (!v.is_string() && !v.is_number()) fail("a duration such as \"500ms\" or \"2s\"");
+      try {
+        parse_duration(v.is_string() ? v.get<std::string>() : std::to_string(v.get<double>()));
+      } catch (const InvalidArgument&) {
+        fail("a duration such as \"500ms\" or \"2s\"");
+      }
+      break;
+    case T::String:
+      if (!v.is_string()) fail("a string");
+      break;
+    case T::Object:
+      if (!v.is_object() || v.empty()) fail("a non-empty object");
+      for (const auto& [k, x] : v.items())
+        if (!x.is_number() || x.get<double>() < 0)
+          throw SpecError(fmt::format("{}.{} must be a non-negative number", where, k));
+      break;
+    case T::Strings:
+      if (!v.is_array()) fail("a list of strings");
+      for (const auto& x : v)
+        if (!x.is_string()) fail("a list of strings");
+      break;
+  }
+}
+
+void check_keys(const json& obj, const std::vector<KeySpec>& allowed, const std::string& where) {
+  if (!obj.is_object()) throw SpecError(fmt::format("{} must be an object", where));
+  for (const auto& [k, v] : obj.items()) {
+    const KeySpec* ks = nullptr;
+    for (const auto& a : allowed)
+      if (k == a.key) ks = &a;
+    if (!ks)
+      throw SpecError(fmt::format("{}: unknown key '{}' (known: {})", where, k, known(allowed)));
+    check_type(v, ks->type, where + "." + k);
+  }
+}
+
+}  // namespace
+
+int64_t parse_bytes(const json& v, const std::string& what) {
+  if (v.is_number_integer() && v.get<int64_t>() >= 0) return v.get<int64_t>();
+  if (!v.is_string())
+    throw SpecError(
+        fmt::format("{} must be a size such as 8, \"64K\", \"4M\" (got {})", what, v.dump()));
+  const std::string s = v.get<std::string>();
+  size_t pos = 0;
+  double num = 0;
+  try {
+    num = std::stod(s, &pos);
+  } catch (const std::exception&) {
+    pos = 0;
+  }
+  const std::string suffix = s.substr(pos);
+  double unit = -1;
+  if (suffix.empty()) unit = 1;
+  if (suffix == "K" || suffix == "k" || suffix == "KiB") unit = 1024.0;
+  if (suffix == "M" || suffix == "m" || suffix == "MiB") unit = 1024.0 * 1024;
+  if (suffix == "G" || suffix == "g" || suffix == "GiB") unit = 1024.0 * 1024 * 1024;
+  if (pos == 0 || unit < 0 || num < 0 || !std::isfinite(num))
+    throw SpecError(fmt::format("{}: '{}' is not a size (use e.g. 8, 64K, 4M, 1G)", what, s));
+  return static_cast<int64_t>(num * unit);
+}
+
+AcceptSpec parse_spec(const json& j) {
+  if (!j.is_object()) throw SpecError("the spec must be a JSON object with a \"checks\" list");
+  json top = j;
+  top.erase("checks");
+  check_keys(top,
+             {{"name", T::String},
+              {"backend", T::String},
+              {"timeout", T::Duration},
+              {"baseline", T::String}},
+             "spec");
+  AcceptSpec s;
+  s.name = j.value("name", s.name);
+  s.backend = j.value("backend", s.backend);
+  if (j.contains("timeout")) {
+    const auto& t = j["timeout"];
+    s.timeout =
+        parse_duration(t.is_string() ? t.get<std::string>() : std::to_string(t.get<double>()));
+  }
+  s.baseline = j.value("baseline", "");
+  if (!j.contains("checks") || !j["checks"].is_array() || j["checks"].empty())
+    throw SpecError("spec: \"checks\" must be a non-empty list of checks");
+  std::set<std::string> names;
+  for (size_t i = 0; i < j["checks"].size(); ++i) {
+    const json& c = j["checks"][i];
+    std::string where = fmt::format("checks[{}]", i);
+    if (!c.is_object()) throw SpecError(where + " must be an object");
+    CheckSpec cs;
+    if (c.contains("probe") == c.contains("perf"))
+      throw SpecError(where + ": give exactly one of \"probe\": NAME or \"perf\": COLLECTIVE");
+    json params = c;
+    if (c.contains("probe")) {
+      if (!c["probe"].is_string() || !param_keys().count(c["probe"].get<std::string>()) ||
+          c["probe"] == "perf")
+        throw SpecError(
+            fmt::format("{}: unknown probe {} (known: connectivity, pairwise, stragglers, env)",
+                        where, c["probe"].dump()));
+      cs.kind = c["probe"].get<std::string>();
+      params.erase("probe");
+    } else {
+      if (!c["perf"].is_string()) throw SpecError(where + ".perf must be a collective name");
+      cs.kind = "perf";
+      params["collective"] = c["perf"];
+      params.erase("perf");
+    }
+    cs.name = c.value(
+        "name", cs.kind == "perf" ? "perf " + params["collective"].get<std::string>() : cs.kind);
+    where = fmt::format("{} ('{}')", where, cs.name);
+    if (!names.insert(cs.name).second)
+      throw SpecError(where + ": the name is used twice; give each check a distinct \"name\"");
+    params.erase("name");
+    cs.rules = c.value("rules", json::object());
+    params.erase("rules");
+    check_keys(params, param_keys().at(cs.kind), where);
+    check_keys(cs.rules, rule_keys().at(cs.kind), where + ".rules");
+    if (cs.rules.empty())
+      throw SpecError(fmt::format("{}: no rules; a check without rules cannot fail (known: {})",
+                                  where, known(rule_keys().at(cs.kind))));
+    if (cs.kind == "perf" && cs.rules.contains("min_busbw_gbps"))
+      for (const auto& [size, v] : cs.rules["min_busbw_gbps"].items())
+        parse_bytes(json(size), where + ".rules.min_busbw_gbps key");
+    for (const char* rel : {"max_drop_vs_baseline", "max_rise_vs_baseline"})
+      if (cs.rules.contains(rel) && s.baseline.empty())
+        throw SpecError(
+            fmt::format("{}.rules.{} needs a \"baseline\" file in the spec", where, rel));
+    cs.params = params;
+    s.checks.push_back(std::move(cs));
+  }
+  return s;
+}
+
+AcceptSpec load_spec(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw SpecError(fmt::format("cannot read spec file '{}'", path));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  json j;
+  try {
+    j = json::parse(ss.str());
+  } catch (const json::parse_error& e) {
+    throw SpecError(fmt::format("{} is not valid JSON: {}", path, e.what()));
+  }
+  return parse_spec(j);
+}
+
+}  // namespace collie::probes

@@ -1,0 +1,43 @@
+#pragma once
+// Acceptance spec (`collie accept --spec SPEC.json`): which probes and perf sweeps to run and
+// the rules their results must meet. Parsing checks everything up front (unknown keys, wrong
+// types, unknown probes) so a bad spec fails before any rank starts. See docs/acceptance.md.
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/timeout.h"
+
+namespace collie::probes {
+
+// The spec is unusable (exit 2); the message names the check and key.
+class SpecError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct CheckSpec {
+  std::string name;       // unique; defaults to the probe / collective name
+  std::string kind;       // connectivity | pairwise | stragglers | env | perf
+  nlohmann::json params;  // probe parameters (validated), e.g. {"bytes": 4194304}
+  nlohmann::json rules;   // rule name -> threshold (validated)
+};
+
+struct AcceptSpec {
+  std::string name = "acceptance";
+  std::string backend = "gloo";
+  Millis timeout{std::chrono::seconds(10)};
+  std::string baseline;  // path of an earlier `collie accept` JSON report ("" = none)
+  std::vector<CheckSpec> checks;
+};
+
+// Throws SpecError.
+AcceptSpec parse_spec(const nlohmann::json& j);
+AcceptSpec load_spec(const std::string& path);
+
+// "8", "64K", "4M", "1G" (binary units) or a JSON number. Throws SpecError naming `what`.
+int64_t parse_bytes(const nlohmann::json& v, const std::string& what);
+
+}  // namespace collie::probes

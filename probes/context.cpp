@@ -1,0 +1,146 @@
+#include "probes/context.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+#include "comm/init.h"
+#include "comm/registry.h"
+#include "comm/rendezvous.h"
+#include "core/env.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "store/prefix_store.h"
+#include "store/store.h"
+
+namespace collie::probes {
+
+std::string ProbeContext::tag() { return fmt::format("probe{}", next_tag++); }
+
+std::string local_hostname() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof(name) - 1) != 0) return "unknown";
+  return name;
+}
+
+ProbeContext make_context(const ContextOptions& opts) {
+  const Env& env = opts.env ? *opts.env : Env::process();
+  configure_logging_from_env(env);
+  ProbeContext ctx;
+  ctx.backend = opts.backend;
+  ctx.timeout = opts.timeout;
+  ctx.env = opts.env;
+  std::string method = opts.init_method;
+  if (method.empty()) method = env.get("COLLIE_INIT_METHOD").value_or("");
+  const BackendRegistration* reg = find_backend(opts.backend);
+  if (reg == nullptr) {
+    std::string known;
+    for (const auto* b : backends()) known += (known.empty() ? "" : ", ") + b->name;
+    throw InvalidArgument(
+        fmt::format("backend '{}' is not in this build (built: {})", opts.backend, known));
+  }
+  std::optional<SelfRendezvous> self;
+  if (method.empty() && reg->self_rendezvous) self = reg->self_rendezvous(env, opts.timeout);
+  if (self) {
+    ctx.store = self->store;
+    ctx.rank = self->rank;
+    ctx.world = self->world_size;
+  } else {
+    // Rendezvous can take a while on a big job (ranks start at different times); the per-step
+    // deadline starts once everyone is in.
+    const Millis rdzv_timeout = std::max<Millis>(opts.timeout, std::chrono::seconds(60));
+    Rendezvous r = rendezvous(RendezvousRequest{method, -1, -1, rdzv_timeout}, env);
+    ctx.store = r.store;
+    ctx.rank = r.rank;
+    ctx.world = r.world_size;
+  }
+  set_log_rank(ctx.rank);
+  exchange_hosts(ctx, local_hostname());
+  return ctx;
+}
+
+void exchange_hosts(ProbeContext& ctx, const std::string& hostname) {
+  const std::string prefix = "probe_hosts/";
+  ctx.store->set(prefix + std::to_string(ctx.rank), hostname);
+  std::vector<std::string> keys;
+  for (int r = 0; r < ctx.world; ++r) keys.push_back(prefix + std::to_string(r));
+  ctx.store->wait(keys, std::max<Millis>(ctx.timeout, std::chrono::seconds(60)));
+  ctx.hosts.clear();
+  for (const auto& v : ctx.store->multi_get(keys)) ctx.hosts.push_back(to_string(v));
+}
+
+std::shared_ptr<ProcessGroup> world_group(ProbeContext& ctx, const std::string& tag) {
+  InitOptions o;
+  o.backend = ctx.backend;
+  o.store = std::make_shared<PrefixStore>(tag + "/world", ctx.store);
+  o.rank = ctx.rank;
+  o.world_size = ctx.world;
+  o.timeout = ctx.timeout;
+  o.group_desc = "probe_world";
+  o.env = ctx.env;
+  return init_process_group(o);
+}
+
+std::shared_ptr<ProcessGroup> pair_group(ProbeContext& ctx, const std::string& tag, int a, int b) {
+  InitOptions o;
+  o.backend = ctx.backend;
+  auto store = std::make_shared<PrefixStore>(fmt::format("{}/pair/{}-{}", tag, a, b), ctx.store);
+  store->set_timeout(ctx.timeout);
+  o.store = store;
+  o.rank = ctx.rank == a ? 0 : 1;
+  o.world_size = 2;
+  o.timeout = ctx.timeout;
+  o.group_desc = fmt::format("probe_pair_{}_{}", a, b);
+  o.env = ctx.env;
+  return init_process_group(o);
+}
+
+std::vector<std::optional<std::string>> gather_to_root(ProbeContext& ctx, const std::string& key,
+                                                       const std::string& value, Millis deadline) {
+  const std::string prefix = key + "/";
+  ctx.store->set(prefix + std::to_string(ctx.rank), value);
+  if (ctx.rank != 0) return {};
+  std::vector<std::optional<std::string>> out(ctx.world);
+  const auto end = std::chrono::steady_clock::now() + deadline;
+  while (true) {
+    bool all = true;
+    for (int r = 0; r < ctx.world; ++r) {
+      if (out[r]) continue;
+      const std::string k = prefix + std::to_string(r);
+      if (ctx.store->check({k})) {
+        out[r] = ctx.store->get_string(k);
+      } else {
+        all = false;
+      }
+    }
+    if (all || std::chrono::steady_clock::now() >= end) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return out;
+}
+
+bool try_barrier(ProbeContext& ctx, const std::string& name, Millis deadline) {
+  try {
+    store_barrier(*ctx.store, name, ctx.rank, ctx.world, deadline);
+    return true;
+  } catch (const TimeoutError& e) {
+    log(LogLevel::Warning, "{} (continuing without it)", e.what());
+    return false;
+  } catch (const StoreError& e) {
+    log(LogLevel::Warning, "{} (continuing without it)", e.what());
+    return false;
+  }
+}
+
+std::string wait_for(Work& w, Millis deadline) {
+  try {
+    w.wait(deadline);
+    return "";
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+}
+
+}  // namespace collie::probes

@@ -1,0 +1,71 @@
+#pragma once
+// ProbeContext: what every probe runs on. The control plane (a Store every rank reaches) is kept
+// apart from the data plane (process groups over the backend) so that a rank whose data link is
+// broken still reports its results through the store and finishes; nothing waits past `timeout`.
+// Thread safety: a context is used by one thread per rank; the store is thread-safe.
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "comm/process_group.h"
+#include "core/timeout.h"
+
+namespace collie {
+class Env;
+class Store;
+}  // namespace collie
+
+namespace collie::probes {
+
+struct ProbeContext {
+  std::shared_ptr<Store> store;  // root control-plane store shared by every rank
+  int rank = 0;
+  int world = 1;
+  std::string backend = "gloo";
+  Millis timeout{std::chrono::seconds(10)};  // deadline of every single step
+  std::vector<std::string> hosts;            // hostname of each rank (filled by exchange_hosts)
+  const Env* env = nullptr;                  // nullptr = the process environment
+  int next_tag = 0;                          // same sequence on every rank: unique store prefixes
+
+  // "probe<N>": a fresh prefix for one probe run; every rank must call it in the same order.
+  std::string tag();
+};
+
+struct ContextOptions {
+  std::string backend = "gloo";
+  std::string init_method;  // "" = COLLIE_INIT_METHOD, the backend's own rendezvous, or env://
+  Millis timeout{std::chrono::seconds(10)};
+  const Env* env = nullptr;
+};
+
+// Rendezvous through the launcher environment (collie launch, mpirun, env:// variables) and
+// exchange hostnames. Throws what rendezvous() throws.
+ProbeContext make_context(const ContextOptions& opts);
+
+// Sets this rank's hostname and collects every rank's (REQUIRES: ctx.store, rank, world set).
+void exchange_hosts(ProbeContext& ctx, const std::string& hostname);
+
+// This machine's hostname.
+std::string local_hostname();
+
+// The world group over ctx.store (created on every call; callers keep it for the probe's life).
+std::shared_ptr<ProcessGroup> world_group(ProbeContext& ctx, const std::string& tag);
+
+// A two-rank group {a, b} for one tournament round; only a and b call it (REQUIRES: a < b and
+// ctx.rank is a or b). Connects only this pair, so a broken link elsewhere does not stop it.
+// Throws (TimeoutError, NetworkError, ...) within ctx.timeout when the pair cannot connect.
+std::shared_ptr<ProcessGroup> pair_group(ProbeContext& ctx, const std::string& tag, int a, int b);
+
+// Every rank publishes `value` under tag/key; rank 0 collects all within `deadline` and returns
+// one entry per rank (nullopt for ranks that did not report in time). Other ranks return {}.
+std::vector<std::optional<std::string>> gather_to_root(ProbeContext& ctx, const std::string& key,
+                                                       const std::string& value, Millis deadline);
+
+// Store barrier that reports instead of throwing: false when some rank did not arrive in time.
+bool try_barrier(ProbeContext& ctx, const std::string& name, Millis deadline);
+
+// Waits for a Work until `deadline`; returns "" on success, else the error message.
+std::string wait_for(Work& w, Millis deadline);
+
+}  // namespace collie::probes

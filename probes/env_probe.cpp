@@ -1,0 +1,194 @@
+#include "probes/env_probe.h"
+
+#include <dirent.h>
+#include <fmt/format.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "comm/registry.h"
+#include "comm/rendezvous.h"
+
+extern char** environ;
+
+namespace collie::probes {
+namespace {
+
+constexpr const char* kPrefixes[] = {"NCCL_", "GLOO_", "OMPI_", "UCX_"};
+constexpr const char* kUnset = "<unset>";
+
+std::string trim(std::string s) {
+  const auto b = s.find_first_not_of(" \t\r\n");
+  const auto e = s.find_last_not_of(" \t\r\n");
+  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
+}
+
+// Value after "key:" on the first line of `path` that starts with `key`.
+std::string field_of(const std::string& path, const std::string& key) {
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(key, 0) != 0) continue;
+    const auto colon = line.find(':');
+    if (colon != std::string::npos) return trim(line.substr(colon + 1));
+  }
+  return "";
+}
+
+std::vector<std::string> list_dir(const std::string& path) {
+  std::vector<std::string> out;
+  if (DIR* d = ::opendir(path.c_str())) {
+    while (dirent* e = ::readdir(d)) {
+      const std::string n = e->d_name;
+      if (n != "." && n != "..") out.push_back(n);
+    }
+    ::closedir(d);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> process_environ() {
+  std::vector<std::string> out;
+  for (char** e = environ; e && *e; ++e) out.emplace_back(*e);
+  return out;
+}
+
+RankInfo describe_local(const std::vector<std::string>& environ_entries) {
+  RankInfo info;
+  info["host"] = local_hostname();
+  info["cpu"] = field_of("/proc/cpuinfo", "model name");
+  int cpus = 0;
+  {
+    std::ifstream in("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(in, line)) cpus += line.rfind("processor", 0) == 0;
+  }
+  info["cpu_count"] = std::to_string(cpus);
+  // The NVIDIA driver publishes its version and one folder per GPU under /proc/driver/nvidia.
+  const std::string drv = trim(field_of("/proc/driver/nvidia/version", "NVRM version"));
+  info["gpu_driver"] = drv.empty() ? "none" : drv;
+  std::vector<std::string> models;
+  for (const auto& g : list_dir("/proc/driver/nvidia/gpus"))
+    models.push_back(field_of("/proc/driver/nvidia/gpus/" + g + "/information", "Model"));
+  std::string gpus;
+  for (const auto& m : models) gpus += (gpus.empty() ? "" : ", ") + m;
+  info["gpus"] = gpus.empty() ? "none" : fmt::format("{} x [{}]", models.size(), gpus);
+  for (const auto* b : backends()) info["version." + b->name] = b->version;
+  for (const auto& m : missing_backends()) info["version." + m.name] = "not built: " + m.reason;
+  for (const auto& e : environ_entries) {
+    const auto eq = e.find('=');
+    if (eq == std::string::npos) continue;
+    const std::string name = e.substr(0, eq);
+    for (const char* p : kPrefixes)
+      if (name.rfind(p, 0) == 0) info["env." + name] = e.substr(eq + 1);
+  }
+  return info;
+}
+
+bool per_rank_field(const std::string& field) {
+  if (field == "host") return true;
+  if (field.rfind("env.", 0) != 0) return false;
+  // Launcher bookkeeping that is different on every rank by design.
+  static const char* kPerRank[] = {"RANK",    "VPID",    "PID",  "JOBID",       "_URI",
+                                   "HNP",     "SESSION", "NODE", "LOCAL_SIZE",  "UNIVERSE",
+                                   "APP_CTX", "ORTE_",   "PMIX", "TOP_SESSION", "TMPDIR",
+                                   "ESS_",    "NUM_APP"};
+  for (const char* k : kPerRank)
+    if (field.find(k) != std::string::npos && field.rfind("env.OMPI_", 0) == 0) return true;
+  return false;
+}
+
+std::string Inconsistency::to_text() const {
+  std::string out = field + ":";
+  bool first = true;
+  for (const auto& [v, ranks] : values) {
+    out += fmt::format("{} '{}' on rank{} {}", first ? "" : ";", v, ranks.size() == 1 ? "" : "s",
+                       format_ranks(ranks));
+    first = false;
+  }
+  return out;
+}
+
+EnvResult compare_env(const std::vector<std::optional<RankInfo>>& infos) {
+  EnvResult res;
+  res.world = static_cast<int>(infos.size());
+  std::set<std::string> fields;
+  for (size_t r = 0; r < infos.size(); ++r) {
+    if (!infos[r]) {
+      res.missing_ranks.push_back(static_cast<int>(r));
+      res.ranks.emplace_back();
+      continue;
+    }
+    res.ranks.push_back(*infos[r]);
+    for (const auto& [k, v] : *infos[r]) fields.insert(k);
+  }
+  for (const auto& f : fields) {
+    if (per_rank_field(f)) continue;
+    Inconsistency inc;
+    inc.field = f;
+    for (size_t r = 0; r < infos.size(); ++r) {
+      if (!infos[r]) continue;
+      const auto it = infos[r]->find(f);
+      inc.values[it == infos[r]->end() ? kUnset : it->second].push_back(static_cast<int>(r));
+    }
+    if (inc.values.size() > 1) res.inconsistencies.push_back(std::move(inc));
+  }
+  return res;
+}
+
+nlohmann::json EnvResult::to_json() const {
+  nlohmann::json j;
+  j["probe"] = "env";
+  j["world_size"] = world;
+  j["ranks"] = ranks;
+  j["missing_ranks"] = missing_ranks;
+  j["inconsistencies"] = nlohmann::json::array();
+  for (const auto& i : inconsistencies)
+    j["inconsistencies"].push_back({{"field", i.field}, {"values", i.values}});
+  return j;
+}
+
+std::string EnvResult::to_text() const {
+  std::string out = fmt::format("# env: {} ranks\n", world);
+  // Fields shared by every rank once, then what differs.
+  if (!ranks.empty()) {
+    std::set<std::string> bad;
+    for (const auto& i : inconsistencies) bad.insert(i.field);
+    for (const auto& [k, v] : ranks.front()) {
+      if (per_rank_field(k) || bad.count(k)) continue;
+      out += fmt::format("#   {:<28} {}\n", k, v);
+    }
+    std::map<std::string, std::vector<int>> hosts;
+    for (size_t r = 0; r < ranks.size(); ++r)
+      if (ranks[r].count("host")) hosts[ranks[r].at("host")].push_back(static_cast<int>(r));
+    for (const auto& [h, rs] : hosts)
+      out += fmt::format("#   host {:<23} ranks {}\n", h, format_ranks(rs));
+  }
+  if (!missing_ranks.empty())
+    out += fmt::format("MISSING: ranks {} did not report\n", format_ranks(missing_ranks));
+  for (const auto& i : inconsistencies) out += "INCONSISTENT: " + i.to_text() + "\n";
+  if (inconsistencies.empty() && missing_ranks.empty())
+    out += "OK: every rank has the same setup\n";
+  return out;
+}
+
+EnvResult run_env(ProbeContext& ctx) {
+  const std::string tag = ctx.tag();
+  const nlohmann::json mine = describe_local(process_environ());
+  const auto rows = gather_to_root(ctx, tag + "/env", mine.dump(), ctx.timeout);
+  if (ctx.rank != 0) return {};
+  std::vector<std::optional<RankInfo>> infos;
+  for (const auto& r : rows) {
+    if (r)
+      infos.push_back(nlohmann::json::parse(*r).get<RankInfo>());
+    else
+      infos.push_back(std::nullopt);
+  }
+  return compare_env(infos);
+}
+
+}  // namespace collie::probes

@@ -1,0 +1,41 @@
+#pragma once
+// Launch and output flags shared by `collie probe` and `collie accept` (the same ones as
+// `collie perf`: -np, --backend, -T, -J, --debug-port), and the one place that decides between
+// relaunching locally (no launcher found) and running as a rank (collie launch, mpirun, or
+// plain env:// variables).
+#include <functional>
+#include <string>
+
+#include "probes/context.h"
+
+namespace collie::probes {
+
+struct RunFlags {
+  int np = 4;             // local ranks when no launcher is found
+  bool np_given = false;  // set by the caller from the parser
+  std::string backend = "gloo";
+  int timeout_s = 10;   // deadline of every single probe step
+  std::string json;     // -J: results JSON (rank 0)
+  int debug_port = -1;  // --debug-port: per-rank debug server base port (-1 = off)
+};
+
+// Adds the flags to a CLI11 app (a template so probes/ does not depend on CLI11).
+template <class App>
+void add_run_flags(App& app, RunFlags& f) {
+  app.add_option("--np", f.np, "local ranks to start when not under a launcher (-np works too)");
+  app.add_option("--backend", f.backend, "gloo | mpi | nccl");
+  app.add_option("-T,--timeout", f.timeout_s, "seconds bounding every probe step");
+  app.add_option("-J,--output_file", f.json, "write results JSON here (rank 0)");
+  app.add_option("--debug-port", f.debug_port, "start each rank's debug server on PORT+local rank");
+}
+
+// Under a launcher: builds the context and returns body(ctx) on every rank. Without one:
+// starts `np` local ranks of this same command line (src/launch) and returns their status.
+// Returns 2 (usage) for contradictory flags, after one line on stderr naming `command`.
+int launch_or_run(const RunFlags& f, const std::string& command,
+                  const std::function<int(ProbeContext&)>& body);
+
+// Writes `text` to `path` (throws collie::Error naming the path on failure).
+void write_file(const std::string& path, const std::string& text);
+
+}  // namespace collie::probes

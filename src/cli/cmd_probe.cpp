@@ -1,0 +1,121 @@
+// `collie probe connectivity|pairwise|stragglers|env [flags]`: one cluster probe (probes/).
+// Thin: parses flags, launches or joins the ranks, prints rank 0's result, writes -J JSON.
+// Exit status: 0 healthy, 1 the probe found a problem, 2 bad flags, 3/4 runtime failures.
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "cli/command.h"
+#include "probes/accept_spec.h"
+#include "probes/connectivity.h"
+#include "probes/env_probe.h"
+#include "probes/pairwise.h"
+#include "probes/run_flags.h"
+#include "probes/stragglers.h"
+
+namespace collie::cli {
+namespace {
+
+using namespace collie::probes;
+
+struct ProbeFlags {
+  std::string name;
+  RunFlags run;
+  // connectivity
+  int repeats = 1;
+  double interval_s = 0;
+  // pairwise
+  std::string bytes = "4M";
+  int iters = 5;
+  double slow_threshold = 0.25;
+  // stragglers
+  int coll_iters = 50;
+  int64_t work = 0;
+  double late_us = 500;
+};
+
+int emit(const RunFlags& f, const std::string& text, const nlohmann::json& j, bool healthy) {
+  std::fputs(text.c_str(), stdout);
+  std::fflush(stdout);
+  if (!f.json.empty()) write_file(f.json, j.dump(2) + "\n");
+  return healthy ? kExitOk : kExitFailure;
+}
+
+int run_probe(const ProbeFlags& f, ProbeContext& ctx) {
+  if (f.name == "connectivity") {
+    ConnectivityOptions o;
+    o.rounds = f.repeats;
+    o.interval = Millis(static_cast<int64_t>(f.interval_s * 1000));
+    const auto r = run_connectivity(ctx, o);
+    if (ctx.rank != 0) return kExitOk;
+    return emit(f.run, r.to_text(), r.to_json(), r.all_reachable());
+  }
+  if (f.name == "pairwise") {
+    PairwiseOptions o;
+    o.bytes = parse_bytes(nlohmann::json(f.bytes), "--bytes");
+    o.bw_iters = f.iters;
+    o.slow_threshold = f.slow_threshold;
+    const auto r = run_pairwise(ctx, o);
+    if (ctx.rank != 0) return kExitOk;
+    const bool ok = r.slow_hosts().empty() && r.slow_links().empty() && r.errors.empty() &&
+                    r.missing_ranks.empty();
+    return emit(f.run, r.to_text(), r.to_json(), ok);
+  }
+  if (f.name == "stragglers") {
+    StragglerOptions o;
+    o.iters = f.coll_iters;
+    o.work_per_iter = f.work;
+    o.late_us = f.late_us;
+    const auto r = run_stragglers(ctx, o);
+    if (ctx.rank != 0) return kExitOk;
+    const bool ok = r.stragglers().empty() && r.error.empty() && r.missing_ranks.empty();
+    return emit(f.run, r.to_text(), r.to_json(), ok);
+  }
+  const auto r = run_env(ctx);
+  if (ctx.rank != 0) return kExitOk;
+  return emit(f.run, r.to_text(), r.to_json(),
+              r.inconsistencies.empty() && r.missing_ranks.empty());
+}
+
+COLLIE_COMMAND(Command{
+    "probe", "cluster probes: connectivity, pairwise, stragglers, env", [](CLI::App& app) {
+      auto f = std::make_shared<ProbeFlags>();
+      app.add_option("name", f->name, "connectivity | pairwise | stragglers | env")
+          ->required()
+          ->check(CLI::IsMember({"connectivity", "pairwise", "stragglers", "env"}));
+      add_run_flags(app, f->run);
+      auto* np = app.get_option("--np");
+      app.add_option("--repeats", f->repeats, "connectivity: run the tournament N times");
+      app.add_option("--interval", f->interval_s, "connectivity: seconds between repeats");
+      app.add_option("--bytes", f->bytes, "pairwise: bandwidth message size (K/M/G)");
+      app.add_option("-n,--iters", f->iters, "pairwise: bandwidth messages per direction");
+      app.add_option("--slow-threshold", f->slow_threshold,
+                     "pairwise: name links/hosts this fraction below the median (0.25 = 25%)");
+      app.add_option("--coll-iters", f->coll_iters, "stragglers: timed collectives");
+      app.add_option("--work", f->work, "stragglers: fixed CPU work units before each collective");
+      app.add_option("--late-us", f->late_us, "stragglers: name ranks this many us late (median)");
+      app.footer(
+          "Examples:\n  collie probe connectivity -np 8\n  collie launch -np 8 -- collie probe "
+          "pairwise --bytes 16M -J pairs.json\n  mpirun -np 16 collie probe env --backend mpi");
+      return [f, np]() -> int {
+        f->run.np_given = np->count() > 0;
+        if (f->repeats < 1 || f->iters < 1 || f->coll_iters < 1 || f->interval_s < 0 ||
+            f->slow_threshold <= 0 || f->slow_threshold >= 1) {
+          std::fprintf(stderr,
+                       "collie probe: error: --repeats, -n and --coll-iters must be >= 1, "
+                       "--interval >= 0, --slow-threshold in (0, 1)\n");
+          return kExitUsage;
+        }
+        try {
+          parse_bytes(nlohmann::json(f->bytes), "--bytes");
+        } catch (const SpecError& e) {
+          std::fprintf(stderr, "collie probe: error: %s\n", e.what());
+          return kExitUsage;
+        }
+        return launch_or_run(f->run, "probe",
+                             [f](ProbeContext& ctx) { return run_probe(*f, ctx); });
+      };
+    }});
+
+}  // namespace
+}  // namespace collie::cli

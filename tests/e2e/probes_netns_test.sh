@@ -1,0 +1,168 @@
+#!/usr/bin/env bash
+# Multi-host probes on one machine: 4 "hosts" as network namespaces, 2 ranks each, real Gloo
+# jobs over env:// rendezvous across namespaces.
+#   usage: probes_netns_test.sh COLLIE_BINARY SOURCE_DIR SCENARIO
+#   SCENARIO: healthy   accept passes on a healthy cluster
+#             slow_link host2's data link is rate-limited (tc tbf): pairwise and accept name it
+#             link_down host3's data link goes down mid-run: connectivity names its pairs
+# Topology (all inside namespaces this script creates; the root namespace is never touched):
+#   control bridge "xbc" 10.77.0.0/24 carries the store (MASTER_ADDR = host0),
+#   data bridge "xbd" 10.77.1.0/24 carries Gloo (COLLIE_GLOO_HOST), so a broken data link
+#   leaves the store reachable and the probe can still collect every rank's results.
+# Exit: 0 pass, 1 fail, 77 skipped (no root / no namespaces; the reason is printed).
+set -u
+COLLIE=${1:?collie binary}
+SRC=${2:?source dir}
+SCENARIO=${3:?scenario}
+SKIP=77
+HOSTS=4
+PER_HOST=2
+WORLD=$((HOSTS * PER_HOST))
+TAG="cp$$"
+BR="${TAG}br"
+WORK=$(mktemp -d /tmp/collie_probes_netns.XXXXXX)
+PIDS=()
+
+skip() { echo "SKIP: $*"; exit $SKIP; }
+fail() { echo "FAIL: $*"; exit 1; }
+
+cleanup() {
+  for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done
+  for ((h = 0; h < HOSTS; h++)); do ip netns del "${TAG}h$h" 2>/dev/null; done
+  ip netns del "$BR" 2>/dev/null  # takes the bridges and every veth with it
+  rm -rf "$WORK"
+}
+trap cleanup EXIT INT TERM
+
+[ "$(id -u)" = 0 ] || skip "needs root (CAP_NET_ADMIN) to create network namespaces"
+for t in ip tc unshare hostname timeout; do
+  command -v $t >/dev/null || skip "'$t' is not installed"
+done
+ip netns add "$BR" 2>/dev/null || skip "cannot create network namespaces here (ip netns add failed)"
+
+nsx() { ip netns exec "$@"; }
+
+setup() {
+  nsx "$BR" ip link set lo up
+  for b in xbc xbd; do
+    nsx "$BR" ip link add name $b type bridge || fail "cannot create bridge $b"
+    nsx "$BR" ip link set $b up
+  done
+  for ((h = 0; h < HOSTS; h++)); do
+    local ns="${TAG}h$h"
+    ip netns add "$ns" || fail "cannot create namespace $ns"
+    nsx "$ns" ip link set lo up
+    for net in c d; do
+      # Created inside the bridge namespace, the peer moved straight into the host namespace.
+      ip -n "$BR" link add name "v${net}$h" type veth peer name "eth_$net" netns "$ns" ||
+        fail "cannot create veth v${net}$h"
+      ip -n "$BR" link set "v${net}$h" master "xb$net" up
+      local subnet=0
+      [ $net = d ] && subnet=1
+      ip -n "$ns" addr add "10.77.$subnet.$((h + 1))/24" dev "eth_$net"
+      ip -n "$ns" link set "eth_$net" up
+    done
+  done
+  # No STP on the bridges, so ports forward at once; the store client retries its connect.
+}
+
+# run_job NAME TIMEOUT_S ARGS...: starts the 8 ranks of `collie ARGS` (rank r on host r/2);
+# rank r's output goes to $WORK/NAME.r.log. Sets JOB_PIDS.
+run_job() {
+  local name=$1 limit=$2
+  shift 2
+  local port=$((20000 + RANDOM % 20000))
+  JOB_PIDS=()
+  for ((r = 0; r < WORLD; r++)); do
+    local h=$((r / PER_HOST))
+    ip netns exec "${TAG}h$h" unshare --uts sh -c \
+      'hostname "$0" && exec "$@"' "host$h" \
+      env MASTER_ADDR=10.77.0.1 MASTER_PORT=$port RANK=$r WORLD_SIZE=$WORLD \
+      LOCAL_RANK=$((r % PER_HOST)) LOCAL_WORLD_SIZE=$PER_HOST COLLIE_GLOO_HOST=10.77.1.$((h + 1)) \
+      timeout -k 5 "$limit" "$COLLIE" "$@" >"$WORK/$name.$r.log" 2>&1 &
+    JOB_PIDS+=($!)
+    PIDS+=($!)
+  done
+}
+
+# wait_job: waits for JOB_PIDS; sets RC0 (rank 0's status).
+wait_job() {
+  RC0=-1
+  for ((r = 0; r < WORLD; r++)); do
+    wait "${JOB_PIDS[$r]}"
+    local rc=$?
+    [ $r = 0 ] && RC0=$rc
+  done
+}
+
+show() { echo "----- $1 (rank 0) -----"; cat "$WORK/$1.0.log"; }
+expect_in() {  # expect_in JOB PATTERN WHAT
+  grep -qE -- "$2" "$WORK/$1.0.log" || { show "$1"; fail "$3"; }
+}
+
+slow_host_data_link() {  # rate-limit host $1's data link in both directions
+  local h=$1
+  ip netns exec "${TAG}h$h" tc qdisc add dev eth_d root tbf rate 100mbit burst 64kb latency 200ms ||
+    fail "tc tbf is not available"
+  ip netns exec "$BR" tc qdisc add dev "vd$h" root tbf rate 100mbit burst 64kb latency 200ms
+}
+
+setup
+SPEC="$SRC/docs/accept-spec.json"
+start=$(date +%s)
+case "$SCENARIO" in
+  healthy)
+    run_job accept 60 accept --spec "$SPEC" -J "$WORK/report.json" --junit "$WORK/report.xml"
+    wait_job
+    show accept
+    [ "$RC0" = 0 ] || fail "accept rejected a healthy cluster (exit $RC0)"
+    expect_in accept "ACCEPTED: all 4 checks passed" "no ACCEPTED line"
+    expect_in accept "8 ranks on 4 hosts" "the report does not see 4 hosts"
+    grep -q '"passed": true' "$WORK/report.json" || fail "JSON report does not say passed"
+    grep -q 'failures="0"' "$WORK/report.xml" || fail "JUnit report has failures"
+    ;;
+  slow_link)
+    slow_host_data_link 2
+    run_job pairwise 60 probe pairwise --bytes 256K -n 3 -T 5 -J "$WORK/pairwise.json"
+    wait_job
+    show pairwise
+    [ "$RC0" = 1 ] || fail "pairwise exit $RC0, expected 1 (slow host found)"
+    expect_in pairwise "SLOW HOST: host2 \(ranks 4, 5\)" "pairwise did not name host2"
+    [ "$(grep -c 'SLOW HOST' "$WORK/pairwise.0.log")" = 1 ] || fail "pairwise named more than one host"
+    run_job accept 90 accept --spec "$SPEC" --md "$WORK/report.md"
+    wait_job
+    show accept
+    [ "$RC0" = 1 ] || fail "accept exit $RC0, expected 1 (rejected)"
+    expect_in accept "FAIL pairwise" "accept did not fail the pairwise check"
+    expect_in accept "host host2 \(ranks 4, 5\): median cross-host link" "accept did not name host2"
+    expect_in accept "PASS connectivity" "connectivity should pass on a slow (not broken) link"
+    grep -q "host2 (ranks 4, 5)" "$WORK/report.md" || fail "Markdown report does not name host2"
+    ;;
+  link_down)
+    run_job conn 90 probe connectivity --repeats 3 --interval 1 -T 1 -J "$WORK/conn.json"
+    # Take host3's data link down once the first (healthy) pass is complete.
+    for i in $(seq 200); do
+      grep -q "pass 1/3 done" "$WORK/conn.0.log" 2>/dev/null && break
+      sleep 0.1
+    done
+    grep -q "pass 1/3 done" "$WORK/conn.0.log" || { show conn; fail "first pass did not finish"; }
+    ip -n "${TAG}h3" link set eth_d down
+    down_at=$(date +%s)
+    wait_job
+    show conn
+    [ "$RC0" = 1 ] || fail "connectivity exit $RC0, expected 1"
+    for a in 0 1 2 3 4 5; do
+      for b in 6 7; do
+        expect_in conn "^  $a \(host$((a / 2))\) <-> $b \(host3\): " "pair $a <-> $b not reported broken"
+      done
+    done
+    if grep -E "^  [0-5] \(host[0-2]\) <-> [0-5] " "$WORK/conn.0.log"; then
+      fail "a pair between healthy hosts was reported broken"
+    fi
+    expect_in conn "host host3 \(ranks 6, 7\) reaches no other host" "host3 not named as isolated"
+    took=$(($(date +%s) - down_at))
+    [ $took -le 60 ] || fail "connectivity took ${took}s after the link went down"
+    ;;
+  *) fail "unknown scenario '$SCENARIO'" ;;
+esac
+echo "PASS: $SCENARIO in $(($(date +%s) - start)) s"

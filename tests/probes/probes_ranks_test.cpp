@@ -1,0 +1,129 @@
+// The probes over real Gloo groups: ranks are threads sharing a HashStore (the control plane),
+// data moves over Gloo's TCP transport on 127.0.0.1. Skips when this build has no Gloo backend.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "comm/registry.h"
+#include "probes/connectivity.h"
+#include "probes/env_probe.h"
+#include "probes/pairwise.h"
+#include "probes/stragglers.h"
+#include "store/hash_store.h"
+
+namespace collie::probes {
+namespace {
+
+constexpr int kRanks = 4;
+
+// Runs fn on kRanks thread-ranks; returns rank 0's result. Fake hostnames put ranks 0,1 on
+// "hostA" and 2,3 on "hostB" so host grouping is exercised.
+template <class Fn>
+auto run_ranks(Fn fn) -> decltype(fn(std::declval<ProbeContext&>())) {
+  if (find_backend("gloo") == nullptr) return {};
+  auto store = std::make_shared<HashStore>(std::chrono::seconds(20));
+  decltype(fn(std::declval<ProbeContext&>())) result;
+  std::vector<std::thread> threads;
+  for (int r = 0; r < kRanks; ++r) {
+    threads.emplace_back([&, r] {
+      ProbeContext ctx;
+      ctx.store = store;
+      ctx.rank = r;
+      ctx.world = kRanks;
+      ctx.backend = "gloo";
+      ctx.timeout = std::chrono::seconds(5);
+      exchange_hosts(ctx, r < 2 ? "hostA" : "hostB");
+      auto out = fn(ctx);
+      if (r == 0) result = std::move(out);
+    });
+  }
+  for (auto& t : threads) t.join();
+  return result;
+}
+
+class ProbesOverGloo : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (find_backend("gloo") == nullptr) GTEST_SKIP() << "this build has no gloo backend";
+  }
+};
+
+TEST_F(ProbesOverGloo, ConnectivityAllReachable) {
+  const auto r = run_ranks([](ProbeContext& ctx) { return run_connectivity(ctx); });
+  EXPECT_TRUE(r.all_reachable()) << r.to_text();
+  EXPECT_EQ(r.pairs.size(), 6u);
+  for (const auto& p : r.pairs) EXPECT_GT(p.rtt_us, 0) << p.a << "-" << p.b;
+}
+
+TEST_F(ProbesOverGloo, PairwiseMeasuresEveryDirectedLink) {
+  const auto r = run_ranks([](ProbeContext& ctx) {
+    PairwiseOptions o;
+    o.bytes = 256 << 10;
+    o.bw_iters = 3;
+    o.lat_iters = 5;
+    return run_pairwise(ctx, o);
+  });
+  EXPECT_TRUE(r.errors.empty()) << r.to_text();
+  EXPECT_EQ(r.bw_gbps.values().size(), 12u) << r.to_text();
+  EXPECT_EQ(r.latency_us.values().size(), 12u);
+  for (double v : r.bw_gbps.values()) EXPECT_GT(v, 0);
+  EXPECT_EQ(r.host_scores().size(), 2u);
+  EXPECT_NE(r.to_text().find("bandwidth (GB/s"), std::string::npos);
+}
+
+TEST_F(ProbesOverGloo, StragglersNameTheDelayedRank) {
+  const auto r = run_ranks([](ProbeContext& ctx) {
+    StragglerOptions o;
+    o.iters = 15;
+    o.warmup = 2;
+    o.late_us = 2000;
+    o.before_iteration = [](int rank, int) {
+      if (rank == 3) std::this_thread::sleep_for(std::chrono::milliseconds(8));
+    };
+    return run_stragglers(ctx, o);
+  });
+  EXPECT_TRUE(r.error.empty()) << r.error;
+  ASSERT_EQ(r.stragglers().size(), 1u) << r.to_text();
+  EXPECT_EQ(r.stragglers()[0].rank, 3);
+  EXPECT_EQ(r.stragglers()[0].host, "hostB");
+  EXPECT_GT(r.stragglers()[0].median_late_us, 5000);
+}
+
+TEST_F(ProbesOverGloo, EnvGathersEveryRank) {
+  const auto r = run_ranks([](ProbeContext& ctx) { return run_env(ctx); });
+  EXPECT_EQ(r.ranks.size(), static_cast<size_t>(kRanks));
+  EXPECT_TRUE(r.missing_ranks.empty());
+  // Threads share one process: nothing can differ.
+  EXPECT_TRUE(r.inconsistencies.empty()) << r.to_text();
+  EXPECT_TRUE(r.ranks[3].count("version.gloo"));
+}
+
+TEST_F(ProbesOverGloo, MissingRankIsReportedNotAwaited) {
+  // Rank 3 never shows up: the others must finish within their deadlines and name it.
+  auto store = std::make_shared<HashStore>(std::chrono::seconds(5));
+  ConnectivityResult result;
+  std::vector<std::thread> threads;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int r = 0; r < 3; ++r) {
+    threads.emplace_back([&, r] {
+      ProbeContext ctx;
+      ctx.store = store;
+      ctx.rank = r;
+      ctx.world = kRanks;
+      ctx.timeout = std::chrono::milliseconds(500);
+      ctx.hosts = {"hostA", "hostA", "hostB", "hostB"};
+      auto out = run_connectivity(ctx);
+      if (r == 0) result = std::move(out);
+    });
+  }
+  for (auto& t : threads) t.join();
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(secs, 30);
+  EXPECT_EQ(result.missing_ranks, std::vector<int>{3}) << result.to_text();
+  EXPECT_EQ(result.broken().size(), 3u) << result.to_text();
+  for (const auto& p : result.broken()) EXPECT_EQ(p.b, 3);
+}
+
+}  // namespace
+}  // namespace collie::probes

@@ -1,0 +1,56 @@
+#include "probes/schedule.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+namespace collie::probes {
+namespace {
+
+TEST(Tournament, EveryPairOnceNoRankTwiceInARound) {
+  for (int n = 0; n <= 17; ++n) {
+    const auto rounds = tournament_rounds(n);
+    if (n <= 1) {
+      EXPECT_TRUE(rounds.empty()) << n;
+      continue;
+    }
+    EXPECT_EQ(static_cast<int>(rounds.size()), n % 2 == 0 ? n - 1 : n) << n;
+    std::set<std::pair<int, int>> seen;
+    std::vector<int> byes(n, 0);
+    for (const auto& round : rounds) {
+      std::set<int> busy;
+      for (const auto& [a, b] : round) {
+        EXPECT_LT(a, b);
+        EXPECT_GE(a, 0);
+        EXPECT_LT(b, n);
+        EXPECT_TRUE(busy.insert(a).second) << "rank " << a << " twice in a round, n=" << n;
+        EXPECT_TRUE(busy.insert(b).second) << "rank " << b << " twice in a round, n=" << n;
+        EXPECT_TRUE(seen.insert({a, b}).second) << a << "-" << b << " twice, n=" << n;
+      }
+      EXPECT_EQ(round.size(), static_cast<size_t>(n / 2));
+      for (int r = 0; r < n; ++r)
+        if (!busy.count(r)) ++byes[r];
+    }
+    EXPECT_EQ(seen.size(), static_cast<size_t>(n * (n - 1) / 2)) << n;
+    for (int r = 0; r < n; ++r) EXPECT_EQ(byes[r], n % 2) << "rank " << r << " n=" << n;
+  }
+}
+
+TEST(Tournament, PeerInRound) {
+  const auto rounds = tournament_rounds(3);
+  int byes = 0;
+  for (const auto& round : rounds) {
+    for (int r = 0; r < 3; ++r) {
+      const int p = peer_in_round(round, r);
+      if (p < 0) {
+        ++byes;
+        continue;
+      }
+      EXPECT_EQ(peer_in_round(round, p), r);
+    }
+  }
+  EXPECT_EQ(byes, 3);
+}
+
+}  // namespace
+}  // namespace collie::probes
