@@ -13,8 +13,10 @@ std::vector<std::string> PrefixStore::ks(const std::vector<std::string>& keys) c
 }
 
 void PrefixStore::set(const std::string& key, const Bytes& value) { base_->set(k(key), value); }
+// get/multi_get wait with the base store's timeout; a separate wait (one more round trip) is
+// needed only when this view's timeout was changed.
 Bytes PrefixStore::get(const std::string& key) {
-  base_->wait({k(key)}, timeout());
+  if (timeout() != base_->timeout()) base_->wait({k(key)}, timeout());
   return base_->get(k(key));
 }
 int64_t PrefixStore::add(const std::string& key, int64_t delta) { return base_->add(k(key), delta); }
@@ -29,8 +31,9 @@ bool PrefixStore::delete_key(const std::string& key) { return base_->delete_key(
 int64_t PrefixStore::num_keys() { return base_->num_keys(); }
 void PrefixStore::append(const std::string& key, const Bytes& value) { base_->append(k(key), value); }
 std::vector<Bytes> PrefixStore::multi_get(const std::vector<std::string>& keys) {
-  base_->wait(ks(keys), timeout());
-  return base_->multi_get(ks(keys));
+  auto full = ks(keys);
+  if (timeout() != base_->timeout()) base_->wait(full, timeout());
+  return base_->multi_get(full);
 }
 void PrefixStore::multi_set(const std::vector<std::string>& keys, const std::vector<Bytes>& values) {
   base_->multi_set(ks(keys), values);
