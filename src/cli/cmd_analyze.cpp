@@ -1,11 +1,19 @@
 // `collie analyze DUMP_DIR [--json]`: explains a hang from the ranks' flight-recorder dumps.
+// `collie analyze --live STORE_HOST:PORT`: the same from a running job, asking every rank's debug
+// server (addresses in the job's store under debug_server/<rank>; per-rank timeout).
 // Exit status: 0 no problem found, 1 problems found (culprits named), 2 no usable dump.
+#include <fmt/format.h>
+
 #include <cstdio>
 #include <memory>
 #include <string>
 
 #include "cli/command.h"
+#include "core/env.h"
+#include "core/error.h"
 #include "debug/analyzer.h"
+#include "debug_server/cluster.h"
+#include "store/tcp_store.h"
 
 namespace collie::cli {
 namespace {
@@ -14,7 +22,55 @@ struct AnalyzeArgs {
   std::string dir;
   bool json = false;
   int world = -1;
+  std::string live;  // STORE_HOST:PORT
+  std::string timeout = "2s";
+  std::string stall = "10s";
+  std::string token;
 };
+
+// --live: the debug servers' cluster analysis (the same findings as /v1/cluster/analyze).
+int run_live(const AnalyzeArgs& f) {
+  const size_t colon = f.live.rfind(':');
+  if (colon == std::string::npos || colon == 0) {
+    throw InvalidArgument(
+        fmt::format("'{}' is not HOST:PORT (the job's MASTER_ADDR:MASTER_PORT)", f.live));
+  }
+  TcpStoreOptions o;
+  o.host = f.live.substr(0, colon);
+  o.port = static_cast<uint16_t>(std::stoi(f.live.substr(colon + 1)));
+  o.timeout = parse_duration(f.timeout);
+  TcpStore store(o);
+  int world = f.world > 0 ? f.world : 0;
+  if (world <= 0) {
+    // Ranks publish debug_server/0..N-1; count until the first gap.
+    while (world < 65536 && store.check({fmt::format("debug_server/{}", world)})) ++world;
+  }
+  if (world == 0) {
+    throw InvalidArgument(
+        fmt::format("no debug_server/<rank> keys in the store at {}; start the job with "
+                    "COLLIE_DEBUG_PORT set or --debug-port",
+                    f.live));
+  }
+  const ClusterView view =
+      fetch_cluster(store, world, parse_duration(f.timeout), f.token, -1, nlohmann::json());
+  const double stall_s = parse_duration(f.stall).count() / 1000.0;
+  const nlohmann::json a = analyze_cluster(view, stall_s);
+  if (f.json) {
+    std::printf("%s\n", cluster_json(view, a).dump(2).c_str());
+  } else {
+    std::printf("%s (%d ranks, fetched in %.2f s)\n", a["summary"].get<std::string>().c_str(),
+                world, view.elapsed_s);
+    for (const auto& line : a["findings"]) std::printf("%s\n", line.get<std::string>().c_str());
+    for (const auto& r : a["ranks"]) {
+      if (r["state"] == "ok") continue;
+      for (const auto& why : r["reasons"]) {
+        std::printf("  rank %d %s: %s\n", r["rank"].get<int>(),
+                    r["state"].get<std::string>().c_str(), why.get<std::string>().c_str());
+      }
+    }
+  }
+  return a["findings"].empty() ? kExitOk : kExitFailure;
+}
 
 int run_analyze(const AnalyzeArgs& a) {
   std::vector<std::string> errors;
@@ -34,13 +90,29 @@ int run_analyze(const AnalyzeArgs& a) {
 }
 
 COLLIE_COMMAND(Command{
-    "analyze", "explain a hang from flight-recorder dumps (COLLIE_FR_DUMP_DIR)", [](CLI::App& sub) {
+    "analyze", "explain a hang from flight-recorder dumps (COLLIE_FR_DUMP_DIR) or a live job",
+    [](CLI::App& sub) {
       auto args = std::make_shared<AnalyzeArgs>();
-      sub.add_option("dump_dir", args->dir, "directory with the ranks' dumps")->required();
+      auto* dir = sub.add_option("dump_dir", args->dir, "directory with the ranks' dumps");
+      auto* live = sub.add_option("--live", args->live,
+                                  "analyze a running job instead: its store HOST:PORT "
+                                  "(MASTER_ADDR:MASTER_PORT; ranks started with --debug-port)");
+      live->excludes(dir);
+      sub.add_option("--timeout", args->timeout, "--live: per-rank timeout")->capture_default_str();
+      sub.add_option("--stall", args->stall, "--live: in-flight age that marks a rank stalled")
+          ->capture_default_str();
+      sub.add_option("--token", args->token, "--live: bearer token (COLLIE_DEBUG_TOKEN)");
       sub.add_flag("--json", args->json, "machine-readable output");
       sub.add_option("--world-size", args->world,
                      "expected number of ranks (default: from the dumps)");
-      return [args] { return run_analyze(*args); };
+      return [args, dir, live] {
+        if (live->count() > 0) return run_live(*args);
+        if (dir->count() == 0) {
+          std::fprintf(stderr, "collie analyze: give a DUMP_DIR or --live STORE_HOST:PORT\n");
+          return kExitUsage;
+        }
+        return run_analyze(*args);
+      };
     }});
 
 }  // namespace

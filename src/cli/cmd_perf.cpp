@@ -17,6 +17,7 @@
 #include "comm/launch_env.h"
 #include "core/env.h"
 #include "core/error.h"
+#include "debug_server/auto_start.h"
 #include "launch/launch.h"
 #include "perf/collective.h"
 #include "perf/driver.h"
@@ -41,6 +42,8 @@ struct PerfFlags {
   int np = 0;
   bool np_given = false;
   double min_busbw = 0;
+  std::string duration;
+  int debug_port = -1;
   uint64_t seed = 0;
 };
 
@@ -110,6 +113,10 @@ PerfOptions to_options(const PerfFlags& f, bool iters_given) {
   o.warmup_iters = f.warmup;
   o.agg_iters = f.agg;
   o.cycles = f.cycles;
+  if (!f.duration.empty()) {
+    o.duration = parse_duration(f.duration);
+    if (o.duration.count() <= 0) throw InvalidArgument("--duration must be > 0 (e.g. 30s, 10m)");
+  }
   o.check_iters = f.check;
   o.ops.clear();
   if (f.op == "all") {
@@ -157,6 +164,8 @@ PerfOptions to_options(const PerfFlags& f, bool iters_given) {
   if (f.backend != "gloo" && f.backend != "mpi" && f.backend != "nccl")
     throw InvalidArgument("--backend must be gloo, mpi or nccl");
   if (f.np < 0 || (f.np == 0 && f.np_given)) throw InvalidArgument("-np must be >= 1");
+  if (f.debug_port < -1 || f.debug_port > 65535)
+    throw InvalidArgument("--debug-port must be a port in 0..65535 (0 = ephemeral)");
   o.hooks = perf::TestHooks::from_env(Env::process());
   return o;
 }
@@ -265,11 +274,19 @@ COLLIE_COMMAND(Command{
                      "fail when avg busbw < 0.9 x this (GB/s; default $NCCL_TESTS_MIN_BW)");
       app.add_option("--placement", f->placement, "in | out | both");
       app.add_option("--seed", f->seed, "seed of the validation data");
-      return [f, n, np, &app]() -> int {
+      auto* cycles = app.add_option("--duration", f->duration,
+                                    "soak: repeat the sweep until this long has passed "
+                                    "(e.g. 30s, 10m; with -N, whichever ends first)");
+      app.add_option("--debug-port", f->debug_port,
+                     "start each rank's debug server on PORT + local rank (0 = ephemeral; "
+                     "overrides $COLLIE_DEBUG_PORT)");
+      return [f, n, np, cycles, &app]() -> int {
         f->np_given = np->count() > 0;
         PerfOptions o;
         try {
           o = to_options(*f, n->count() > 0);
+          // --duration alone means "until the time is up", not one cycle.
+          if (cycles->count() > 0 && app.get_option("-N")->count() == 0) o.cycles = 0;
         } catch (const InvalidArgument& e) {
           std::fprintf(stderr, "collie perf: error: %s\n", e.what());
           return kExitUsage;
@@ -299,6 +316,8 @@ COLLIE_COMMAND(Command{
                        f->np, le.source.c_str(), *le.world_size);
           return kExitUsage;
         }
+        // Children relaunched by -np get --debug-port through their copied argv.
+        if (f->debug_port >= 0) set_debug_port_override(f->debug_port);
         return run_rank(*f, o, flags);
       };
     }});

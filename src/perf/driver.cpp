@@ -11,6 +11,7 @@
 
 #include "comm/registry.h"
 #include "core/error.h"
+#include "metrics/metrics.h"
 #include "perf/step_tracker.h"
 
 namespace collie::perf {
@@ -99,8 +100,20 @@ class Driver {
     fill_meta(out.result.meta, version);
     if (sink_) sink_->run_started(out.result.meta);
     total_rows_ = estimate_rows(descs);
-    for (int cycle = 0; o_.cycles == 0 || cycle < o_.cycles; ++cycle) {
+    const bool soak = o_.cycles == 0 || o_.duration.count() > 0;
+    const auto started = SteadyClock::now();
+    for (int cycle = 0;; ++cycle) {
+      // A soak keeps only the current cycle's rows so memory stays flat however long it runs.
+      if (soak) out.result.rows.clear();
+      if (sink_) sink_->cycle_started(cycle, soak);
       for (const CollectiveDescriptor* d : descs) run_collective(*d, cycle, out);
+      const bool count_done = o_.cycles > 0 && cycle + 1 >= o_.cycles;
+      if (!soak) {
+        if (count_done) break;
+        continue;
+      }
+      const bool time_done = o_.duration.count() > 0 && SteadyClock::now() - started >= o_.duration;
+      if (agree_to_stop(count_done || time_done)) break;
     }
     out.wrong_total = wrong_total_;
     if (pg_.rank() == 0) {
@@ -108,6 +121,18 @@ class Driver {
       out.result.meta.finished_at = now_iso8601();
     }
     return out;
+  }
+
+  // Rank 0's clock decides; one broadcast per cycle boundary gives every rank the same answer,
+  // so no rank starts a cycle its peers will not join.
+  bool agree_to_stop(bool rank0_wants_stop) {
+    steps_.enter("agree whether to stop the soak");
+    int32_t flag = pg_.rank() == 0 && rank0_wants_stop ? 1 : 0;
+    BroadcastOptions bo;
+    bo.root = 0;
+    bo.timeout = timeout_;
+    pg_.broadcast(TensorView::cpu(&flag, 1, DType::Int32), bo)->wait();
+    return flag != 0;
   }
 
   void fill_meta(reports::RunMeta& m, const std::string& version) {
@@ -232,6 +257,7 @@ class Driver {
       if (want_out) out_row = measure(j, l, false, iters);
       if (want_in) in_row = measure(j, l, true, iters);
       if (pg_.rank() == 0) {
+        publish(out_row ? *out_row : in_row ? *in_row : ResultRow{});
         if (out_row) rows.push_back(*out_row);
         if (in_row) rows.push_back(*in_row);
         if (sink_) {
@@ -240,6 +266,14 @@ class Driver {
         }
       }
     }
+  }
+
+  // Live bandwidth gauges for Prometheus (collie_perf_busbw_gbps / _algbw_gbps).
+  void publish(const ResultRow& r) {
+    if (r.collective.empty()) return;
+    Metrics::global().set_perf_result(pg_.backend_name(), r.collective, r.dtype,
+                                      static_cast<uint64_t>(r.size_bytes), r.algbw_gbps,
+                                      r.busbw_gbps);
   }
 
   std::string label(const Job& j, const Layout& l, bool in_place) const {

@@ -30,6 +30,8 @@ class ResultSink {
                                    const reports::Summary& summary) = 0;
   // A '#' comment line for the table (e.g. a skipped dtype/op combination).
   virtual void note(const std::string&) {}
+  // A new sweep cycle begins; in a soak (`soak`) the previous cycle's rows are no longer needed.
+  virtual void cycle_started(int /*cycle*/, bool /*soak*/) {}
   virtual void progress(double /*fraction in [0, 1]*/) {}
 };
 

@@ -45,6 +45,10 @@ struct PerfOptions {
   int warmup_iters = 1;
   int agg_iters = 1;
   int cycles = 1;  // -N; 0 = forever
+  // --duration: stop after the first cycle that ends past it (0 = no limit). With cycles == 0 or
+  // a duration the run is a soak: rank 0 decides at each cycle boundary and broadcasts the
+  // decision, and only the last cycle's rows are kept in memory.
+  Millis duration{0};
   int check_iters = 1;
   std::vector<ReduceOp> ops = {ReduceOp::Sum};
   std::vector<DType> dtypes = {DType::Float32};

@@ -90,6 +90,10 @@ void ReportSink::progress(double fraction) {
   bar_shown_ = true;
 }
 
+void ReportSink::cycle_started(int /*cycle*/, bool soak) {
+  if (soak) partial_.rows.clear();
+}
+
 void ReportSink::clear_progress() {
   if (!bar_shown_) return;
   std::fprintf(stderr, "\r%*s\r", 40, "");

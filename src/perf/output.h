@@ -37,6 +37,8 @@ class ReportSink : public ResultSink {
                            const reports::Summary& summary) override;
   void note(const std::string& line) override;
   void progress(double fraction) override;
+  // In a soak the JSON file holds the current cycle only (CSV/JSONL keep every row).
+  void cycle_started(int cycle, bool soak) override;
   // Writes the final JSON (with the summary). Call once after run_perf returns.
   void finish(const reports::RunResult& result);
 

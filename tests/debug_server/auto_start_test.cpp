@@ -69,7 +69,7 @@ TEST(DebugServerAutoStart, FourGlooRanksServeClusterViewAndMetrics) {
           auto prefixed = std::dynamic_pointer_cast<PrefixStore>(ctx.pg->info().store);
           auto tcp = std::dynamic_pointer_cast<TcpStore>(prefixed ? prefixed->base() : nullptr);
           testing::check(tcp != nullptr, "rank 0 has no TcpStore");
-          FILE* p = popen(fmt::format("{} analyze-live {}:{} --timeout 3s", COLLIE_CLI_PATH,
+          FILE* p = popen(fmt::format("{} analyze --live {}:{} --timeout 3s", COLLIE_CLI_PATH,
                                       tcp->host(), tcp->port())
                               .c_str(),
                           "r");
@@ -80,7 +80,7 @@ TEST(DebugServerAutoStart, FourGlooRanksServeClusterViewAndMetrics) {
           testing::check(WEXITSTATUS(rc) == 1 &&
                              out.find("Not all ranks joining collective, sequence number: 7 (pg "
                                       "0, barrier): missing ranks 0") != std::string::npos,
-                         "analyze-live (rc {}): {}", rc, out);
+                         "analyze --live (rc {}): {}", rc, out);
           auto m = cli.Get("/metrics");
           testing::check(m && m->status == 200, "metrics failed");
           const std::regex ops(
