@@ -4,36 +4,10 @@
 #include <set>
 
 #include "probes/accept.h"
+#include "reports/markup.h"
 
 namespace collie::probes {
 namespace {
-
-std::string escape_xml(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&apos;";
-        break;
-      default:
-        // XML 1.0 forbids most control characters even when escaped.
-        if (static_cast<unsigned char>(c) >= 0x20 || c == '\n' || c == '\t') out += c;
-    }
-  }
-  return out;
-}
 
 std::string escape_md(const std::string& s) {
   std::string out;
@@ -135,20 +109,20 @@ std::string AcceptReport::to_junit() const {
       "<testsuites name=\"collie accept\" tests=\"{}\" failures=\"{}\" time=\"{:.3f}\">\n",
       checks.size(), failed, total);
   out += fmt::format("  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" time=\"{:.3f}\">\n",
-                     escape_xml(name), checks.size(), failed, total);
+                     reports::xml_escape(name), checks.size(), failed, total);
   for (const auto& c : checks) {
     out += fmt::format("    <testcase classname=\"accept.{}\" name=\"{}\" time=\"{:.3f}\">", c.kind,
-                       escape_xml(c.name), c.seconds);
+                       reports::xml_escape(c.name), c.seconds);
     if (!c.passed) {
       std::string body;
       for (const auto& f : c.failures) body += f + "\n";
       for (const auto& x : c.findings)
         body += fmt::format("{} {}: {}\n", x.kind, x.who, x.evidence);
       out += fmt::format("\n      <failure message=\"{}\">{}</failure>\n    ",
-                         escape_xml(c.failures.empty() ? "failed" : c.failures.front()),
-                         escape_xml(body));
+                         reports::xml_escape(c.failures.empty() ? "failed" : c.failures.front()),
+                         reports::xml_escape(body));
     }
-    out += fmt::format("<system-out>{}</system-out></testcase>\n", escape_xml(c.text));
+    out += fmt::format("<system-out>{}</system-out></testcase>\n", reports::xml_escape(c.text));
   }
   out += "  </testsuite>\n</testsuites>\n";
   return out;
@@ -161,36 +135,36 @@ std::string AcceptReport::to_html() const {
       ".fail{{color:#b00020;font-weight:bold}} table{{border-collapse:collapse}} "
       "td,th{{border:1px solid #ccc;padding:4px 8px;text-align:left}} "
       "pre{{background:#f6f6f6;padding:8px;overflow-x:auto}}</style></head><body>\n",
-      escape_xml(name));
-  out += fmt::format("<h1>Acceptance: {} — <span class=\"{}\">{}</span></h1>\n", escape_xml(name),
+      reports::xml_escape(name));
+  out += fmt::format("<h1>Acceptance: {} — <span class=\"{}\">{}</span></h1>\n", reports::xml_escape(name),
                      passed() ? "pass" : "fail", passed() ? "ACCEPTED" : "REJECTED");
   out += fmt::format("<p>{} ranks on {} hosts, backend {}</p>\n", world, host_count(hosts),
-                     escape_xml(backend));
+                     reports::xml_escape(backend));
   out += "<table><tr><th>check</th><th>kind</th><th>result</th><th>time (s)</th></tr>\n";
   for (const auto& c : checks)
     out += fmt::format(
         "<tr><td><a href=\"#c-{}\">{}</a></td><td>{}</td><td class=\"{}\">{}</td>"
         "<td>{:.1f}</td></tr>\n",
-        &c - checks.data(), escape_xml(c.name), c.kind, c.passed ? "pass" : "fail",
+        &c - checks.data(), reports::xml_escape(c.name), c.kind, c.passed ? "pass" : "fail",
         c.passed ? "pass" : "FAIL", c.seconds);
   out += "</table>\n";
   for (const auto& c : checks) {
     out +=
         fmt::format("<h2 id=\"c-{}\">{} — <span class=\"{}\">{}</span></h2>\n", &c - checks.data(),
-                    escape_xml(c.name), c.passed ? "pass" : "fail", c.passed ? "pass" : "FAIL");
+                    reports::xml_escape(c.name), c.passed ? "pass" : "fail", c.passed ? "pass" : "FAIL");
     if (!c.failures.empty()) {
       out += "<ul>\n";
-      for (const auto& f : c.failures) out += "<li>" + escape_xml(f) + "</li>\n";
+      for (const auto& f : c.failures) out += "<li>" + reports::xml_escape(f) + "</li>\n";
       out += "</ul>\n";
     }
     if (!c.findings.empty()) {
       out += "<table><tr><th>kind</th><th>who</th><th>evidence</th></tr>\n";
       for (const auto& x : c.findings)
-        out += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td></tr>\n", escape_xml(x.kind),
-                           escape_xml(x.who), escape_xml(x.evidence));
+        out += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td></tr>\n", reports::xml_escape(x.kind),
+                           reports::xml_escape(x.who), reports::xml_escape(x.evidence));
       out += "</table>\n";
     }
-    out += "<pre>" + escape_xml(c.text) + "</pre>\n";
+    out += "<pre>" + reports::xml_escape(c.text) + "</pre>\n";
   }
   out += "</body></html>\n";
   return out;

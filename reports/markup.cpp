@@ -30,7 +30,8 @@ std::string xml_escape(std::string_view s) {
         out += "&#39;";
         break;
       default:
-        out += c;
+        // XML 1.0 forbids most control characters even when escaped.
+        if (static_cast<unsigned char>(c) >= 0x20 || c == '\n' || c == '\t') out += c;
     }
   }
   return out;
