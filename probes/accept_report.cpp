@@ -136,8 +136,9 @@ std::string AcceptReport::to_html() const {
       "td,th{{border:1px solid #ccc;padding:4px 8px;text-align:left}} "
       "pre{{background:#f6f6f6;padding:8px;overflow-x:auto}}</style></head><body>\n",
       reports::xml_escape(name));
-  out += fmt::format("<h1>Acceptance: {} — <span class=\"{}\">{}</span></h1>\n", reports::xml_escape(name),
-                     passed() ? "pass" : "fail", passed() ? "ACCEPTED" : "REJECTED");
+  out += fmt::format("<h1>Acceptance: {} — <span class=\"{}\">{}</span></h1>\n",
+                     reports::xml_escape(name), passed() ? "pass" : "fail",
+                     passed() ? "ACCEPTED" : "REJECTED");
   out += fmt::format("<p>{} ranks on {} hosts, backend {}</p>\n", world, host_count(hosts),
                      reports::xml_escape(backend));
   out += "<table><tr><th>check</th><th>kind</th><th>result</th><th>time (s)</th></tr>\n";
@@ -149,9 +150,9 @@ std::string AcceptReport::to_html() const {
         c.passed ? "pass" : "FAIL", c.seconds);
   out += "</table>\n";
   for (const auto& c : checks) {
-    out +=
-        fmt::format("<h2 id=\"c-{}\">{} — <span class=\"{}\">{}</span></h2>\n", &c - checks.data(),
-                    reports::xml_escape(c.name), c.passed ? "pass" : "fail", c.passed ? "pass" : "FAIL");
+    out += fmt::format("<h2 id=\"c-{}\">{} — <span class=\"{}\">{}</span></h2>\n",
+                       &c - checks.data(), reports::xml_escape(c.name), c.passed ? "pass" : "fail",
+                       c.passed ? "pass" : "FAIL");
     if (!c.failures.empty()) {
       out += "<ul>\n";
       for (const auto& f : c.failures) out += "<li>" + reports::xml_escape(f) + "</li>\n";
@@ -160,8 +161,9 @@ std::string AcceptReport::to_html() const {
     if (!c.findings.empty()) {
       out += "<table><tr><th>kind</th><th>who</th><th>evidence</th></tr>\n";
       for (const auto& x : c.findings)
-        out += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td></tr>\n", reports::xml_escape(x.kind),
-                           reports::xml_escape(x.who), reports::xml_escape(x.evidence));
+        out +=
+            fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td></tr>\n", reports::xml_escape(x.kind),
+                        reports::xml_escape(x.who), reports::xml_escape(x.evidence));
       out += "</table>\n";
     }
     out += "<pre>" + reports::xml_escape(c.text) + "</pre>\n";
