@@ -5,6 +5,8 @@ cd "$(dirname "$0")/.."
 BUILD_DIR="${COLLIE_BUILD_DIR:-build}"
 gen=()
 command -v ninja >/dev/null && gen=(-G Ninja)
+# ccache (optional, not installed by bootstrap) makes rebuilds in other worktrees cheap.
+command -v ccache >/dev/null && gen+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 if [ ! -f "$BUILD_DIR/CMakeCache.txt" ]; then
   cmake -S . -B "$BUILD_DIR" "${gen[@]}" -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-Release}" "$@"
 fi
