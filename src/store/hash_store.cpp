@@ -35,9 +35,9 @@ void HashStore::wait_locked(std::unique_lock<std::mutex>& lk, const std::vector<
     return true;
   };
   if (!cv_.wait_until(lk, deadline, ready)) {
-    throw_store_timeout(keys,
-                        std::chrono::duration_cast<Millis>(std::chrono::steady_clock::now() - start),
-                        "HashStore");
+    throw_store_timeout(
+        keys, std::chrono::duration_cast<Millis>(std::chrono::steady_clock::now() - start),
+        "HashStore");
   }
 }
 

@@ -9,6 +9,16 @@ namespace collie {
 Bytes to_bytes(std::string_view s) { return Bytes(s.begin(), s.end()); }
 std::string to_string(const Bytes& b) { return std::string(b.begin(), b.end()); }
 
+std::vector<Bytes> Store::set_and_gather(const std::string& drop, const std::string& key,
+                                         const Bytes& value, const std::vector<std::string>& gather,
+                                         Millis timeout) {
+  if (!drop.empty()) delete_key(drop);
+  set(key, value);
+  // multi_get waits up to timeout() itself.
+  if (resolve(timeout) != this->timeout()) wait(gather, timeout);
+  return multi_get(gather);
+}
+
 void throw_store_timeout(const std::vector<std::string>& keys, Millis waited,
                          std::string_view where) {
   throw StoreError(fmt::format(

@@ -48,7 +48,18 @@ class Store {
   // Waits for all keys like get; values in the order of keys.
   virtual std::vector<Bytes> multi_get(const std::vector<std::string>& keys) = 0;
   // REQUIRES: keys.size() == values.size().
-  virtual void multi_set(const std::vector<std::string>& keys, const std::vector<Bytes>& values) = 0;
+  virtual void multi_set(const std::vector<std::string>& keys,
+                         const std::vector<Bytes>& values) = 0;
+
+  // One rank's turn of an all-gather of small values through the store (DETAIL's fingerprint
+  // exchange): deletes `drop` unless it is empty, sets key = value, then waits up to `timeout`
+  // (kUseGroupTimeout = timeout()) for every key of `gather` and returns their values in order.
+  // TcpStore sends the three requests in one write and reads the three replies (one round trip);
+  // this default makes the calls in turn. A wait that expires throws StoreError naming the keys
+  // (the delete and the set have happened by then).
+  virtual std::vector<Bytes> set_and_gather(const std::string& drop, const std::string& key,
+                                            const Bytes& value,
+                                            const std::vector<std::string>& gather, Millis timeout);
 
   void set(const std::string& key, std::string_view value) { set(key, to_bytes(value)); }
   std::string get_string(const std::string& key) { return to_string(get(key)); }

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <span>
+
 #include "core/error.h"
 #include "store/socket_util.h"
 #include "store/tcp_store_protocol.h"
@@ -28,11 +30,29 @@ class TcpStore::Connection {
   // Sends one request and returns the payload of an OK response (after the status byte).
   // `io_budget` bounds the whole exchange; `keys` name the request in errors.
   Bytes call(Op op, Writer& w, Millis io_budget, const std::vector<std::string>& keys) {
-    if (w.payload_size() > max_) {
-      throw StoreError(fmt::format(
-          "TcpStore {}: {} request on key(s) [{}] is {} bytes, above max_message_bytes ({}); "
-          "store smaller values or raise TcpStoreOptions::max_message_bytes on every rank",
-          peer_, store_wire::op_name(op), fmt::join(keys, ", "), w.payload_size(), max_));
+    Request req{op, &w, &keys};
+    return std::move(call_all({&req, 1}, io_budget).front());
+  }
+
+  struct Request {
+    Op op;
+    Writer* w;
+    const std::vector<std::string>* keys;  // name the request in errors
+  };
+  // Pipelines the requests: one write, then the replies in order (the server answers a
+  // connection's requests in order). Every reply is read before the first failed one is raised,
+  // so the stream stays in step. `io_budget` bounds the whole exchange.
+  std::vector<Bytes> call_all(std::span<Request> reqs, Millis io_budget) {
+    Bytes out;
+    for (auto& r : reqs) {
+      if (r.w->payload_size() > max_) {
+        throw StoreError(fmt::format(
+            "TcpStore {}: {} request on key(s) [{}] is {} bytes, above max_message_bytes ({}); "
+            "store smaller values or raise TcpStoreOptions::max_message_bytes on every rank",
+            peer_, store_wire::op_name(r.op), fmt::join(*r.keys, ", "), r.w->payload_size(), max_));
+      }
+      const Bytes& frame = r.w->finish();
+      out.insert(out.end(), frame.begin(), frame.end());
     }
     std::lock_guard<std::mutex> lk(mu_);
     if (broken_) {
@@ -40,43 +60,55 @@ class TcpStore::Connection {
           fmt::format("TcpStore {}: the connection broke earlier ({}); create a new store client",
                       peer_, broken_reason_));
     }
-    const Bytes& frame = w.finish();
     const auto deadline = std::chrono::steady_clock::now() + io_budget;
-    Bytes payload;
+    std::vector<Bytes> payloads(reqs.size());
+    const Request* at = &reqs[0];
     try {
-      net::send_all(fd_, frame.data(), frame.size(), deadline, peer_);
-      uint8_t hdr[store_wire::kHeaderBytes];
-      net::recv_all(fd_, hdr, sizeof(hdr), deadline, peer_);
-      const uint32_t len = store_wire::decode_u32(hdr);
-      if (len > max_ || len == 0) {
-        broken_ = true;
-        broken_reason_ = "oversize reply";
-        throw StoreError(fmt::format(
-            "TcpStore {}: {} reply of {} bytes is outside max_message_bytes ({}); raise "
-            "TcpStoreOptions::max_message_bytes on every rank",
-            peer_, store_wire::op_name(op), len, max_));
+      net::send_all(fd_, out.data(), out.size(), deadline, peer_);
+      for (size_t i = 0; i < reqs.size(); ++i) {
+        at = &reqs[i];
+        payloads[i] = read_reply(at->op, deadline);
       }
-      payload.resize(len);
-      net::recv_all(fd_, payload.data(), len, deadline, peer_);
     } catch (const NetworkError& e) {
       broken_ = true;
       broken_reason_ = e.what();
-      throw NetworkError(fmt::format("TcpStore {} on key(s) [{}]: {}", store_wire::op_name(op),
-                                     fmt::join(keys, ", "), e.what()));
+      throw NetworkError(fmt::format("TcpStore {} on key(s) [{}]: {}", store_wire::op_name(at->op),
+                                     fmt::join(*at->keys, ", "), e.what()));
     }
-    Reader r(payload.data(), payload.size());
-    const auto status = static_cast<Status>(r.u8());
-    if (status == Status::kTimeout) {
-      throw_store_timeout(keys, Millis(r.i64()), fmt::format("TcpStore {}", peer_));
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      Bytes& payload = payloads[i];
+      Reader r(payload.data(), payload.size());
+      const auto status = static_cast<Status>(r.u8());
+      if (status == Status::kTimeout) {
+        throw_store_timeout(*reqs[i].keys, Millis(r.i64()), fmt::format("TcpStore {}", peer_));
+      }
+      if (status == Status::kError) {
+        throw StoreError(fmt::format("TcpStore {}: {}", peer_, r.str()));
+      }
+      payload.erase(payload.begin());
     }
-    if (status == Status::kError) {
-      throw StoreError(fmt::format("TcpStore {}: {}", peer_, r.str()));
-    }
-    payload.erase(payload.begin());
-    return payload;
+    return payloads;
   }
 
  private:
+  // One reply frame's payload (status byte first). REQUIRES: mu_ held.
+  Bytes read_reply(Op op, std::chrono::steady_clock::time_point deadline) {
+    uint8_t hdr[store_wire::kHeaderBytes];
+    net::recv_all(fd_, hdr, sizeof(hdr), deadline, peer_);
+    const uint32_t len = store_wire::decode_u32(hdr);
+    if (len > max_ || len == 0) {
+      broken_ = true;
+      broken_reason_ = "oversize reply";
+      throw StoreError(
+          fmt::format("TcpStore {}: {} reply of {} bytes is outside max_message_bytes ({}); raise "
+                      "TcpStoreOptions::max_message_bytes on every rank",
+                      peer_, store_wire::op_name(op), len, max_));
+    }
+    Bytes payload(len);
+    net::recv_all(fd_, payload.data(), len, deadline, peer_);
+    return payload;
+  }
+
   std::string peer_;
   size_t max_;
   int fd_ = -1;
@@ -187,6 +219,31 @@ std::vector<Bytes> TcpStore::multi_get(const std::vector<std::string>& keys) {
   std::vector<Bytes> out;
   out.reserve(keys.size());
   for (size_t i = 0; i < keys.size(); ++i) out.push_back(r.bytes());
+  return out;
+}
+
+std::vector<Bytes> TcpStore::set_and_gather(const std::string& drop, const std::string& key,
+                                            const Bytes& value,
+                                            const std::vector<std::string>& gather,
+                                            Millis timeout) {
+  const Millis wait_for = resolve(timeout);
+  const std::vector<std::string> drop_keys{drop}, set_keys{key};
+  Writer del = request(Op::kDeleteKey), set = request(Op::kSet), get = request(Op::kMultiGet);
+  del.str(drop);
+  set.str(key).bytes(value);
+  put_keys(get, gather);
+  get.i64(wait_for.count());
+  Connection::Request reqs[3] = {{Op::kDeleteKey, &del, &drop_keys},
+                                 {Op::kSet, &set, &set_keys},
+                                 {Op::kMultiGet, &get, &gather}};
+  std::span<Connection::Request> batch(reqs);
+  if (drop.empty()) batch = batch.subspan(1);
+  auto replies = conn_->call_all(batch, wait_for + this->timeout());
+  Bytes& p = replies.back();
+  Reader r(p.data(), p.size());
+  std::vector<Bytes> out;
+  out.reserve(gather.size());
+  for (size_t i = 0; i < gather.size(); ++i) out.push_back(r.bytes());
   return out;
 }
 

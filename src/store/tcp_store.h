@@ -1,9 +1,10 @@
 #pragma once
 // TcpStore: client of a TcpStoreServer; when opts.is_server is set it also owns the server
 // (rank 0 by default), which runs an event loop on its own thread. Wire protocol
-// (store/tcp_store_protocol.h): length-prefixed binary frames, one request and one response at
-// a time per connection, message sizes bounded by max_message_bytes (an oversize request throws
-// StoreError before anything is sent). The client connects with exponential backoff + jitter
+// (store/tcp_store_protocol.h): length-prefixed binary frames; the server answers a connection's
+// requests in order, one at a time (set_and_gather pipelines three in one write). Message sizes
+// are bounded by max_message_bytes (an oversize request throws StoreError before anything is
+// sent). The client connects with exponential backoff + jitter
 // until opts.timeout passes, then throws NetworkError naming host:port. Waits are parked on the
 // server, which answers with a timeout that the client raises as StoreError naming the keys.
 // A lost connection (the server process died) raises NetworkError on the pending and every
@@ -50,6 +51,9 @@ class TcpStore : public Store {
   void append(const std::string& key, const Bytes& value) override;
   std::vector<Bytes> multi_get(const std::vector<std::string>& keys) override;
   void multi_set(const std::vector<std::string>& keys, const std::vector<Bytes>& values) override;
+  std::vector<Bytes> set_and_gather(const std::string& drop, const std::string& key,
+                                    const Bytes& value, const std::vector<std::string>& gather,
+                                    Millis timeout) override;
   using Store::set;
   using Store::wait;
 

@@ -130,6 +130,37 @@ TEST_P(StoreConformance, LargeValue) {
   EXPECT_EQ(other()->get("big"), big);
 }
 
+TEST_P(StoreConformance, SetAndGatherIsAnAllGather) {
+  s().set("old", "stale");
+  auto c = other();
+  std::vector<Bytes> theirs;
+  std::thread t([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    theirs = c->set_and_gather("", "g/1", to_bytes("one"), {"g/0", "g/1"}, kUseGroupTimeout);
+  });
+  auto mine =
+      s().set_and_gather("old", "g/0", to_bytes("zero"), {"g/0", "g/1"}, std::chrono::seconds(5));
+  t.join();
+  ASSERT_EQ(mine.size(), 2u);
+  EXPECT_EQ(to_string(mine[0]), "zero");
+  EXPECT_EQ(to_string(mine[1]), "one");
+  EXPECT_EQ(theirs, mine);
+  EXPECT_FALSE(s().check({"old"}));  // dropped
+}
+
+TEST_P(StoreConformance, SetAndGatherTimeoutNamesMissingKeyAndKeepsTheSet) {
+  try {
+    s().set_and_gather("", "t/0", to_bytes("x"), {"t/0", "t/1"}, std::chrono::milliseconds(200));
+    FAIL() << "set_and_gather did not time out";
+  } catch (const StoreError& e) {
+    EXPECT_NE(std::string(e.what()).find("t/1"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(other()->get_string("t/0"), "x");
+  // The connection is still in step: later calls work.
+  s().set("after", "ok");
+  EXPECT_EQ(s().get_string("after"), "ok");
+}
+
 INSTANTIATE_TEST_SUITE_P(AllStores, StoreConformance, ::testing::ValuesIn(all_store_factories()),
                          [](const auto& info) { return info.param.name; });
 

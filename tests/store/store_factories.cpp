@@ -48,6 +48,21 @@ std::vector<StoreFactory> all_store_factories() {
                    f->connect = [o] { return std::make_shared<TcpStore>(o); };
                    return f;
                  }});
+  // The view DETAIL and subgroups use: a PrefixStore over another process's TcpStore.
+  out.push_back({"PrefixOverTcpStore", [] {
+                   auto f = std::make_unique<StoreFixture>();
+                   TcpStoreOptions o;
+                   o.is_server = true;
+                   o.timeout = std::chrono::seconds(30);
+                   auto server = std::make_shared<TcpStore>(o);
+                   f->primary = std::make_shared<PrefixStore>("pfx", server);
+                   o.is_server = false;
+                   o.port = server->port();
+                   f->connect = [o] {
+                     return std::make_shared<PrefixStore>("pfx", std::make_shared<TcpStore>(o));
+                   };
+                   return f;
+                 }});
   out.push_back({"FileStore", [] {
                    auto f = std::make_unique<StoreFixture>();
                    const std::string path = temp_store_path("fs");
