@@ -38,9 +38,10 @@ bool sampled(uint64_t n, uint64_t every) { return (n - 1) % every == 0; }
 }  // namespace
 
 DesyncCheckingProcessGroup::DesyncCheckingProcessGroup(std::shared_ptr<ProcessGroup> inner,
-                                                       uint64_t sample_every)
+                                                       uint64_t sample_every,
+                                                       std::shared_ptr<Store> store)
     : ProcessGroupWrapper(std::move(inner)),
-      store_(*info().store),
+      store_(store ? std::move(store) : info().store),
       sample_(sample_every == 0 ? 1 : sample_every),
       sends_(static_cast<size_t>(size()), 0),
       recvs_(static_cast<size_t>(size()), 0) {
@@ -88,7 +89,7 @@ void DesyncCheckingProcessGroup::before(const OpCall& call) {
   p2p_.mine = base + (send ? "/s" : "/r");
   p2p_.theirs = base + (send ? "/r" : "/s");
   p2p_.fp = Fingerprint::of(call, info().global_ranks[me], size());
-  store_.set(p2p_.mine, p2p_.fp.encode());
+  store_->set(p2p_.mine, p2p_.fp.encode());
 }
 
 void DesyncCheckingProcessGroup::check_collective_call(const OpCall& call) {
@@ -97,29 +98,19 @@ void DesyncCheckingProcessGroup::check_collective_call(const OpCall& call) {
   keys.reserve(n);
   for (int r = 0; r < n; ++r) keys.push_back(fmt::format("desync/c/{}/{}", call.seq, r));
   const Fingerprint mine = Fingerprint::of(call, info().global_ranks[rank()], n);
-  store_.set(keys[rank()], mine.encode());
   std::vector<std::optional<Fingerprint>> fps(n);
-  bool all = true;
-  std::vector<Bytes> vals;
   try {
-    // multi_get waits for the keys up to the store's timeout; wait first only when the op's
-    // timeout differs (one store round trip less in the common case).
-    if (call.timeout != store_.timeout()) store_.wait(keys, call.timeout);
-    vals = store_.multi_get(keys);
-  } catch (const StoreError&) {
-    all = false;
-  }
-  if (all) {
+    // One round trip: drop our key of two checks ago, publish ours, gather everyone's.
+    auto vals =
+        store_->set_and_gather(old_keys_[0], keys[rank()], mine.encode(), keys, call.timeout);
     for (int r = 0; r < n; ++r) fps[r] = Fingerprint::decode(vals[r]);
-  } else {
+    old_keys_[0] = std::move(old_keys_[1]);
+    old_keys_[1] = keys[rank()];
+  } catch (const StoreError&) {
+    // Someone did not arrive in time: read what did arrive so the error names the missing.
     for (int r = 0; r < n; ++r) {
-      if (store_.check({keys[r]})) fps[r] = Fingerprint::decode(store_.get(keys[r]));
+      if (store_->check({keys[r]})) fps[r] = Fingerprint::decode(store_->get(keys[r]));
     }
-  }
-  // Every rank has read the previous check's keys once all wrote this one: drop ours.
-  if (all) {
-    std::string old = std::exchange(prev_key_, keys[rank()]);
-    if (!old.empty()) post([this, old] { store_.delete_key(old); });
   }
   if (auto msg = check_collective(fps, call.timeout, info().global_ranks)) fail(*msg);
 }
@@ -135,9 +126,9 @@ std::shared_ptr<Work> DesyncCheckingProcessGroup::after(const OpCall& call,
   post([this, c, checked, timeout, where] {
     std::optional<Fingerprint> theirs;
     try {
-      store_.wait({c.theirs}, timeout);
-      theirs = Fingerprint::decode(store_.get(c.theirs));
-      store_.delete_key(c.theirs);
+      store_->wait({c.theirs}, timeout);
+      theirs = Fingerprint::decode(store_->get(c.theirs));
+      store_->delete_key(c.theirs);
     } catch (const StoreError&) {
     } catch (const std::exception& e) {
       checked->complete(std::make_exception_ptr(e));

@@ -1,18 +1,27 @@
-// Per-op time of all_reduce on Gloo (2 processes over loopback) with the debug layer at
-// COLLIE_DEBUG=OFF, INFO, DETAIL and DETAIL sampled, against the raw backend (the innermost group,
-// no wrappers) measured in the same processes. Run through scripts/bench/detail_overhead.sh.
+// Per-op time of all_reduce on Gloo (2 processes over loopback) for every debug mode, all
+// measured in the same two processes over the same backend group:
+//   raw        the backend itself (no wrapper)
+//   OFF        the always-on tracing wrapper (flight recorder, watchdog, metrics)
+//   INFO       the same stack with the debug level set to INFO at run time
+//   DETAIL     desync checks under tracing
+//   DETAIL/16  desync checks on every 16th op (COLLIE_DESYNC_SAMPLE=16)
+// Modes run in short blocks in an order that rotates every round, so this shared machine's noise
+// falls on all of them alike; each ratio is the median over rounds of the two modes' block times
+// in the same round. Run through scripts/bench/detail_overhead.sh.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
-#include <map>
-#include <sstream>
 #include <vector>
 
 #include "comm/wrapper.h"
+#include "core/log.h"
+#include "debug/desync_checking_process_group.h"
 #include "debug/fake_backend.h"
 #include "metrics/tracing_process_group.h"
+#include "store/prefix_store.h"
 #include "support/multiprocess.h"
 
 namespace {
@@ -21,13 +30,13 @@ using namespace collie;
 
 struct Size {
   size_t bytes;
-  int iters;
+  int iters;  // per block
 };
-const std::vector<Size> kSizes = {{8, 3000}, {64 << 10, 600}, {16 << 20, 12}};
+const std::vector<Size> kSizes = {{8, 200}, {64 << 10, 40}, {16 << 20, 2}};
+const std::vector<std::string> kModes = {"raw", "OFF", "INFO", "DETAIL", "DETAIL/16"};
 
 double per_op_us(ProcessGroup& pg, std::vector<float>& buf, size_t count, int iters) {
   TensorView t = TensorView::cpu(buf.data(), count, DType::Float32);
-  for (int i = 0; i < std::max(3, iters / 20); ++i) pg.all_reduce(t)->wait();
   const auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < iters; ++i) pg.all_reduce(t)->wait();
   const auto us =
@@ -35,19 +44,49 @@ double per_op_us(ProcessGroup& pg, std::vector<float>& buf, size_t count, int it
   return us.count() / iters;
 }
 
-// Returns "raw,wrapped" per size (rank 0), best of `reps` alternating blocks.
-std::string measure(testing::RankContext& ctx, int reps) {
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// One line per size on rank 0: bytes, then per mode its median block time, then per mode the
+// median of its per-round ratio to raw, then DETAIL/OFF and DETAIL16/OFF likewise.
+std::string measure(testing::RankContext& ctx, int rounds) {
+  // ctx.pg is tracing over the backend (COLLIE_DEBUG=OFF); the other stacks share that backend.
+  ProcessGroup& backend = backend_of(*ctx.pg);
+  std::shared_ptr<ProcessGroup> raw(ctx.pg, &backend);  // aliases ctx.pg's ownership
+  auto store = ctx.pg->info().store;
+  auto detail = std::make_shared<TracingProcessGroup>(std::make_shared<DesyncCheckingProcessGroup>(
+      raw, 1, std::make_shared<PrefixStore>("bench_detail", store)));
+  auto detail16 =
+      std::make_shared<TracingProcessGroup>(std::make_shared<DesyncCheckingProcessGroup>(
+          raw, 16, std::make_shared<PrefixStore>("bench_detail16", store)));
+  ProcessGroup* stacks[] = {raw.get(), ctx.pg.get(), ctx.pg.get(), detail.get(), detail16.get()};
+  const size_t nm = kModes.size();
+
   std::vector<float> buf((16 << 20) / sizeof(float), 1.0f);
-  ProcessGroup& raw = backend_of(*ctx.pg);
   std::string out;
   for (const Size& s : kSizes) {
     const size_t count = std::max<size_t>(1, s.bytes / sizeof(float));
-    double best_raw = 1e30, best_wrapped = 1e30;
-    for (int r = 0; r < reps; ++r) {
-      best_raw = std::min(best_raw, per_op_us(raw, buf, count, s.iters));
-      best_wrapped = std::min(best_wrapped, per_op_us(*ctx.pg, buf, count, s.iters));
+    std::vector<std::vector<double>> times(nm);
+    for (int round = -1; round < rounds; ++round) {  // round -1 warms every stack up
+      for (size_t k = 0; k < nm; ++k) {
+        const size_t m = (k + static_cast<size_t>(round + 1)) % nm;
+        set_debug_level(kModes[m] == "INFO" ? DebugLevel::Info : DebugLevel::Off);
+        const double us = per_op_us(*stacks[m], buf, count, s.iters);
+        if (round >= 0) times[m].push_back(us);
+      }
     }
-    out += fmt::format("{} {} {}\n", s.bytes, best_raw, best_wrapped);
+    auto ratio = [&](size_t a, size_t b) {
+      std::vector<double> r;
+      for (int i = 0; i < rounds; ++i) r.push_back(times[a][i] / times[b][i]);
+      return median(r);
+    };
+    out += fmt::format("{}", s.bytes);
+    for (size_t m = 0; m < nm; ++m) out += fmt::format(" {}", median(times[m]));
+    for (size_t m = 1; m < nm; ++m) out += fmt::format(" {}", ratio(m, 0));
+    out += fmt::format(" {} {}\n", ratio(3, 1), ratio(4, 1));
   }
   return out;
 }
@@ -72,60 +111,47 @@ void tracing_only(int reps) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int reps = argc > 1 ? std::atoi(argv[1]) : 3;
+  const int rounds = argc > 1 ? std::atoi(argv[1]) : 15;
+  if (rounds < 1) {
+    std::fprintf(stderr, "detail_overhead_bench: ROUNDS must be a positive integer\n");
+    return 2;
+  }
   if (argc > 2 && std::string(argv[2]) == "--tracing-only") {
-    tracing_only(reps);
+    tracing_only(3);
     return 0;
   }
   const std::string out_file = fmt::format("/tmp/collie_detail_bench_{}.txt", ::getpid());
-  struct Mode {
-    const char* name;
-    const char* debug;
-    const char* sample;
-  };
-  const std::vector<Mode> modes = {{"OFF", "OFF", "1"},
-                                   {"INFO", "INFO", "1"},
-                                   {"DETAIL", "DETAIL", "1"},
-                                   {"DETAIL/16", "DETAIL", "16"}};
-  std::map<std::string, std::map<size_t, std::pair<double, double>>> res;
-  for (const Mode& m : modes) {
-    ::setenv("COLLIE_DEBUG", m.debug, 1);
-    ::setenv("COLLIE_DESYNC_SAMPLE", m.sample, 1);
-    testing::RunOptions o;
-    o.mode = testing::Mode::Processes;
-    o.deadline = Millis(300000);
-    o.group_timeout = Millis(60000);
-    auto r = testing::run_ranks(
-        2,
-        [&](testing::RankContext& ctx) {
-          const std::string text = measure(ctx, reps);
-          if (ctx.rank == 0) std::ofstream(out_file) << text;
-        },
-        o);
-    if (!r.ok()) {
-      std::fprintf(stderr, "%s: %s\n", m.name, r.summary().c_str());
-      return 1;
-    }
-    std::ifstream f(out_file);
-    size_t bytes;
-    double raw, wrapped;
-    while (f >> bytes >> raw >> wrapped) res[m.name][bytes] = {raw, wrapped};
+  testing::RunOptions o;
+  o.mode = testing::Mode::Processes;
+  o.deadline = Millis(600000);
+  o.group_timeout = Millis(60000);
+  o.env = {{"COLLIE_DEBUG", "OFF"}};
+  auto r = testing::run_ranks(
+      2,
+      [&](testing::RankContext& ctx) {
+        const std::string text = measure(ctx, rounds);
+        if (ctx.rank == 0) std::ofstream(out_file) << text;
+      },
+      o);
+  if (!r.ok()) {
+    std::fprintf(stderr, "detail_overhead_bench: %s\n", r.summary().c_str());
+    return 1;
   }
   std::printf(
-      "# all_reduce float32 on gloo, 2 processes over loopback; per-op time in us (best of %d)\n",
-      reps);
-  std::printf(
-      "# ratio = mode / raw backend measured in the same run; DETAIL vs OFF in the last columns\n");
-  std::printf("%10s %9s %9s %9s %9s %10s | %7s %7s %7s %9s | %9s %11s\n", "bytes", "raw", "OFF",
+      "# all_reduce float32 on gloo, 2 processes over loopback, all modes in the same processes;\n"
+      "# per-op time in us (median of %d blocks per mode, modes interleaved);\n"
+      "# ratios: median over rounds of the per-round ratio (same round, same noise)\n",
+      rounds);
+  std::printf("%10s %9s %9s %9s %9s %10s | %7s %8s %7s %9s | %7s %9s\n", "bytes", "raw", "OFF",
               "INFO", "DETAIL", "DETAIL/16", "OFF/raw", "INFO/raw", "DET/raw", "DET16/raw",
               "DET/OFF", "DET16/OFF");
-  for (const Size& s : kSizes) {
-    const auto& off = res["OFF"][s.bytes];
-    const double raw = off.first;
-    const double o = off.second, i = res["INFO"][s.bytes].second, d = res["DETAIL"][s.bytes].second,
-                 d16 = res["DETAIL/16"][s.bytes].second;
-    std::printf("%10zu %9.2f %9.2f %9.2f %9.2f %10.2f | %7.3f %7.3f %7.3f %9.3f | %9.3f %11.3f\n",
-                s.bytes, raw, o, i, d, d16, o / raw, i / raw, d / raw, d16 / raw, d / o, d16 / o);
+  std::ifstream f(out_file);
+  size_t bytes;
+  double v[11];
+  while (f >> bytes) {
+    for (double& x : v) f >> x;
+    std::printf("%10zu %9.2f %9.2f %9.2f %9.2f %10.2f | %7.3f %8.3f %7.3f %9.3f | %7.3f %9.3f\n",
+                bytes, v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10]);
   }
   std::remove(out_file.c_str());
   return 0;
