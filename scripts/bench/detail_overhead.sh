@@ -11,6 +11,4 @@ if [[ ! -x "$bin" ]]; then
   echo "detail_overhead.sh: $bin not found; build first (cmake --build $build)" >&2
   exit 2
 fi
-# The tracing cost alone first, in a process of its own (the gloo runs fork before any thread).
-"$bin" "$rounds" --tracing-only
 exec "$bin" "$rounds"
