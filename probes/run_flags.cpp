@@ -30,13 +30,6 @@ std::vector<std::string> own_argv() {
 
 }  // namespace
 
-void write_file(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::trunc);
-  out << text;
-  if (!out)
-    throw Error(fmt::format("cannot write '{}' (check the directory and permissions)", path));
-}
-
 int launch_or_run(const RunFlags& f, const std::string& command,
                   const std::function<int(ProbeContext&)>& body) {
   if (f.timeout_s <= 0) {

@@ -35,7 +35,4 @@ void add_run_flags(App& app, RunFlags& f) {
 int launch_or_run(const RunFlags& f, const std::string& command,
                   const std::function<int(ProbeContext&)>& body);
 
-// Writes `text` to `path` (throws collie::Error naming the path on failure).
-void write_file(const std::string& path, const std::string& text);
-
 }  // namespace collie::probes
