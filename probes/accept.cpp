@@ -295,7 +295,7 @@ Baseline load_baseline(const std::string& path) {
 AcceptReport run_accept(ProbeContext& ctx, const AcceptSpec& spec) {
   AcceptReport rep;
   rep.name = spec.name;
-  rep.backend = spec.backend;
+  rep.backend = ctx.backend;  // --backend may override the spec's
   rep.world = ctx.world;
   rep.hosts = ctx.hosts;
   rep.baseline = spec.baseline;

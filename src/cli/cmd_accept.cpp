@@ -70,9 +70,9 @@ COLLIE_COMMAND(Command{
           std::fprintf(stderr, "collie accept: unusable spec: %s\n", e.what());
           return kExitUsage;
         }
-        // The spec names the backend and the step deadline unless the flags do.
+        // The spec names the backend and the step deadline unless the flags do (-T 0 = spec's).
         if (backend->count() == 0) f->run.backend = spec.backend;
-        if (timeout->count() == 0)
+        if (timeout->count() == 0 || f->run.timeout_s == 0)
           f->run.timeout_s = static_cast<int>((spec.timeout.count() + 999) / 1000);
         return launch_or_run(f->run, "accept", [f, spec](ProbeContext& ctx) {
           return run_accept_rank(*f, spec, ctx);

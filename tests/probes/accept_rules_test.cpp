@@ -155,6 +155,10 @@ TEST(AcceptRules, EnvInconsistencies) {
   EXPECT_EQ(o.findings[0].who, "env.NCCL_IB_HCA");
   EXPECT_TRUE(per_rank_field("env.OMPI_COMM_WORLD_LOCAL_RANK"));
   EXPECT_FALSE(per_rank_field("env.NCCL_IB_HCA"));
+  // Open MPI's own per-rank MCA variables (seen under mpirun) are lower case.
+  EXPECT_TRUE(per_rank_field("env.OMPI_MCA_ess_base_vpid"));
+  EXPECT_TRUE(per_rank_field("env.OMPI_MCA_orte_ess_node_rank"));
+  EXPECT_FALSE(per_rank_field("env.OMPI_MCA_btl"));
   const RankInfo local = describe_local({"NCCL_ALGO=Ring", "PATH=/bin", "UCX_TLS=tcp"});
   EXPECT_EQ(local.at("env.NCCL_ALGO"), "Ring");
   EXPECT_EQ(local.at("env.UCX_TLS"), "tcp");
