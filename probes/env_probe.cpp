@@ -100,6 +100,9 @@ bool per_rank_field(const std::string& field) {
                                    "HNP",     "SESSION", "NODE",         "LOCAL_SIZE",  "UNIVERSE",
                                    "APP_CTX", "ORTE_",   "PMIX",         "TOP_SESSION", "TMPDIR",
                                    "ESS_",    "NUM_APP", "FILE_LOCATION"};
+  // Set by Open MPI's daemons for the processes they start on other nodes only (mpirun's own
+  // node leaves it unset).
+  if (field == "env.OMPI_MCA_plm") return true;
   std::string upper = field;
   for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   for (const char* k : kPerRank)

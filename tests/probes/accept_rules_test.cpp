@@ -158,6 +158,7 @@ TEST(AcceptRules, EnvInconsistencies) {
   // Open MPI's own per-rank MCA variables (seen under mpirun) are lower case.
   EXPECT_TRUE(per_rank_field("env.OMPI_MCA_ess_base_vpid"));
   EXPECT_TRUE(per_rank_field("env.OMPI_MCA_orte_ess_node_rank"));
+  EXPECT_TRUE(per_rank_field("env.OMPI_MCA_plm"));  // remote nodes only
   EXPECT_FALSE(per_rank_field("env.OMPI_MCA_btl"));
   const RankInfo local = describe_local({"NCCL_ALGO=Ring", "PATH=/bin", "UCX_TLS=tcp"});
   EXPECT_EQ(local.at("env.NCCL_ALGO"), "Ring");

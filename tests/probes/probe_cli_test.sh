@@ -23,7 +23,8 @@ cleanup() {
   for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done
   rm -rf "$W"
 }
-trap cleanup EXIT INT TERM
+trap cleanup EXIT
+trap "exit 1" INT TERM  # the EXIT trap cleans up
 fail() { echo "FAIL: $*"; exit 1; }
 show() { echo "----- $1 -----"; cat "$1"; }
 expect() {  # expect FILE PATTERN WHAT
@@ -92,7 +93,8 @@ launch)
   ;;
 mpirun)
   [ -n "$MPIRUN" ] && [ -x "$MPIRUN" ] || { echo "SKIP: this build has no MPI backend"; exit 77; }
-  mpi=("$MPIRUN" --allow-run-as-root --oversubscribe -np 3 --mca btl self,vader,tcp)
+  mpi=("$MPIRUN" --allow-run-as-root --oversubscribe -np 3 --mca btl self,vader,tcp
+       --mca mpi_yield_when_idle 1)
   timeout 90 "${mpi[@]}" "$COLLIE" probe connectivity --backend mpi -T 5 -J "$W/mpi.json" \
     > "$W/mpi.log" 2>&1 || { show "$W/mpi.log"; fail "connectivity --backend mpi under mpirun"; }
   expect "$W/mpi.log" "OK: all 3 pairs reachable" "mpi connectivity"
