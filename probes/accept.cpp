@@ -4,11 +4,13 @@
 
 #include <chrono>
 #include <cmath>
-#include <fstream>
-#include <sstream>
+#include <map>
 
 #include "comm/rendezvous.h"
 #include "core/env.h"
+#include "core/error.h"
+#include "reports/markup.h"
+#include "reports/table.h"
 
 namespace collie::probes {
 namespace {
@@ -41,12 +43,14 @@ void relative_rules(CheckOutcome& o, const CheckSpec& c, const Baseline& b) {
         }
         const double was = base->second.at(m), now = o.metrics.at(m);
         const double change = was != 0 ? (now - was) / was : 0;
-        if (drop && change < -limit)
-          o.fail(fmt::format("{} fell {} below the baseline ({:.4g} -> {:.4g}; allowed {})", m,
-                             pct(change), was, now, pct(limit)));
-        if (!drop && change > limit)
-          o.fail(fmt::format("{} rose {} above the baseline ({:.4g} -> {:.4g}; allowed {})", m,
-                             pct(change), was, now, pct(limit)));
+        if (drop ? change >= -limit : change <= limit) continue;
+        const std::string why = fmt::format(
+            "{} {} {} {} the baseline ({:.4g} -> {:.4g}; allowed {})", m, drop ? "fell" : "rose",
+            pct(change), drop ? "below" : "above", was, now, pct(limit));
+        o.fail(why);
+        // busbw@64M blames a size; a plain metric blames the check's measurement as a whole.
+        const size_t at = m.find('@');
+        o.findings.push_back({at == std::string::npos ? "metric" : "size", m.substr(at + 1), why});
       }
     }
   }
@@ -209,43 +213,69 @@ CheckOutcome evaluate_env(const CheckSpec& c, const EnvResult& r) {
   return o;
 }
 
-CheckOutcome evaluate_perf(const CheckSpec& c, const std::vector<PerfPoint>& points,
-                           const Baseline& b) {
-  json details = json::array();
-  std::string text = fmt::format("# perf {}\n#       size   time (us)  busbw (GB/s)  #wrong\n",
-                                 c.params.value("collective", ""));
-  for (const auto& p : points) {
-    details.push_back({{"bytes", p.bytes},
-                       {"busbw_gbps", p.busbw_gbps},
-                       {"time_us", p.time_us},
-                       {"wrong", p.wrong}});
-    text += fmt::format("  {:>10}  {:>10.2f}  {:>12.4f}  {:>6}\n", p.bytes, p.time_us, p.busbw_gbps,
-                        p.wrong);
+CheckOutcome evaluate_perf(const CheckSpec& c, const PerfCheckResult& r,
+                           const std::vector<std::string>& hosts, const Baseline& b) {
+  const std::string coll = c.params.value("collective", "");
+  std::string text = fmt::format("# perf {} ({} rows, out of place)\n", coll, r.rows.size());
+  text += reports::format_column_header();
+  std::map<int64_t, const reports::ResultRow*> by_size;
+  for (const auto& row : r.rows) {
+    text += reports::format_row(&row, nullptr) + "\n";
+    by_size[row.size_bytes] = &row;
   }
-  CheckOutcome o = start(c, json{{"points", details}}, text);
-  for (const auto& p : points) {
-    o.metrics[fmt::format("busbw@{}", p.bytes)] = p.busbw_gbps;
-    if (p.wrong > 0) {
-      o.fail(fmt::format("{} wrong elements at {} bytes", p.wrong, p.bytes));
-      o.findings.push_back({"size", std::to_string(p.bytes), fmt::format("{} wrong", p.wrong)});
-    }
+  CheckOutcome o =
+      start(c, json{{"collective", coll}, {"errors", r.errors}, {"missing_ranks", r.missing_ranks}},
+            text);
+  o.rows = r.rows;
+  auto host_of = [&](int rank) {
+    return rank >= 0 && rank < static_cast<int>(hosts.size()) ? hosts[rank] : std::string("?");
+  };
+  // What a failing size looks like: its numbers and the rank that held it back.
+  auto evidence = [&](const reports::ResultRow& row) {
+    std::string s = fmt::format("busbw {} GB/s, time {} us", reports::num(row.busbw_gbps),
+                                reports::num(row.time_us));
+    if (row.rank_time_us.size() > 1 && row.slowest_rank >= 0)
+      s += fmt::format("; slowest rank {} ({}) {} us vs median rank {} us", row.slowest_rank,
+                       host_of(row.slowest_rank), reports::num(row.rank_time_us[row.slowest_rank]),
+                       reports::num(median(row.rank_time_us)));
+    return s;
+  };
+  for (const auto& e : r.errors) {
+    o.fail("sweep failed on " + e);
+    o.findings.push_back({"rank", e.substr(0, e.find(':')), e.substr(e.find(':') + 2)});
   }
-  if (c.rules.contains("min_busbw_gbps")) {
-    for (const auto& [size_s, floor_j] : c.rules["min_busbw_gbps"].items()) {
-      const int64_t size = parse_bytes(json(size_s), "min_busbw_gbps");
-      const double floor = floor_j.get<double>();
-      const PerfPoint* hit = nullptr;
-      for (const auto& p : points)
-        if (p.bytes == size) hit = &p;
-      if (!hit) {
-        o.fail(fmt::format("no result at {} ({} bytes); widen the sweep", size_s, size));
+  if (!r.missing_ranks.empty())
+    o.fail(fmt::format("ranks {} did not report", format_ranks(r.missing_ranks)));
+  for (const auto& row : r.rows) {
+    const std::string size = reports::size_label(row.size_bytes);
+    o.metrics["busbw@" + size] = row.busbw_gbps;
+    o.metrics["time_us@" + size] = row.time_us;
+    if (row.wrong <= 0) continue;
+    o.fail(fmt::format("{} wrong elements at {} (#wrong must be 0)", row.wrong, size));
+    o.findings.push_back(
+        {"size", size,
+         fmt::format("{} wrong elements, first on rank {} ({}) at element {}", row.wrong,
+                     row.wrong_rank, host_of(row.wrong_rank), row.wrong_offset)});
+  }
+  for (const bool floor : {true, false}) {
+    const char* rule = floor ? "min_busbw_gbps" : "max_time_us";
+    if (!c.rules.contains(rule)) continue;
+    for (const auto& [size_s, limit_j] : c.rules[rule].items()) {
+      const int64_t size = parse_bytes(json(size_s), rule);
+      const double limit = limit_j.get<double>();
+      const auto it = by_size.find(size);
+      if (it == by_size.end()) {
+        o.fail(fmt::format("{}: no result at {}", rule, size_s));
         continue;
       }
-      if (hit->busbw_gbps < floor) {
-        o.fail(fmt::format("busbw {:.4g} GB/s at {} is below the floor {:.4g} GB/s",
-                           hit->busbw_gbps, size_s, floor));
-        o.findings.push_back({"size", size_s, fmt::format("busbw {:.4g} GB/s", hit->busbw_gbps)});
-      }
+      const reports::ResultRow& row = *it->second;
+      const double v = floor ? row.busbw_gbps : row.time_us;
+      if (floor ? v >= limit : v <= limit) continue;
+      o.fail(floor ? fmt::format("busbw {} GB/s at {} is below the floor {} GB/s", reports::num(v),
+                                 size_s, reports::num(limit))
+                   : fmt::format("time {} us at {} is above the ceiling {} us", reports::num(v),
+                                 size_s, reports::num(limit)));
+      o.findings.push_back({"size", reports::size_label(size), evidence(row)});
     }
   }
   relative_rules(o, c, b);
@@ -253,28 +283,19 @@ CheckOutcome evaluate_perf(const CheckSpec& c, const std::vector<PerfPoint>& poi
 }
 
 Baseline load_baseline(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw SpecError(fmt::format("cannot read baseline '{}'", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  Baseline b;
   try {
-    const json j = json::parse(ss.str());
-    for (const auto& c : j.at("checks"))
-      b[c.at("name").get<std::string>()] = c.at("metrics").get<std::map<std::string, double>>();
-  } catch (const json::exception& e) {
+    return reports::read_accept_metrics(path);
+  } catch (const InvalidArgument& e) {
     throw SpecError(
-        fmt::format("baseline '{}' is not a `collie accept` JSON report ({}); record one with "
-                    "`collie accept --spec ... --json FILE`",
-                    path, e.what()));
+        fmt::format("baseline: {}; record one with `collie accept --spec ... -J FILE`", e.what()),
+        "/baseline");
   }
-  return b;
 }
 
-AcceptReport run_accept(ProbeContext& ctx, const AcceptSpec& spec, const PerfRunner& perf) {
+AcceptReport run_accept(ProbeContext& ctx, const AcceptSpec& spec) {
   AcceptReport rep;
   rep.name = spec.name;
-  rep.backend = spec.backend;
+  rep.backend = ctx.backend;  // --backend may override the spec's
   rep.world = ctx.world;
   rep.hosts = ctx.hosts;
   rep.baseline = spec.baseline;
@@ -315,9 +336,8 @@ AcceptReport run_accept(ProbeContext& ctx, const AcceptSpec& spec, const PerfRun
         auto r = run_env(ctx);
         if (ctx.rank == 0) o = evaluate_env(c, r);
       } else if (c.kind == "perf") {
-        if (!perf) throw SpecError("this build has no perf engine for perf checks");
-        auto pts = perf(ctx, c);
-        if (ctx.rank == 0) o = evaluate_perf(c, pts, base);
+        auto r = run_perf_check(ctx, c);
+        if (ctx.rank == 0) o = evaluate_perf(c, r, ctx.hosts, base);
       }
     } catch (const SpecError&) {
       throw;

@@ -9,6 +9,8 @@
 
 #include "core/env.h"
 #include "core/error.h"
+#include "probes/perf_check.h"
+#include "probes/spec_yaml.h"
 
 namespace collie::probes {
 namespace {
@@ -20,6 +22,16 @@ enum class T { Bool, Number, Int, Bytes, Duration, String, Object, Strings };
 struct KeySpec {
   const char* key;
   T type;
+};
+
+// Where a value sits: as the messages name it ("checks[1] ('pairwise').rules") and as a JSON
+// pointer ("/checks/1/rules") for the YAML line lookup.
+struct Loc {
+  std::string text;
+  std::string ptr;
+  Loc key(const std::string& k) const {
+    return {text + "." + k, (json::json_pointer(ptr) / k).to_string()};
+  }
 };
 
 // What each kind accepts. Rules are documented in docs/acceptance.md.
@@ -42,9 +54,11 @@ const std::map<std::string, std::vector<KeySpec>>& param_keys() {
        {{"collective", T::String},
         {"min_bytes", T::Bytes},
         {"max_bytes", T::Bytes},
+        {"step_factor", T::Int},
         {"iters", T::Int},
         {"warmup", T::Int},
-        {"dtype", T::String}}},
+        {"dtype", T::String},
+        {"op", T::String}}},
   };
   return m;
 }
@@ -64,7 +78,11 @@ const std::map<std::string, std::vector<KeySpec>>& rule_keys() {
         {"max_stragglers", T::Int},
         {"max_rise_vs_baseline", T::Object}}},
       {"env", {{"consistent", T::Bool}, {"ignore", T::Strings}}},
-      {"perf", {{"min_busbw_gbps", T::Object}, {"max_drop_vs_baseline", T::Object}}},
+      {"perf",
+       {{"min_busbw_gbps", T::Object},
+        {"max_time_us", T::Object},
+        {"max_drop_vs_baseline", T::Object},
+        {"max_rise_vs_baseline", T::Object}}},
   };
   return m;
 }
@@ -75,9 +93,10 @@ std::string known(const std::vector<KeySpec>& ks) {
   return out.empty() ? "none" : out;
 }
 
-void check_type(const json& v, T t, const std::string& where) {
+void check_type(const json& v, T t, const Loc& at) {
+  const std::string& where = at.text;
   auto fail = [&](const char* expected) {
-    throw SpecError(fmt::format("{} must be {} (got {})", where, expected, v.dump()));
+    throw SpecError(fmt::format("{} must be {} (got {})", where, expected, v.dump()), at.ptr);
   };
   switch (t) {
     case T::Bool:
@@ -90,7 +109,11 @@ void check_type(const json& v, T t, const std::string& where) {
       if (!v.is_number_integer() || v.get<int64_t>() < 0) fail("a non-negative integer");
       break;
     case T::Bytes:
-      parse_bytes(v, where);
+      try {
+        parse_bytes(v, where);
+      } catch (const SpecError& e) {
+        throw SpecError(e.what(), at.ptr);
+      }
       break;
     case T::Duration:
       if (!v.is_string() && !v.is_number()) fail("a duration such as \"500ms\" or \"2s\"");
@@ -107,7 +130,8 @@ void check_type(const json& v, T t, const std::string& where) {
       if (!v.is_object() || v.empty()) fail("a non-empty object");
       for (const auto& [k, x] : v.items())
         if (!x.is_number() || x.get<double>() < 0)
-          throw SpecError(fmt::format("{}.{} must be a non-negative number", where, k));
+          throw SpecError(fmt::format("{}.{} must be a non-negative number", where, k),
+                          at.key(k).ptr);
       break;
     case T::Strings:
       if (!v.is_array()) fail("a list of strings");
@@ -117,15 +141,16 @@ void check_type(const json& v, T t, const std::string& where) {
   }
 }
 
-void check_keys(const json& obj, const std::vector<KeySpec>& allowed, const std::string& where) {
-  if (!obj.is_object()) throw SpecError(fmt::format("{} must be an object", where));
+void check_keys(const json& obj, const std::vector<KeySpec>& allowed, const Loc& at) {
+  if (!obj.is_object()) throw SpecError(fmt::format("{} must be an object", at.text), at.ptr);
   for (const auto& [k, v] : obj.items()) {
     const KeySpec* ks = nullptr;
     for (const auto& a : allowed)
       if (k == a.key) ks = &a;
     if (!ks)
-      throw SpecError(fmt::format("{}: unknown key '{}' (known: {})", where, k, known(allowed)));
-    check_type(v, ks->type, where + "." + k);
+      throw SpecError(fmt::format("{}: unknown key '{}' (known: {})", at.text, k, known(allowed)),
+                      at.key(k).ptr);
+    check_type(v, ks->type, at.key(k));
   }
 }
 
@@ -156,7 +181,7 @@ int64_t parse_bytes(const json& v, const std::string& what) {
 }
 
 AcceptSpec parse_spec(const json& j) {
-  if (!j.is_object()) throw SpecError("the spec must be a JSON object with a \"checks\" list");
+  if (!j.is_object()) throw SpecError("the spec must be an object with a \"checks\" list");
   json top = j;
   top.erase("checks");
   check_keys(top,
@@ -164,7 +189,7 @@ AcceptSpec parse_spec(const json& j) {
               {"backend", T::String},
               {"timeout", T::Duration},
               {"baseline", T::String}},
-             "spec");
+             Loc{"spec", ""});
   AcceptSpec s;
   s.name = j.value("name", s.name);
   s.backend = j.value("backend", s.backend);
@@ -172,54 +197,67 @@ AcceptSpec parse_spec(const json& j) {
     const auto& t = j["timeout"];
     s.timeout =
         parse_duration(t.is_string() ? t.get<std::string>() : std::to_string(t.get<double>()));
+    if (s.timeout.count() <= 0) throw SpecError("spec.timeout must be > 0", "/timeout");
   }
   s.baseline = j.value("baseline", "");
   if (!j.contains("checks") || !j["checks"].is_array() || j["checks"].empty())
-    throw SpecError("spec: \"checks\" must be a non-empty list of checks");
+    throw SpecError("spec: \"checks\" must be a non-empty list of checks", "/checks");
   std::set<std::string> names;
   for (size_t i = 0; i < j["checks"].size(); ++i) {
     const json& c = j["checks"][i];
-    std::string where = fmt::format("checks[{}]", i);
-    if (!c.is_object()) throw SpecError(where + " must be an object");
+    Loc at{fmt::format("checks[{}]", i), fmt::format("/checks/{}", i)};
+    if (!c.is_object()) throw SpecError(at.text + " must be an object", at.ptr);
     CheckSpec cs;
     if (c.contains("probe") == c.contains("perf"))
-      throw SpecError(where + ": give exactly one of \"probe\": NAME or \"perf\": COLLECTIVE");
+      throw SpecError(at.text + ": give exactly one of \"probe\": NAME or \"perf\": COLLECTIVE",
+                      at.ptr);
     json params = c;
     if (c.contains("probe")) {
       if (!c["probe"].is_string() || !param_keys().count(c["probe"].get<std::string>()) ||
           c["probe"] == "perf")
         throw SpecError(
             fmt::format("{}: unknown probe {} (known: connectivity, pairwise, stragglers, env)",
-                        where, c["probe"].dump()));
+                        at.text, c["probe"].dump()),
+            at.key("probe").ptr);
       cs.kind = c["probe"].get<std::string>();
       params.erase("probe");
     } else {
-      if (!c["perf"].is_string()) throw SpecError(where + ".perf must be a collective name");
+      if (!c["perf"].is_string())
+        throw SpecError(at.text + ".perf must be a collective name", at.key("perf").ptr);
       cs.kind = "perf";
       params["collective"] = c["perf"];
       params.erase("perf");
     }
+    if (c.contains("name") && !c["name"].is_string())
+      throw SpecError(at.text + ".name must be a string", at.key("name").ptr);
     cs.name = c.value(
         "name", cs.kind == "perf" ? "perf " + params["collective"].get<std::string>() : cs.kind);
-    where = fmt::format("{} ('{}')", where, cs.name);
+    at.text = fmt::format("{} ('{}')", at.text, cs.name);
     if (!names.insert(cs.name).second)
-      throw SpecError(where + ": the name is used twice; give each check a distinct \"name\"");
+      throw SpecError(at.text + ": the name is used twice; give each check a distinct \"name\"",
+                      at.key("name").ptr);
     params.erase("name");
     cs.rules = c.value("rules", json::object());
     params.erase("rules");
-    check_keys(params, param_keys().at(cs.kind), where);
-    check_keys(cs.rules, rule_keys().at(cs.kind), where + ".rules");
+    check_keys(params, param_keys().at(cs.kind), at);
+    check_keys(cs.rules, rule_keys().at(cs.kind), at.key("rules"));
     if (cs.rules.empty())
       throw SpecError(fmt::format("{}: no rules; a check without rules cannot fail (known: {})",
-                                  where, known(rule_keys().at(cs.kind))));
-    if (cs.kind == "perf" && cs.rules.contains("min_busbw_gbps"))
-      for (const auto& [size, v] : cs.rules["min_busbw_gbps"].items())
-        parse_bytes(json(size), where + ".rules.min_busbw_gbps key");
+                                  at.text, known(rule_keys().at(cs.kind))),
+                      at.ptr);
     for (const char* rel : {"max_drop_vs_baseline", "max_rise_vs_baseline"})
       if (cs.rules.contains(rel) && s.baseline.empty())
         throw SpecError(
-            fmt::format("{}.rules.{} needs a \"baseline\" file in the spec", where, rel));
+            fmt::format("{}.rules.{} needs a \"baseline\" file in the spec", at.text, rel),
+            at.key("rules").key(rel).ptr);
     cs.params = params;
+    if (cs.kind == "perf") {
+      try {
+        perf_check_options(cs, s.timeout, at.text);
+      } catch (const SpecError& e) {
+        throw SpecError(e.what(), at.ptr + "/" + e.pointer());
+      }
+    }
     s.checks.push_back(std::move(cs));
   }
   return s;
@@ -230,13 +268,29 @@ AcceptSpec load_spec(const std::string& path) {
   if (!in) throw SpecError(fmt::format("cannot read spec file '{}'", path));
   std::stringstream ss;
   ss << in.rdbuf();
-  json j;
-  try {
-    j = json::parse(ss.str());
-  } catch (const json::parse_error& e) {
-    throw SpecError(fmt::format("{} is not valid JSON: {}", path, e.what()));
+  const bool yaml = path.ends_with(".yaml") || path.ends_with(".yml");
+  if (!yaml) {
+    json j;
+    try {
+      j = json::parse(ss.str());
+    } catch (const json::parse_error& e) {
+      throw SpecError(fmt::format("{} is not valid JSON: {}", path, e.what()));
+    }
+    try {
+      return parse_spec(j);
+    } catch (const SpecError& e) {
+      throw SpecError(fmt::format("{}: {}", path, e.what()), e.pointer());
+    }
   }
-  return parse_spec(j);
+  YamlLines lines;
+  const json j = yaml_to_json(ss.str(), path, lines);
+  try {
+    return parse_spec(j);
+  } catch (const SpecError& e) {
+    const int line = lines.line_of(e.pointer());
+    if (line <= 0) throw SpecError(fmt::format("{}: {}", path, e.what()), e.pointer());
+    throw SpecError(fmt::format("{}:{}: {}", path, line, e.what()), e.pointer());
+  }
 }
 
 }  // namespace collie::probes

@@ -1,21 +1,32 @@
 #pragma once
-// Acceptance spec (`collie accept --spec SPEC.json`): which probes and perf sweeps to run and
-// the rules their results must meet. Parsing checks everything up front (unknown keys, wrong
-// types, unknown probes) so a bad spec fails before any rank starts. See docs/acceptance.md.
+// Acceptance spec (`collie accept --spec SPEC.yaml|SPEC.json`): which probes and perf sweeps to
+// run and the rules their results must meet. Both formats become the same JSON model, validated
+// by one parser that checks everything up front (unknown keys, wrong types, unknown probes or
+// collectives, rule sizes a sweep does not measure) so a bad spec fails before any rank starts.
+// See docs/acceptance.md.
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/timeout.h"
 
 namespace collie::probes {
 
-// The spec is unusable (exit 2); the message names the check and key.
+// The spec is unusable (exit 2); the message names the check and key. `pointer` is the JSON
+// pointer of the offending value ("/checks/1/rules/max_slow_hosts"; "" = the spec as a whole),
+// which load_spec turns into a line number for YAML files.
 class SpecError : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit SpecError(const std::string& what, std::string pointer = "")
+      : std::runtime_error(what), pointer_(std::move(pointer)) {}
+  const std::string& pointer() const { return pointer_; }
+
+ private:
+  std::string pointer_;
 };
 
 struct CheckSpec {
@@ -35,6 +46,8 @@ struct AcceptSpec {
 
 // Throws SpecError.
 AcceptSpec parse_spec(const nlohmann::json& j);
+// Reads a YAML (.yaml, .yml) or JSON (anything else) spec. Throws SpecError; for YAML the message
+// starts with "PATH:LINE: " when the offending key has a line.
 AcceptSpec load_spec(const std::string& path);
 
 // "8", "64K", "4M", "1G" (binary units) or a JSON number. Throws SpecError naming `what`.

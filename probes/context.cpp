@@ -91,6 +91,7 @@ std::shared_ptr<ProcessGroup> pair_group(ProbeContext& ctx, const std::string& t
   o.store = store;
   o.rank = ctx.rank == a ? 0 : 1;
   o.world_size = 2;
+  o.global_ranks = {a, b};  // the MPI backend builds the pair's communicator from these
   o.timeout = ctx.timeout;
   o.group_desc = fmt::format("probe_pair_{}_{}", a, b);
   o.env = ctx.env;

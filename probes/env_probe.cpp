@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fmt/format.h>
 
+#include <cctype>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -92,13 +93,20 @@ RankInfo describe_local(const std::vector<std::string>& environ_entries) {
 bool per_rank_field(const std::string& field) {
   if (field == "host") return true;
   if (field.rfind("env.", 0) != 0) return false;
-  // Launcher bookkeeping that is different on every rank by design.
-  static const char* kPerRank[] = {"RANK",    "VPID",    "PID",  "JOBID",       "_URI",
-                                   "HNP",     "SESSION", "NODE", "LOCAL_SIZE",  "UNIVERSE",
-                                   "APP_CTX", "ORTE_",   "PMIX", "TOP_SESSION", "TMPDIR",
-                                   "ESS_",    "NUM_APP"};
+  if (field.rfind("env.OMPI_", 0) != 0) return false;
+  // Launcher bookkeeping that is different on every rank (or host) by design. Open MPI spells
+  // its MCA variables in lower case (OMPI_MCA_ess_base_vpid), so match without case.
+  static const char* kPerRank[] = {"RANK",    "VPID",    "PID",          "JOBID",       "_URI",
+                                   "HNP",     "SESSION", "NODE",         "LOCAL_SIZE",  "UNIVERSE",
+                                   "APP_CTX", "ORTE_",   "PMIX",         "TOP_SESSION", "TMPDIR",
+                                   "ESS_",    "NUM_APP", "FILE_LOCATION"};
+  // Set by Open MPI's daemons for the processes they start on other nodes only (mpirun's own
+  // node leaves it unset).
+  if (field == "env.OMPI_MCA_plm") return true;
+  std::string upper = field;
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   for (const char* k : kPerRank)
-    if (field.find(k) != std::string::npos && field.rfind("env.OMPI_", 0) == 0) return true;
+    if (upper.find(k) != std::string::npos) return true;
   return false;
 }
 

@@ -1,12 +1,9 @@
 #include "probes/run_flags.h"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
-#include <climits>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 
 #include "comm/launch_env.h"
 #include "core/env.h"
@@ -14,67 +11,44 @@
 #include "launch/launch.h"
 
 namespace collie::probes {
-namespace {
-
-std::vector<std::string> own_argv() {
-  std::ifstream in("/proc/self/cmdline", std::ios::binary);
-  std::vector<std::string> args;
-  std::string a;
-  while (std::getline(in, a, '\0')) args.push_back(a);
-  // argv[0] may be a bare name found through PATH; the children run this very binary.
-  char exe[PATH_MAX] = {};
-  const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-  if (n > 0 && !args.empty()) args[0] = std::string(exe, static_cast<size_t>(n));
-  return args;
-}
-
-}  // namespace
-
-void write_file(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::trunc);
-  out << text;
-  if (!out)
-    throw Error(fmt::format("cannot write '{}' (check the directory and permissions)", path));
-}
 
 int launch_or_run(const RunFlags& f, const std::string& command,
                   const std::function<int(ProbeContext&)>& body) {
-  if (f.timeout_s <= 0) {
-    std::fprintf(stderr, "collie %s: error: -T must be > 0 seconds\n", command.c_str());
+  // The same checks, messages and meanings as `collie perf`'s flags.
+  auto usage = [&](const std::string& what) {
+    std::fprintf(stderr, "collie %s: error: %s\n", command.c_str(), what.c_str());
     return 2;
-  }
-  if (f.np < 1) {
-    std::fprintf(stderr, "collie %s: error: -np must be >= 1\n", command.c_str());
-    return 2;
-  }
+  };
+  if (f.backend != "gloo" && f.backend != "mpi" && f.backend != "nccl")
+    return usage("--backend must be gloo, mpi or nccl");
+  if (f.timeout_s < 0) return usage("-T must be >= 0 seconds (0 = the default)");
+  if (f.np < 1) return usage("-np must be >= 1");
+  if (f.debug_port < -1 || f.debug_port > 65535)
+    return usage("--debug-port must be a port in 0..65535 (0 = ephemeral)");
   // The debug server starts itself in every rank when this is set (debug_server/auto_start).
   if (f.debug_port >= 0) ::setenv("COLLIE_DEBUG_PORT", std::to_string(f.debug_port).c_str(), 1);
   const LaunchEnv le = detect_launch_env(Env::process());
   const bool has_init = Env::process().get("COLLIE_INIT_METHOD").has_value();
   if (le.source.empty() && !has_init) {
-    if (f.backend == "mpi") {
-      std::fprintf(
-          stderr, "collie %s: error: --backend mpi runs under mpirun: mpirun -np N collie %s ...\n",
-          command.c_str(), command.c_str());
-      return 2;
-    }
+    if (f.backend == "mpi")
+      return usage(
+          fmt::format("--backend mpi runs under mpirun: mpirun -np N collie {} ...", command));
+    // As `collie perf`: rank 0's stdout is the report, unprefixed, whatever the launcher.
     launch::LaunchSpec spec;
     spec.nprocs = f.np;
-    spec.argv = own_argv();
-    spec.prefix_output = true;
+    spec.argv = launch::self_argv();
+    spec.prefix_output = false;
     const launch::LaunchResult r = launch::run(spec);
     return r.exit_code;
   }
-  if (f.np_given && le.world_size && *le.world_size != f.np) {
-    std::fprintf(stderr,
-                 "collie %s: error: -np %d but the %s launcher started %d ranks; drop -np under a "
-                 "launcher\n",
-                 command.c_str(), f.np, le.source.c_str(), *le.world_size);
-    return 2;
-  }
+  if (f.np_given && le.world_size && *le.world_size != f.np)
+    return usage(
+        fmt::format("-np {} but the {} launcher started {} ranks; drop -np under a "
+                    "launcher",
+                    f.np, le.source, *le.world_size));
   ContextOptions o;
   o.backend = f.backend;
-  o.timeout = std::chrono::seconds(f.timeout_s);
+  o.timeout = std::chrono::seconds(f.timeout_s > 0 ? f.timeout_s : kDefaultStepTimeoutS);
   ProbeContext ctx = make_context(o);
   return body(ctx);
 }

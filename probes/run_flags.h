@@ -10,13 +10,15 @@
 
 namespace collie::probes {
 
+inline constexpr int kDefaultStepTimeoutS = 10;
+
 struct RunFlags {
   int np = 4;             // local ranks when no launcher is found
   bool np_given = false;  // set by the caller from the parser
   std::string backend = "gloo";
-  int timeout_s = 10;   // deadline of every single probe step
-  std::string json;     // -J: results JSON (rank 0)
-  int debug_port = -1;  // --debug-port: per-rank debug server base port (-1 = off)
+  int timeout_s = kDefaultStepTimeoutS;  // deadline of every probe step (-T; 0 = the default)
+  std::string json;                      // -J: results JSON (rank 0)
+  int debug_port = -1;                   // --debug-port: per-rank debug server base port (-1 = off)
 };
 
 // Adds the flags to a CLI11 app (a template so probes/ does not depend on CLI11).
@@ -24,7 +26,7 @@ template <class App>
 void add_run_flags(App& app, RunFlags& f) {
   app.add_option("--np", f.np, "local ranks to start when not under a launcher (-np works too)");
   app.add_option("--backend", f.backend, "gloo | mpi | nccl");
-  app.add_option("-T,--timeout", f.timeout_s, "seconds bounding every probe step");
+  app.add_option("-T,--timeout", f.timeout_s, "seconds bounding every probe step (0 = default 10)");
   app.add_option("-J,--output_file", f.json, "write results JSON here (rank 0)");
   app.add_option("--debug-port", f.debug_port, "start each rank's debug server on PORT+local rank");
 }
@@ -34,8 +36,5 @@ void add_run_flags(App& app, RunFlags& f) {
 // Returns 2 (usage) for contradictory flags, after one line on stderr naming `command`.
 int launch_or_run(const RunFlags& f, const std::string& command,
                   const std::function<int(ProbeContext&)>& body);
-
-// Writes `text` to `path` (throws collie::Error naming the path on failure).
-void write_file(const std::string& path, const std::string& text);
 
 }  // namespace collie::probes

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "reports/junit.h"
 #include "reports/markup.h"
 
 namespace collie::reports {
@@ -118,48 +119,33 @@ nlohmann::json compare_json(const CompareReport& r) {
 }
 
 std::string compare_junit(const CompareReport& r) {
-  const int tests = static_cast<int>(r.rows.size());
-  const int skipped = r.missing + r.added;
-  std::string s = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  s += fmt::format(
-      "<testsuites name=\"collie report compare\" tests=\"{}\" failures=\"{}\" "
-      "errors=\"0\" skipped=\"{}\" time=\"0\">\n",
-      tests, r.regressions, skipped);
-  s += fmt::format(
-      "  <testsuite name=\"collie.compare.{}\" tests=\"{}\" failures=\"{}\" errors=\"0\" "
-      "skipped=\"{}\" time=\"0\">\n",
-      xml_escape(r.backend), tests, r.regressions, skipped);
-  s += "    <properties>\n";
-  auto prop = [&](const std::string& k, const std::string& v) {
-    s += fmt::format("      <property name=\"{}\" value=\"{}\"/>\n", k, xml_escape(v));
-  };
-  prop("baseline", r.baseline_path);
-  prop("current", r.current_path);
-  prop("metric", metric_name(r.options.metric));
-  prop("max_regression", percent(r.options.max_regression));
-  s += "    </properties>\n";
+  JunitSuite su;
+  su.name = "collie.compare." + r.backend;
+  su.properties = {{"baseline", r.baseline_path},
+                   {"current", r.current_path},
+                   {"metric", metric_name(r.options.metric)},
+                   {"max_regression", percent(r.options.max_regression)}};
   for (const auto& c : r.rows) {
-    s += fmt::format("    <testcase name=\"{}\" classname=\"collie.compare.{}\" time=\"0\"",
-                     xml_escape(describe(c.key)), xml_escape(c.key.collective));
+    JunitCase& t = su.cases.emplace_back();
+    t.name = describe(c.key);
+    t.classname = "collie.compare." + c.key.collective;
     const std::string detail =
         fmt::format("{} {} -> {} {} ({}, allowed {}, {})", metric_name(r.options.metric),
                     num(c.base), num(c.current), unit(r.options.metric), percent(c.change),
                     percent(c.threshold), method_cell(c));
     if (c.verdict == Verdict::Regression) {
-      s += fmt::format(">\n      <failure message=\"regression: {}\" type=\"regression\"/>\n",
-                       xml_escape(detail));
-      s += "    </testcase>\n";
+      t.outcome = JunitCase::Outcome::Failure;
+      t.message = "regression: " + detail;
+      t.type = "regression";
     } else if (c.verdict == Verdict::Missing || c.verdict == Verdict::New) {
-      s += fmt::format(">\n      <skipped message=\"{}\"/>\n    </testcase>\n",
-                       c.verdict == Verdict::Missing ? "row missing in the current run"
-                                                     : "row not in the baseline");
+      t.outcome = JunitCase::Outcome::Skipped;
+      t.message = c.verdict == Verdict::Missing ? "row missing in the current run"
+                                                : "row not in the baseline";
     } else {
-      s += fmt::format(">\n      <system-out>{}: {}</system-out>\n    </testcase>\n",
-                       verdict_name(c.verdict), xml_escape(detail));
+      t.system_out = std::string(verdict_name(c.verdict)) + ": " + detail;
     }
   }
-  s += "  </testsuite>\n</testsuites>\n";
-  return s;
+  return junit_xml("collie report compare", {su});
 }
 
 }  // namespace collie::reports

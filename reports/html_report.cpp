@@ -14,14 +14,6 @@ namespace collie::reports {
 
 namespace {
 
-constexpr const char* kStyle = R"(body{font-family:system-ui,sans-serif;margin:24px;color:#222}
-table{border-collapse:collapse;margin:8px 0 16px}th,td{border:1px solid #ccc;padding:3px 8px;
-text-align:right;font-variant-numeric:tabular-nums}th{background:#f3f3f3}td.l,th.l{text-align:left}
-.plots{display:flex;flex-wrap:wrap;gap:16px}svg text{font-size:11px;fill:#333}
-svg .ptitle{font-size:13px;font-weight:600}svg .grid{stroke:#e5e5e5}svg .axis{stroke:#444}
-.straggler{color:#d62728;font-weight:600}details{margin:8px 0}
-)";
-
 std::string meta_table(const std::vector<LoadedRun>& runs) {
   std::string s = "<table class=\"meta\"><tr><th class=\"l\"></th>";
   for (const auto& r : runs) s += "<th class=\"l\">" + xml_escape(r.label) + "</th>";
@@ -155,9 +147,7 @@ std::string rank_section(const LoadedRun& run) {
 std::string render_html(const std::vector<LoadedRun>& runs) {
   std::string title = "collie perf report:";
   for (const auto& r : runs) title += " " + r.label;
-  std::string s = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>" +
-                  xml_escape(title) + "</title>\n<style>" + kStyle + "</style>\n</head>\n<body>\n";
-  s += "<h1>" + xml_escape(title) + "</h1>\n<h2>Runs</h2>\n" + meta_table(runs);
+  std::string s = "<h1>" + xml_escape(title) + "</h1>\n<h2>Runs</h2>\n" + meta_table(runs);
   const std::vector<SeriesTable> tables = series_tables(runs);
   std::vector<std::string> collectives;
   for (const auto& t : tables)
@@ -168,7 +158,7 @@ std::string render_html(const std::vector<LoadedRun>& runs) {
   for (const auto& r : runs) ranks += rank_section(r);
   if (!ranks.empty())
     s += "<section class=\"ranks\">\n<h2>Per-rank view</h2>\n" + ranks + "</section>\n";
-  return s + "</body>\n</html>\n";
+  return html_page(title, s);
 }
 
 }  // namespace collie::reports

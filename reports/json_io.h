@@ -23,4 +23,8 @@ RunResult read_results(const std::string& path);
 // written. Thread-compatible (one writer per path).
 void write_results_atomic(const std::string& path, const RunResult& result);
 
+// Writes `text` to `path` the same atomic way (any report format). Throws collie::Error naming
+// the path when it cannot be written.
+void write_file_atomic(const std::string& path, const std::string& text);
+
 }  // namespace collie::reports

@@ -8,6 +8,18 @@
 #include "core/error.h"
 
 namespace collie::reports {
+namespace {
+
+constexpr const char* kStyle = R"(body{font-family:system-ui,sans-serif;margin:24px;color:#222}
+table{border-collapse:collapse;margin:8px 0 16px}th,td{border:1px solid #ccc;padding:3px 8px;
+text-align:right;font-variant-numeric:tabular-nums}th{background:#f3f3f3}td.l,th.l{text-align:left}
+.plots{display:flex;flex-wrap:wrap;gap:16px}svg text{font-size:11px;fill:#333}
+svg .ptitle{font-size:13px;font-weight:600}svg .grid{stroke:#e5e5e5}svg .axis{stroke:#444}
+.straggler,.fail{color:#d62728;font-weight:600}.pass{color:#2ca02c;font-weight:600}details{margin:8px 0}
+pre{background:#f6f6f6;padding:8px;overflow-x:auto}
+)";
+
+}  // namespace
 
 std::string xml_escape(std::string_view s) {
   std::string out;
@@ -70,5 +82,29 @@ std::string num(double v, int digits) {
 }
 
 std::string percent(double fraction) { return fmt::format("{:+.1f}%", fraction * 100); }
+
+std::string md_cell(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    if (c == '|')
+      out += "\\|";
+    else if (c == '\n' || c == '\r')
+      out += ' ';
+    else
+      out += c;
+  }
+  return out;
+}
+
+std::string html_page(std::string_view title, std::string_view body) {
+  std::string s = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>";
+  s += xml_escape(title);
+  s += "</title>\n<style>";
+  s += kStyle;
+  s += "</style>\n</head>\n<body>\n";
+  s += body;
+  return s + "</body>\n</html>\n";
+}
 
 }  // namespace collie::reports

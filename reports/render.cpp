@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "reports/baseline.h"
+#include "reports/junit.h"
 #include "reports/markup.h"
 #include "reports/row_writers.h"
 #include "reports/stats.h"
@@ -181,72 +182,43 @@ std::string render_markdown(const std::vector<LoadedRun>& runs) {
 }
 
 std::string render_junit(const std::vector<LoadedRun>& runs) {
-  struct Suite {
-    std::string name, body;
-    int tests = 0, failures = 0, errors = 0;
-    double time = 0;
-  };
-  std::vector<Suite> suites;
+  std::vector<JunitSuite> suites;
   for (const auto& run : runs) {
     std::map<std::string, size_t> by_collective;
     for (const auto& row : run.result.rows) {
       auto [it, added] = by_collective.emplace(row.collective, suites.size());
       if (added) suites.emplace_back().name = "collie.perf." + run.label + "." + row.collective;
-      Suite& su = suites[it->second];
-      const double secs = row.time_us * row.iters / 1e6;
-      su.tests++;
-      su.time += secs;
-      const std::string name =
+      JunitSuite& su = suites[it->second];
+      JunitCase& c = su.cases.emplace_back();
+      c.name =
           fmt::format("{} B {} {} {}{}{}", row.size_bytes, row.dtype, row.redop, row.placement,
                       row.root >= 0 && row.redop != "none" ? fmt::format(" root {}", row.root) : "",
                       row.cycle > 0 ? fmt::format(" cycle {}", row.cycle) : "");
-      su.body += fmt::format("    <testcase name=\"{}\" classname=\"{}\" time=\"{:.6f}\">\n",
-                             xml_escape(name), xml_escape(su.name), secs);
+      c.classname = su.name;
+      c.seconds = row.time_us * row.iters / 1e6;
       if (row.wrong > 0) {
-        su.failures++;
-        su.body += fmt::format(
-            "      <failure message=\"{} wrong elements (first on rank {} at element {})\" "
-            "type=\"wrong-data\"/>\n",
-            row.wrong, row.wrong_rank, row.wrong_offset);
+        c.outcome = JunitCase::Outcome::Failure;
+        c.message = fmt::format("{} wrong elements (first on rank {} at element {})", row.wrong,
+                                row.wrong_rank, row.wrong_offset);
+        c.type = "wrong-data";
       }
-      su.body += fmt::format(
-          "      <system-out>time {} us, algbw {} GB/s, busbw {} GB/s, #wrong {}</system-out>\n",
-          num(row.time_us), num(row.algbw_gbps), num(row.busbw_gbps),
-          row.wrong < 0 ? "N/A" : std::to_string(row.wrong));
-      su.body += "    </testcase>\n";
+      c.system_out = fmt::format("time {} us, algbw {} GB/s, busbw {} GB/s, #wrong {}",
+                                 num(row.time_us), num(row.algbw_gbps), num(row.busbw_gbps),
+                                 row.wrong < 0 ? "N/A" : std::to_string(row.wrong));
     }
     if (!run.result.summary) {
-      suites.emplace_back().name = "collie.perf." + run.label + ".run";
-      Suite& su = suites.back();
-      su.tests = su.errors = 1;
-      su.body = fmt::format(
-          "    <testcase name=\"run complete\" classname=\"{}\" time=\"0\">\n      <error "
-          "message=\"{} has no summary: the run was interrupted after {} rows\" "
-          "type=\"incomplete\"/>\n    </testcase>\n",
-          xml_escape(su.name), xml_escape(run.path), run.result.rows.size());
+      JunitSuite& su = suites.emplace_back();
+      su.name = "collie.perf." + run.label + ".run";
+      JunitCase& c = su.cases.emplace_back();
+      c.name = "run complete";
+      c.classname = su.name;
+      c.outcome = JunitCase::Outcome::Error;
+      c.message = fmt::format("{} has no summary: the run was interrupted after {} rows", run.path,
+                              run.result.rows.size());
+      c.type = "incomplete";
     }
   }
-  int tests = 0, failures = 0, errors = 0;
-  double time = 0;
-  for (const auto& su : suites) {
-    tests += su.tests;
-    failures += su.failures;
-    errors += su.errors;
-    time += su.time;
-  }
-  std::string s = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  s += fmt::format(
-      "<testsuites name=\"collie perf\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"0\" "
-      "time=\"{:.6f}\">\n",
-      tests, failures, errors, time);
-  for (const auto& su : suites) {
-    s += fmt::format(
-        "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"0\" "
-        "time=\"{:.6f}\">\n",
-        xml_escape(su.name), su.tests, su.failures, su.errors, su.time);
-    s += su.body + "  </testsuite>\n";
-  }
-  return s + "</testsuites>\n";
+  return junit_xml("collie perf", suites);
 }
 
 std::string render_table(const std::vector<LoadedRun>& runs) {

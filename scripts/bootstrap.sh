@@ -7,7 +7,7 @@ set -euo pipefail
 PKGS=(
   build-essential cmake ninja-build pkg-config git
   libgloo-dev libopenmpi-dev openmpi-bin
-  libcli11-dev prometheus-cpp-dev libcpp-httplib-dev nlohmann-json3-dev
+  libcli11-dev libyaml-cpp-dev prometheus-cpp-dev libcpp-httplib-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libuv1-dev libfmt-dev libspdlog-dev libbackward-cpp-dev libdw-dev
   prometheus chromium iproute2 procps curl python3 libxml2-utils
 )

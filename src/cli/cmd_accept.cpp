@@ -1,5 +1,6 @@
-// `collie accept --spec SPEC.json [--md F] [--junit F] [--html F] [-J F]`: cluster acceptance
-// (probes/accept.h). Exit status: 0 accepted, 1 rejected, 2 unusable spec or flags.
+// `collie accept --spec SPEC.yaml|json [--md F] [--junit F] [--html F] [-J F]`: cluster
+// acceptance (probes/accept.h), reports through reports/accept_report.h.
+// Exit status: 0 accepted, 1 rejected, 2 unusable spec or flags.
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -7,6 +8,8 @@
 #include "cli/command.h"
 #include "probes/accept.h"
 #include "probes/run_flags.h"
+#include "reports/accept_report.h"
+#include "reports/json_io.h"
 #include "store/store.h"
 
 namespace collie::cli {
@@ -21,16 +24,17 @@ struct AcceptFlags {
 };
 
 int run_accept_rank(const AcceptFlags& f, const AcceptSpec& spec, ProbeContext& ctx) {
-  const AcceptReport rep = run_accept(ctx, spec, PerfRunner{});
+  const AcceptReport rep = run_accept(ctx, spec);
   // Every rank exits with rank 0's verdict, so any launcher reports the same status.
   const std::string key = "accept/verdict";
   if (ctx.rank == 0) {
-    std::fputs(rep.summary_text().c_str(), stdout);
+    std::fputs(reports::accept_text(rep).c_str(), stdout);
     std::fflush(stdout);
-    if (!f.run.json.empty()) write_file(f.run.json, rep.to_json().dump(2) + "\n");
-    if (!f.md.empty()) write_file(f.md, rep.to_markdown());
-    if (!f.junit.empty()) write_file(f.junit, rep.to_junit());
-    if (!f.html.empty()) write_file(f.html, rep.to_html());
+    if (!f.run.json.empty())
+      reports::write_file_atomic(f.run.json, reports::accept_json(rep).dump(2) + "\n");
+    if (!f.md.empty()) reports::write_file_atomic(f.md, reports::accept_markdown(rep));
+    if (!f.junit.empty()) reports::write_file_atomic(f.junit, reports::accept_junit(rep));
+    if (!f.html.empty()) reports::write_file_atomic(f.html, reports::accept_html(rep));
     ctx.store->set(key, rep.passed() ? "pass" : "fail");
     return rep.passed() ? kExitOk : kExitFailure;
   }
@@ -46,7 +50,7 @@ COLLIE_COMMAND(Command{
     "accept", "cluster acceptance: run a spec's probes and rules, report pass/fail",
     [](CLI::App& app) {
       auto f = std::make_shared<AcceptFlags>();
-      app.add_option("--spec", f->spec, "acceptance spec (JSON; see docs/acceptance.md)")
+      app.add_option("--spec", f->spec, "acceptance spec (YAML or JSON; see docs/acceptance.md)")
           ->required();
       add_run_flags(app, f->run);
       auto* np = app.get_option("--np");
@@ -55,25 +59,20 @@ COLLIE_COMMAND(Command{
       app.add_option("--md", f->md, "write a Markdown report");
       app.add_option("--junit", f->junit, "write a JUnit XML report");
       app.add_option("--html", f->html, "write an HTML report");
-      app.footer("Example: collie accept --spec docs/accept-spec.json -np 8 --junit accept.xml");
+      app.footer("Example: collie accept --spec docs/accept-spec.yaml -np 8 --junit accept.xml");
       return [f, np, timeout, backend]() -> int {
         f->run.np_given = np->count() > 0;
         AcceptSpec spec;
         try {
           spec = load_spec(f->spec);
           if (!spec.baseline.empty()) load_baseline(spec.baseline);
-          for (const auto& c : spec.checks)
-            if (c.kind == "perf")
-              throw SpecError("check '" + c.name +
-                              "': perf checks need the perf engine, which this build of collie "
-                              "accept does not link yet; remove the check or use collie perf");
         } catch (const SpecError& e) {
           std::fprintf(stderr, "collie accept: unusable spec: %s\n", e.what());
           return kExitUsage;
         }
-        // The spec names the backend and the step deadline unless the flags do.
+        // The spec names the backend and the step deadline unless the flags do (-T 0 = spec's).
         if (backend->count() == 0) f->run.backend = spec.backend;
-        if (timeout->count() == 0)
+        if (timeout->count() == 0 || f->run.timeout_s == 0)
           f->run.timeout_s = static_cast<int>((spec.timeout.count() + 999) / 1000);
         return launch_or_run(f->run, "accept", [f, spec](ProbeContext& ctx) {
           return run_accept_rank(*f, spec, ctx);

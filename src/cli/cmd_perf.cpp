@@ -170,23 +170,12 @@ PerfOptions to_options(const PerfFlags& f, bool iters_given) {
   return o;
 }
 
-std::vector<std::string> own_argv() {
-  std::ifstream in("/proc/self/cmdline", std::ios::binary);
-  std::vector<std::string> args;
-  std::string a;
-  while (std::getline(in, a, '\0')) args.push_back(a);
-  char exe[4096] = {};
-  const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n > 0 && !args.empty()) args[0] = std::string(exe, static_cast<size_t>(n));
-  return args;
-}
-
 // Runs this same command as `np` local ranks through the local launcher and returns the first
 // failing rank's status. Output is not prefixed: rank 0's stdout is the nccl-tests table.
 int launch_local(int np) {
   launch::LaunchSpec spec;
   spec.nprocs = np;
-  spec.argv = own_argv();
+  spec.argv = launch::self_argv();
   spec.prefix_output = false;
   // The ranks' stderr is a pipe; tell rank 0 whether the user's terminal can take a progress bar.
   if (::isatty(STDERR_FILENO)) spec.extra_env["COLLIE_PERF_PROGRESS"] = "1";

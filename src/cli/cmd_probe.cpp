@@ -12,6 +12,7 @@
 #include "probes/pairwise.h"
 #include "probes/run_flags.h"
 #include "probes/stragglers.h"
+#include "reports/json_io.h"
 
 namespace collie::cli {
 namespace {
@@ -37,7 +38,7 @@ struct ProbeFlags {
 int emit(const RunFlags& f, const std::string& text, const nlohmann::json& j, bool healthy) {
   std::fputs(text.c_str(), stdout);
   std::fflush(stdout);
-  if (!f.json.empty()) write_file(f.json, j.dump(2) + "\n");
+  if (!f.json.empty()) reports::write_file_atomic(f.json, j.dump(2) + "\n");
   return healthy ? kExitOk : kExitFailure;
 }
 

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <set>
 
@@ -24,8 +25,8 @@ const BackendRegistration& lookup(const std::string& name) {
   for (const auto* b : backends()) known += (known.empty() ? "" : ", ") + b->name;
   for (const auto& m : missing_backends()) {
     if (m.name == name) {
-      throw InvalidArgument(fmt::format("backend '{}' is not available in this build: {}", name,
-                                        m.reason));
+      throw InvalidArgument(
+          fmt::format("backend '{}' is not available in this build: {}", name, m.reason));
     }
   }
   throw InvalidArgument(fmt::format("unknown backend '{}' (built: {})", name, known));
@@ -61,7 +62,18 @@ std::shared_ptr<ProcessGroup> init_process_group(const InitOptions& opts) {
           opts.rank, opts.world_size));
     }
     rdzv = Rendezvous{opts.store, opts.rank, opts.world_size, "store"};
+    if (!opts.global_ranks.empty() &&
+        (static_cast<int>(opts.global_ranks.size()) != opts.world_size ||
+         std::set<int>(opts.global_ranks.begin(), opts.global_ranks.end()).size() !=
+             opts.global_ranks.size() ||
+         *std::min_element(opts.global_ranks.begin(), opts.global_ranks.end()) < 0)) {
+      throw InvalidArgument(
+          fmt::format("global_ranks must list {} distinct non-negative world ranks (got {})",
+                      opts.world_size, opts.global_ranks.size()));
+    }
   } else {
+    if (!opts.global_ranks.empty())
+      throw InvalidArgument("global_ranks needs an explicit store (InitOptions::store)");
     std::optional<SelfRendezvous> self;
     if (method.empty() && reg.self_rendezvous) self = reg.self_rendezvous(env, timeout);
     if (self) {
@@ -82,6 +94,7 @@ std::shared_ptr<ProcessGroup> init_process_group(const InitOptions& opts) {
   info.size = rdzv.world_size;
   info.timeout = timeout;
   info.store = std::make_shared<PrefixStore>("pg/0", rdzv.store);
+  info.global_ranks = opts.global_ranks;  // empty: ProcessGroup fills 0..size-1
   return create(reg, std::move(info), env);
 }
 
@@ -92,8 +105,8 @@ std::shared_ptr<ProcessGroup> new_group(ProcessGroup& parent, const std::vector<
   std::set<int> seen;
   for (int r : ranks) {
     if (r < 0 || r >= p.size) {
-      throw InvalidArgument(fmt::format("new_group: rank {} is outside the parent group of {}", r,
-                                        p.size));
+      throw InvalidArgument(
+          fmt::format("new_group: rank {} is outside the parent group of {}", r, p.size));
     }
     if (!seen.insert(r).second) {
       throw InvalidArgument(fmt::format("new_group: rank {} is listed twice", r));
@@ -113,10 +126,11 @@ std::shared_ptr<ProcessGroup> new_group(ProcessGroup& parent, const std::vector<
   const Bytes mine = to_bytes(fmt::format("{}", fmt::join(ranks, ",")));
   const Bytes agreed = store->compare_set("members", Bytes{}, mine);
   if (agreed != mine) {
-    throw InvalidArgument(fmt::format(
-        "[Rank {}] new_group #{}: this rank asked for ranks [{}] but another member asked for [{}]; "
-        "every rank must call new_group with the same ranks in the same order",
-        p.rank, id, to_string(mine), to_string(agreed)));
+    throw InvalidArgument(
+        fmt::format("[Rank {}] new_group #{}: this rank asked for ranks [{}] but another member "
+                    "asked for [{}]; "
+                    "every rank must call new_group with the same ranks in the same order",
+                    p.rank, id, to_string(mine), to_string(agreed)));
   }
   GroupInfo info;
   info.backend = opts.backend.empty() ? p.backend : opts.backend;

@@ -15,10 +15,14 @@ struct InitOptions {
   std::string backend = "gloo";  // a registered backend: gloo, mpi, nccl
   // "" = COLLIE_INIT_METHOD, else a backend's own rendezvous (mpi under mpirun), else env://.
   std::string init_method;
-  int rank = -1;        // -1 = from the launcher environment
-  int world_size = -1;  // -1 = from the launcher environment
+  int rank = -1;                      // -1 = from the launcher environment
+  int world_size = -1;                // -1 = from the launcher environment
   Millis timeout = kUseGroupTimeout;  // kUseGroupTimeout = COLLIE_TIMEOUT or 5 minutes
   std::shared_ptr<Store> store;       // when set, used instead of init_method
+  // With a store: the job-wide (world) rank of each member, indexed by group rank; empty means
+  // 0..world_size-1. Lets a group over some of a job's processes be made without a parent group
+  // (probes' pair groups); backends that address processes by world rank (MPI) need it.
+  std::vector<int> global_ranks;
   std::string group_desc = "default_pg";
   const Env* env = nullptr;  // nullptr = the process environment
 };

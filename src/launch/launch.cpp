@@ -11,7 +11,9 @@
 #include <array>
 #include <cerrno>
 #include <chrono>
+#include <climits>
 #include <cstring>
+#include <fstream>
 #include <memory>
 #include <optional>
 
@@ -384,6 +386,17 @@ LaunchResult run(const LaunchSpec& spec) {
   SignalGuard guard;
   Launcher launcher(spec, port);
   return launcher.run(guard.read_fd());
+}
+
+std::vector<std::string> self_argv() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::vector<std::string> args;
+  std::string a;
+  while (std::getline(in, a, '\0')) args.push_back(a);
+  char exe[PATH_MAX] = {};
+  const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  if (n > 0 && !args.empty()) args[0] = std::string(exe, static_cast<size_t>(n));
+  return args;
 }
 
 }  // namespace collie::launch

@@ -48,4 +48,9 @@ struct LaunchResult {
 // Throws InvalidArgument for a bad spec, NetworkError when no free port can be found.
 LaunchResult run(const LaunchSpec& spec);
 
+// This process's own command line, with argv[0] replaced by the path of the running executable
+// (argv[0] may be a bare name found through PATH): what a command that relaunches itself as
+// local ranks (`collie perf -np N`, `collie probe -np N`) hands to run(). Linux (/proc/self).
+std::vector<std::string> self_argv();
+
 }  // namespace collie::launch

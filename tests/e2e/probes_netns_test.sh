@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Multi-host probes on one machine: 4 "hosts" as network namespaces, 2 ranks each, real Gloo
-# jobs over env:// rendezvous across namespaces.
-#   usage: probes_netns_test.sh COLLIE_BINARY SOURCE_DIR SCENARIO
+# jobs over env:// rendezvous across namespaces, and real Open MPI jobs across them.
+#   usage: probes_netns_test.sh COLLIE_BINARY SOURCE_DIR SCENARIO [MPIRUN]
 #   SCENARIO: healthy   accept passes on a healthy cluster
 #             slow_link host2's data link is rate-limited (tc tbf): pairwise and accept name it
 #             link_down host3's data link goes down mid-run: connectivity names its pairs
+#             mpi       one Open MPI job of 8 ranks across the 4 hosts (mpirun in host0, its rsh
+#                       launch agent enters the other namespaces): connectivity and accept with
+#                       --backend mpi pass (needs MPIRUN, given when the MPI backend is built)
 # Topology (all inside namespaces this script creates; the root namespace is never touched):
 #   control bridge "xbc" 10.77.0.0/24 carries the store (MASTER_ADDR = host0),
 #   data bridge "xbd" 10.77.1.0/24 carries Gloo (COLLIE_GLOO_HOST), so a broken data link
@@ -14,6 +17,7 @@ set -u
 COLLIE=${1:?collie binary}
 SRC=${2:?source dir}
 SCENARIO=${3:?scenario}
+MPIRUN=${4:-}
 SKIP=77
 HOSTS=4
 PER_HOST=2
@@ -28,12 +32,20 @@ fail() { echo "FAIL: $*"; exit 1; }
 
 cleanup() {
   for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done
-  for ((h = 0; h < HOSTS; h++)); do ip netns del "${TAG}h$h" 2>/dev/null; done
+  for ((h = 0; h < HOSTS; h++)); do
+    # Whatever still runs in a host (Open MPI's daemonized orted, its ranks) dies with it.
+    ip netns pids "${TAG}h$h" 2>/dev/null | xargs -r kill -KILL 2>/dev/null
+    ip netns del "${TAG}h$h" 2>/dev/null
+  done
   ip netns del "$BR" 2>/dev/null  # takes the bridges and every veth with it
   rm -rf "$WORK"
 }
-trap cleanup EXIT INT TERM
+trap cleanup EXIT
+trap "exit 1" INT TERM  # the EXIT trap cleans up
 
+if [ "$SCENARIO" = mpi ] && { [ -z "$MPIRUN" ] || [ ! -x "$MPIRUN" ]; }; then
+  skip "this build has no MPI backend (no mpirun given)"
+fi
 [ "$(id -u)" = 0 ] || skip "needs root (CAP_NET_ADMIN) to create network namespaces"
 for t in ip tc unshare hostname timeout; do
   command -v $t >/dev/null || skip "'$t' is not installed"
@@ -100,6 +112,45 @@ expect_in() {  # expect_in JOB PATTERN WHAT
   grep -qE -- "$2" "$WORK/$1.0.log" || { show "$1"; fail "$3"; }
 }
 
+# run_mpi NAME TIMEOUT_S ARGS...: `collie ARGS` as one Open MPI job, 2 ranks on each host.
+# mpirun runs in host0; for the other hosts its rsh agent ($WORK/agent.sh) enters the host's
+# namespace, as ssh would log into a node. Open MPI's control traffic stays on the control
+# bridge, its TCP BTL on the data bridge; the MPI backend's store is rank 0's on host0. Each
+# "host" has 2 slots, so Open MPI would busy-poll; the 8 ranks share 2 real cores, so they yield.
+# The job's output goes to $WORK/NAME.0.log; sets RC0.
+run_mpi() {
+  local name=$1 limit=$2
+  shift 2
+  local hostlist=""
+  for ((h = 0; h < HOSTS; h++)); do hostlist+="${hostlist:+,}10.77.0.$((h + 1)):$PER_HOST"; done
+  timeout -k 5 "$limit" ip netns exec "${TAG}h0" unshare --uts sh -c \
+    'hostname host0 && exec "$@"' sh \
+    "$MPIRUN" --allow-run-as-root --oversubscribe -np $WORLD --host "$hostlist" \
+    --mca plm_rsh_agent "$WORK/agent.sh" --mca plm_rsh_no_tree_spawn 1 \
+    --mca oob_tcp_if_include 10.77.0.0/24 \
+    --mca btl self,vader,tcp --mca btl_tcp_if_include 10.77.1.0/24 \
+    --mca mpi_yield_when_idle 1 \
+    -x COLLIE_MPI_STORE_HOST=10.77.0.1 \
+    "$COLLIE" "$@" >"$WORK/$name.0.log" 2>&1 &
+  local pid=$!
+  PIDS+=($pid)
+  wait $pid
+  RC0=$?
+}
+
+# Open MPI's launch agent: `agent.sh 10.77.0.N COMMAND...` runs COMMAND (one shell line, as ssh
+# passes it) in host N-1's namespace under that host's name.
+write_agent() {
+  cat >"$WORK/agent.sh" <<EOF
+#!/bin/sh
+n=\${1##*.}
+shift
+h=\$((n - 1))
+exec ip netns exec "${TAG}h\$h" unshare --uts sh -c 'hostname "\$0" && exec sh -c "\$1"' "host\$h" "\$*"
+EOF
+  chmod +x "$WORK/agent.sh"
+}
+
 slow_host_data_link() {  # rate-limit host $1's data link in both directions
   local h=$1
   ip netns exec "${TAG}h$h" tc qdisc add dev eth_d root tbf rate 100mbit burst 64kb latency 200ms ||
@@ -108,7 +159,7 @@ slow_host_data_link() {  # rate-limit host $1's data link in both directions
 }
 
 setup
-SPEC="$SRC/docs/accept-spec.json"
+SPEC="$SRC/docs/accept-spec.yaml"
 start=$(date +%s)
 case "$SCENARIO" in
   healthy)
@@ -116,7 +167,7 @@ case "$SCENARIO" in
     wait_job
     show accept
     [ "$RC0" = 0 ] || fail "accept rejected a healthy cluster (exit $RC0)"
-    expect_in accept "ACCEPTED: all 4 checks passed" "no ACCEPTED line"
+    expect_in accept "ACCEPTED: all 5 checks passed" "no ACCEPTED line"
     expect_in accept "8 ranks on 4 hosts" "the report does not see 4 hosts"
     grep -q '"passed": true' "$WORK/report.json" || fail "JSON report does not say passed"
     grep -q 'failures="0"' "$WORK/report.xml" || fail "JUnit report has failures"
@@ -162,6 +213,20 @@ case "$SCENARIO" in
     expect_in conn "host host3 \(ranks 6, 7\) reaches no other host" "host3 not named as isolated"
     took=$(($(date +%s) - down_at))
     [ $took -le 60 ] || fail "connectivity took ${took}s after the link went down"
+    ;;
+  mpi)
+    write_agent
+    run_mpi conn 60 probe connectivity --backend mpi -T 5 -J "$WORK/conn.json"
+    show conn
+    [ "$RC0" = 0 ] || fail "connectivity over Open MPI across namespaces: exit $RC0"
+    expect_in conn "^# connectivity: 8 ranks on 4 hosts" "the MPI job does not span 4 hosts"
+    expect_in conn "^OK: all 28 pairs reachable" "not every pair reachable over MPI"
+    run_mpi accept 90 accept --backend mpi --spec "$SPEC" -J "$WORK/report.json"
+    show accept
+    [ "$RC0" = 0 ] || fail "accept --backend mpi rejected a healthy cluster (exit $RC0)"
+    expect_in accept "ACCEPTED: all 5 checks passed" "no ACCEPTED line"
+    expect_in accept "8 ranks on 4 hosts, backend mpi" "the report does not see the MPI job"
+    grep -q '"passed": true' "$WORK/report.json" || fail "JSON report does not say passed"
     ;;
   *) fail "unknown scenario '$SCENARIO'" ;;
 esac

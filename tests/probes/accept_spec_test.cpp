@@ -1,22 +1,36 @@
 #include "probes/accept_spec.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <set>
 
 namespace collie::probes {
 namespace {
 
 using json = nlohmann::json;
 
-TEST(AcceptSpec, ShippedSampleParses) {
-  const AcceptSpec s = load_spec(std::string(COLLIE_SOURCE_DIR) + "/docs/accept-spec.json");
-  ASSERT_GE(s.checks.size(), 4u);
+TEST(AcceptSpec, ShippedSamplesParseToTheSameModel) {
+  const AcceptSpec y = load_spec(std::string(COLLIE_SOURCE_DIR) + "/docs/accept-spec.yaml");
+  const AcceptSpec j = load_spec(std::string(COLLIE_SOURCE_DIR) + "/docs/accept-spec.json");
+  ASSERT_GE(y.checks.size(), 5u);
   std::set<std::string> kinds;
-  for (const auto& c : s.checks) {
+  for (const auto& c : y.checks) {
     kinds.insert(c.kind);
     EXPECT_FALSE(c.rules.empty()) << c.name;
   }
-  for (const char* k : {"connectivity", "pairwise", "stragglers", "env"})
+  for (const char* k : {"connectivity", "pairwise", "stragglers", "env", "perf"})
     EXPECT_TRUE(kinds.count(k)) << k;
+  EXPECT_EQ(y.name, j.name);
+  EXPECT_EQ(y.backend, j.backend);
+  EXPECT_EQ(y.timeout, j.timeout);
+  ASSERT_EQ(y.checks.size(), j.checks.size());
+  for (size_t i = 0; i < y.checks.size(); ++i) {
+    EXPECT_EQ(y.checks[i].name, j.checks[i].name);
+    EXPECT_EQ(y.checks[i].params, j.checks[i].params) << y.checks[i].name;
+    EXPECT_EQ(y.checks[i].rules, j.checks[i].rules) << y.checks[i].name;
+  }
 }
 
 TEST(AcceptSpec, Defaults) {
@@ -51,7 +65,7 @@ void expect_error(const std::string& spec, const std::string& needle) {
 }
 
 TEST(AcceptSpec, UnusableSpecsNameTheProblem) {
-  expect_error(R"([])", "JSON object");
+  expect_error(R"([])", "must be an object with a \"checks\" list");
   expect_error(R"({"checks": []})", "non-empty list");
   expect_error(R"({"checks": [{"probe": "bogus", "rules": {}}]})", "unknown probe");
   expect_error(R"({"checks": [{"probe": "pairwise"}]})", "no rules");
@@ -77,6 +91,100 @@ TEST(AcceptSpec, UnusableSpecsNameTheProblem) {
                "not a size");
   expect_error(R"({"colour": "red", "checks": [{"probe": "env", "rules": {"consistent": true}}]})",
                "unknown key 'colour'");
+  // Perf checks are validated against the perf engine before anything runs.
+  expect_error(R"({"checks": [{"perf": "allreduce", "rules": {"min_busbw_gbps": {"1M": 1}}}]})",
+               "unknown collective 'allreduce' (known: all_reduce");
+  expect_error(R"({"checks": [{"perf": "all_reduce", "dtype": "float33",
+               "rules": {"min_busbw_gbps": {"1M": 1}}}]})",
+               "unknown dtype");
+  expect_error(R"({"checks": [{"perf": "all_reduce", "min_bytes": "1M", "max_bytes": "4M",
+               "rules": {"min_busbw_gbps": {"64M": 1}}}]})",
+               "does not measure 64M");
+  expect_error(R"({"checks": [{"perf": "all_reduce", "min_bytes": "4M", "max_bytes": "1M",
+               "rules": {"min_busbw_gbps": {"1M": 1}}}]})",
+               "larger than max_bytes");
+}
+
+// Writes `text` to a temporary file named *SUFFIX and returns its path.
+std::string temp_file(const std::string& text, const std::string& suffix) {
+  std::string path = ::testing::TempDir() + "collie_spec_XXXXXX" + suffix;
+  const int fd = ::mkstemps(path.data(), static_cast<int>(suffix.size()));
+  EXPECT_GE(fd, 0);
+  ::close(fd);
+  std::ofstream(path) << text;
+  return path;
+}
+
+std::string load_error(const std::string& text, const std::string& suffix = ".yaml") {
+  const std::string path = temp_file(text, suffix);
+  try {
+    load_spec(path);
+  } catch (const SpecError& e) {
+    ::unlink(path.c_str());
+    return std::string(e.what()).substr(path.size());  // drop the temp path
+  }
+  ::unlink(path.c_str());
+  return "accepted";
+}
+
+TEST(AcceptSpec, YamlScalarsAreTypedLikeJson) {
+  const std::string path = temp_file(R"(# comment
+name: "rack 12"
+timeout: 2s
+checks:
+  - probe: pairwise
+    bytes: 4M
+    iters: 3
+    slow_threshold: 0.25
+    rules: {max_slow_hosts: 0, min_link_gbps: 1.5}
+  - probe: env
+    rules:
+      consistent: true
+      ignore: [env.NCCL_DEBUG*, "env.UCX_*"]
+  - perf: all_reduce
+    max_bytes: 64K
+    rules:
+      min_busbw_gbps: {64K: 0.5, 8: 0}
+)",
+                                     ".yml");
+  const AcceptSpec s = load_spec(path);
+  ::unlink(path.c_str());
+  EXPECT_EQ(s.name, "rack 12");
+  EXPECT_EQ(s.timeout, std::chrono::seconds(2));
+  ASSERT_EQ(s.checks.size(), 3u);
+  EXPECT_EQ(s.checks[0].params["bytes"], "4M");
+  EXPECT_EQ(s.checks[0].params["iters"], 3);
+  EXPECT_DOUBLE_EQ(s.checks[0].params["slow_threshold"].get<double>(), 0.25);
+  EXPECT_EQ(s.checks[0].rules["min_link_gbps"], 1.5);
+  EXPECT_EQ(s.checks[1].rules["consistent"], true);
+  EXPECT_EQ(s.checks[1].rules["ignore"][1], "env.UCX_*");
+  EXPECT_EQ(s.checks[2].name, "perf all_reduce");
+  EXPECT_TRUE(s.checks[2].rules["min_busbw_gbps"].contains("8"));
+}
+
+TEST(AcceptSpec, YamlErrorsNameTheKeyAndLine) {
+  EXPECT_EQ(load_error("checks:\n  - probe: pairwise\n    rules:\n      max_slow_hosts: 0\n"
+                       "      max_slow_host: 1\n"),
+            ":5: checks[0] ('pairwise').rules: unknown key 'max_slow_host' (known: "
+            "max_slow_hosts, max_slow_links, min_link_gbps, max_latency_us, "
+            "max_drop_vs_baseline, max_rise_vs_baseline)");
+  EXPECT_EQ(load_error("checks:\n  - probe: env\n    rules: {consistent: true}\n"
+                       "  - probe: pairwise\n    bytes: 4Q\n    rules: {max_slow_hosts: 0}\n"),
+            ":5: checks[1] ('pairwise').bytes: '4Q' is not a size (use e.g. 8, 64K, 4M, 1G)");
+  EXPECT_EQ(load_error("checks:\n  - perf: all_reduce\n    max_bytes: 1M\n    rules:\n"
+                       "      min_busbw_gbps: {64M: 1}\n"),
+            ":5: checks[0] ('perf all_reduce').rules.min_busbw_gbps: the sweep 8..1M (x2) does not "
+            "measure 64M; widen min_bytes/max_bytes");
+  EXPECT_EQ(load_error("timeout: soon\nchecks: []\n"),
+            ":1: spec.timeout must be a duration such as \"500ms\" or \"2s\" (got \"soon\")");
+  // Syntax errors and duplicate keys come from the YAML reader, with line and column.
+  EXPECT_EQ(load_error("checks:\n  - probe: env\n    rules: {consistent: true\n"),
+            ":4:1: not valid YAML: end of map flow not found");
+  EXPECT_EQ(load_error("name: a\nname: b\nchecks: []\n"), ":2:1: duplicate key 'name'");
+  EXPECT_EQ(load_error("- just\n- a list\n"),
+            ":1: the spec must be an object with a \"checks\" list");
+  EXPECT_EQ(load_error("{\"checks\": 3}", ".json"),
+            ": spec: \"checks\" must be a non-empty list of checks");
 }
 
 }  // namespace

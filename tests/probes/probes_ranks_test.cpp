@@ -6,6 +6,8 @@
 #include <thread>
 
 #include "comm/registry.h"
+#include "core/env.h"
+#include "probes/accept.h"
 #include "probes/connectivity.h"
 #include "probes/env_probe.h"
 #include "probes/pairwise.h"
@@ -20,7 +22,7 @@ constexpr int kRanks = 4;
 // Runs fn on kRanks thread-ranks; returns rank 0's result. Fake hostnames put ranks 0,1 on
 // "hostA" and 2,3 on "hostB" so host grouping is exercised.
 template <class Fn>
-auto run_ranks(Fn fn) -> decltype(fn(std::declval<ProbeContext&>())) {
+auto run_ranks(Fn fn, const Env* env = nullptr) -> decltype(fn(std::declval<ProbeContext&>())) {
   if (find_backend("gloo") == nullptr) return {};
   auto store = std::make_shared<HashStore>(std::chrono::seconds(20));
   decltype(fn(std::declval<ProbeContext&>())) result;
@@ -33,6 +35,7 @@ auto run_ranks(Fn fn) -> decltype(fn(std::declval<ProbeContext&>())) {
       ctx.world = kRanks;
       ctx.backend = "gloo";
       ctx.timeout = std::chrono::seconds(5);
+      ctx.env = env;
       exchange_hosts(ctx, r < 2 ? "hostA" : "hostB");
       auto out = fn(ctx);
       if (r == 0) result = std::move(out);
@@ -123,6 +126,52 @@ TEST_F(ProbesOverGloo, MissingRankIsReportedNotAwaited) {
   EXPECT_EQ(result.missing_ranks, std::vector<int>{3}) << result.to_text();
   EXPECT_EQ(result.broken().size(), 3u) << result.to_text();
   for (const auto& p : result.broken()) EXPECT_EQ(p.b, 3);
+}
+
+AcceptSpec perf_spec() {
+  return parse_spec(nlohmann::json::parse(R"({"timeout": "5s", "checks": [
+      {"probe": "connectivity", "rules": {"all_reachable": true}},
+      {"perf": "all_reduce", "min_bytes": "1K", "max_bytes": "16K", "iters": 3,
+       "rules": {"min_busbw_gbps": {"16K": 0}, "max_time_us": {"1K": 5e6}}}]})"));
+}
+
+TEST_F(ProbesOverGloo, AcceptPerfCheckRunsTheEngineOnEveryRank) {
+  const AcceptSpec spec = perf_spec();
+  const AcceptReport rep = run_ranks([&](ProbeContext& ctx) { return run_accept(ctx, spec); });
+  ASSERT_EQ(rep.checks.size(), 2u);
+  const CheckOutcome& perf = rep.checks[1];
+  EXPECT_TRUE(perf.passed) << reports::accept_text(rep);
+  ASSERT_EQ(perf.rows.size(), 5u);  // 1K 2K 4K 8K 16K, out of place
+  for (const auto& row : perf.rows) {
+    EXPECT_EQ(row.placement, "out");
+    EXPECT_EQ(row.wrong, 0) << row.size_bytes;
+    EXPECT_EQ(row.rank_time_us.size(), static_cast<size_t>(kRanks));
+    EXPECT_GT(row.busbw_gbps, 0);
+  }
+  EXPECT_GT(perf.metrics.at("busbw@16K"), 0);
+  EXPECT_GT(perf.metrics.at("time_us@1K"), 0);
+  EXPECT_NE(perf.text.find("        1024           256     float     sum      -1"),
+            std::string::npos)
+      << perf.text;
+}
+
+TEST_F(ProbesOverGloo, AcceptPerfCheckNamesTheSizeWithWrongData) {
+  // Rank 2 flips element 1 of its result after every validation call: every size is wrong.
+  const MapEnv env(MapEnv::Map{{"COLLIE_PERF_TEST_CORRUPT", "2:1"}});
+  const AcceptSpec spec = perf_spec();
+  const AcceptReport rep =
+      run_ranks([&](ProbeContext& ctx) { return run_accept(ctx, spec); }, &env);
+  ASSERT_EQ(rep.checks.size(), 2u);
+  EXPECT_TRUE(rep.checks[0].passed);
+  const CheckOutcome& perf = rep.checks[1];
+  EXPECT_FALSE(perf.passed);
+  EXPECT_FALSE(rep.passed());
+  ASSERT_EQ(perf.findings.size(), 5u) << reports::accept_text(rep);
+  EXPECT_EQ(perf.findings[0].kind, "size");
+  EXPECT_EQ(perf.findings[0].who, "1K");
+  EXPECT_EQ(perf.findings[0].evidence, "1 wrong elements, first on rank 2 (hostB) at element 1");
+  EXPECT_NE(perf.failures[0].find("1 wrong elements at 1K (#wrong must be 0)"), std::string::npos)
+      << perf.failures[0];
 }
 
 }  // namespace

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # End-to-end tests of `collie report` through the built binary. Usage:
 #   report_cli_test.sh COLLIE SOURCE_DIR CASE     CASE: junit | html | gate | badinput
-# junit:    render + compare JUnit validate against tests/reports/report_junit.xsd (xmllint)
+# junit:    render, compare and accept JUnit validate against tests/reports/report_junit.xsd
 # html:     the HTML report opens in headless Chromium without console errors; the screenshot is
-#           not blank and the DOM holds the busbw/latency plots and the per-rank view
+#           not blank and the DOM holds the busbw/latency plots and the per-rank view; the golden
+#           acceptance report opens cleanly too, with its verdict and perf chart
 # gate:     two real runs of one configuration pass compare; a run slowed down through
 #           COLLIE_PERF_TEST_DELAY_US fails it with exit 1
 # badinput: empty / truncated / corrupt / mismatched inputs exit 2 with one line on stderr
@@ -23,6 +24,7 @@ junit)
   xmllint --noout --schema "$SRC/tests/reports/report_junit.xsd" "$W/render.xml"
   xmllint --noout --schema "$SRC/tests/reports/report_junit.xsd" "$G/report_render.junit.xml"
   xmllint --noout --schema "$SRC/tests/reports/report_junit.xsd" "$G/report_compare.junit.xml"
+  xmllint --noout --schema "$SRC/tests/reports/report_junit.xsd" "$G/accept_report.junit.xml"
   rc=0
   "$COLLIE" report compare "$G/report_input_gloo4.json" "$G/report_input_gloo4.json" \
     --format junit -o "$W/compare.xml" 2>/dev/null || rc=$?
@@ -55,6 +57,15 @@ html)
   [ "$(count 'class="rank-plot"')" -ge 2 ] || fail "per-rank plots missing"
   [ "$(count 'class="bar straggler"')" -ge 1 ] || fail "straggler bar missing"
   python3 "$SRC/tests/reports/report_png_check.py" "$W/shot.png"
+  # The acceptance report shares the page style; it must load cleanly and show its perf chart.
+  timeout 60 "${chrome[@]}" --user-data-dir="$W/p3" --dump-dom "file://$G/accept_report.html" \
+    > "$W/accept_dom.html" 2> "$W/chrome3.log" || fail "chromium could not open the accept report"
+  if grep -E 'CONSOLE.*(error|Error)|Uncaught|Failed to load' "$W/chrome3.log"; then
+    fail "the accept report logged errors"
+  fi
+  grep -q '<span class="fail">REJECTED</span>' "$W/accept_dom.html" || fail "accept verdict missing"
+  [ "$(grep -o 'class="plot busbw-plot"' "$W/accept_dom.html" | wc -l)" = 1 ] ||
+    fail "the accept report's perf chart is missing"
   ;;
 gate)
   # One small size and 2 ranks keep each run to a few seconds; -I 1 records per-iteration samples

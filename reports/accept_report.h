@@ -1,0 +1,68 @@
+#pragma once
+// The acceptance report of `collie accept` (schema "collie.accept.v1"): the checks a spec ran,
+// whether each passed, the rules it broke and the findings that name hosts, ranks, links and sizes
+// with their evidence. probes/ fills it in; this file renders it (JSON, which is also the baseline
+// format, the terminal summary, Markdown, JUnit XML and HTML) and reads the metrics back from a
+// JSON report for relative rules. Plain values; the renderers are pure functions; thread-safe.
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "reports/result.h"
+
+namespace collie::reports {
+
+inline constexpr const char* kAcceptSchemaName = "collie.accept.v1";
+
+// Who is to blame, and why: kind is "host", "rank", "link", "pair", "field", "size" or "metric".
+struct Finding {
+  std::string kind;
+  std::string who;
+  std::string evidence;
+};
+
+struct CheckOutcome {
+  std::string name;
+  std::string kind;  // connectivity | pairwise | stragglers | env | perf
+  bool passed = true;
+  std::vector<std::string> failures;  // one line per broken rule
+  std::vector<Finding> findings;
+  std::map<std::string, double> metrics;  // compared against a baseline by relative rules
+  nlohmann::json details;                 // the probe's own JSON
+  std::string text;                       // the probe's own text output
+  std::vector<ResultRow> rows;            // perf checks: the sweep's rows (charts and tables)
+  double seconds = 0;
+  void fail(std::string why) {
+    passed = false;
+    failures.push_back(std::move(why));
+  }
+};
+
+struct AcceptReport {
+  std::string name;
+  std::string backend;
+  int world = 0;
+  std::vector<std::string> hosts;  // indexed by rank
+  std::string baseline;            // path of the baseline report ("" = none)
+  std::vector<CheckOutcome> checks;
+  bool passed() const;
+};
+
+nlohmann::json accept_json(const AcceptReport& r);
+// What `collie accept` prints: each probe's own output, PASS/FAIL per check with the broken
+// rules and findings, then ACCEPTED or REJECTED.
+std::string accept_text(const AcceptReport& r);
+std::string accept_markdown(const AcceptReport& r);
+// One <testsuite> for the spec, one <testcase> per check; a failed check is a <failure> whose
+// text lists the broken rules and findings.
+std::string accept_junit(const AcceptReport& r);
+// Self-contained page (html_page style); perf checks get their bus-bandwidth chart.
+std::string accept_html(const AcceptReport& r);
+
+// Check name -> metric -> value, from a JSON report written by `collie accept -J`. Throws
+// InvalidArgument naming the path when it cannot be read or is not such a report.
+using AcceptMetrics = std::map<std::string, std::map<std::string, double>>;
+AcceptMetrics read_accept_metrics(const std::string& path);
+
+}  // namespace collie::reports
