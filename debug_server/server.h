@@ -45,7 +45,8 @@ struct DebugServerOptions {
   // Flight-recorder dump as JSON; unset = FlightRecorder::global()'s dump.
   std::function<std::string()> flight_recorder_json;
   Millis fanout_timeout = std::chrono::milliseconds(2000);  // per rank, cluster view
-  // An in-flight op older than this marks its rank "stalled" in the cluster view.
+  // Cluster view: ranks must have waited this long in an op before it counts as a problem
+  // (stalled op, collective not every rank joined); younger differences are normal skew.
   double stall_after_s = 10.0;
   int threads = 4;
   std::chrono::seconds io_timeout{3};  // per-connection read/write timeout (slow clients)
@@ -70,6 +71,7 @@ class DebugServer {
  private:
   explicit DebugServer(DebugServerOptions opts);
   void install_routes();
+  std::string flight_recorder_json() const;
   DebugServerOptions opts_;
   std::unique_ptr<httplib::Server> http_;
   std::thread listener_;

@@ -1,6 +1,8 @@
 // Real processes: four gloo ranks created by init_process_group with COLLIE_DEBUG_PORT=0 each
 // start their debug server automatically, publish it in the store, and the cluster view and
-// /metrics on rank 0 reflect the collectives the ranks really ran (fed by TracingProcessGroup).
+// /metrics on rank 0 reflect the collectives the ranks really ran (fed by TracingProcessGroup);
+// the cluster view and `collie analyze --live` run the hang analyzer on the ranks' live flight
+// recorders.
 #include "debug_server/auto_start.h"
 
 #include <fmt/format.h>
@@ -41,12 +43,12 @@ TEST(DebugServerAutoStart, FourGlooRanksServeClusterViewAndMetrics) {
           // is the straggler the analysis must name, and the others wait in barrier #7.
           nlohmann::json j;
           for (int i = 0; i < 50; ++i) {
-            auto r = cli.Get("/v1/cluster/status?timeout_ms=3000");
+            auto r = cli.Get("/v1/cluster/status?timeout_ms=3000&stall_ms=300");
             testing::check(r && r->status == 200, "cluster status failed");
             j = nlohmann::json::parse(r->body);
             if (j["analysis"]["ranks"][1]["state"] == "ok" &&
                 j["analysis"]["ranks"][3]["state"] == "ok" &&
-                j["analysis"]["ranks"][2]["state"] == "ok" &&
+                j["analysis"]["ranks"][2]["state"] == "stalled" &&
                 j["analysis"]["ranks"][0]["state"] == "straggler") {
               break;
             }
@@ -59,9 +61,12 @@ TEST(DebugServerAutoStart, FourGlooRanksServeClusterViewAndMetrics) {
             testing::check(g["last_completed_seq"].get<uint64_t>() == 6,
                            "rank {} last completed {}", rk["rank"].get<int>(), g.dump());
           }
-          testing::check(j["analysis"]["findings"][0] ==
-                             "Not all ranks joining collective, sequence number: 7 (pg 0, "
-                             "barrier): missing ranks 0",
+          const auto& f = j["analysis"]["findings"][0];
+          testing::check(f["kind"] == "NOT_ALL_JOINED" && f["culprits"] == nlohmann::json{0} &&
+                             f["message"].get<std::string>().rfind(
+                                 "Not all ranks joining collective, sequence number: 7\n  ranks "
+                                 "1-3 (barrier) joined and waited",
+                                 0) == 0,
                          "analysis: {}", j["analysis"].dump());
           testing::check(j["ranks"][2]["status"]["groups"][0]["inflight"][0]["op"] == "barrier",
                          "rank 2 should wait in the barrier: {}", j["ranks"][2].dump());
@@ -69,18 +74,24 @@ TEST(DebugServerAutoStart, FourGlooRanksServeClusterViewAndMetrics) {
           auto prefixed = std::dynamic_pointer_cast<PrefixStore>(ctx.pg->info().store);
           auto tcp = std::dynamic_pointer_cast<TcpStore>(prefixed ? prefixed->base() : nullptr);
           testing::check(tcp != nullptr, "rank 0 has no TcpStore");
-          FILE* p = popen(fmt::format("{} analyze --live {}:{} --timeout 3s", COLLIE_CLI_PATH,
-                                      tcp->host(), tcp->port())
+          FILE* p = popen(fmt::format("{} analyze --live {}:{} --timeout 3s --stall 300ms",
+                                      COLLIE_CLI_PATH, tcp->host(), tcp->port())
                               .c_str(),
                           "r");
           std::string out;
           char buf[1024];
           while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
           const int rc = pclose(p);
-          testing::check(WEXITSTATUS(rc) == 1 &&
-                             out.find("Not all ranks joining collective, sequence number: 7 (pg "
-                                      "0, barrier): missing ranks 0") != std::string::npos,
-                         "analyze --live (rc {}): {}", rc, out);
+          // The report `collie analyze DUMP_DIR` prints, from the live ranks.
+          testing::check(
+              WEXITSTATUS(rc) == 1 &&
+                  out.rfind("collie analyze --live: 4 of 4 ranks answered (0-3)\n", 0) == 0 &&
+                  out.find("Not all ranks joining collective, sequence number: 7") !=
+                      std::string::npos &&
+                  out.find("[0] finished collective #6, but didn't join collective "
+                           "#7") != std::string::npos &&
+                  out.find("Culprit rank: 0\n") != std::string::npos,
+              "analyze --live (rc {}): {}", rc, out);
           auto m = cli.Get("/metrics");
           testing::check(m && m->status == 200, "metrics failed");
           const std::regex ops(
