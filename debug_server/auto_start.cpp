@@ -9,6 +9,8 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "debug_server/server.h"
+#include "metrics/metrics.h"
+#include "monitored_barrier/monitored_barrier.h"
 #include "store/prefix_store.h"
 
 namespace collie {
@@ -48,6 +50,14 @@ void maybe_start(const ProcessGroup& pg, const BackendArgs& args) {
   o.store = prefixed ? prefixed->base() : info.store;
   server_slot() = DebugServer::start(std::move(o));
 }
+
+// Instrumentation glue: monitored_barrier and metrics are siblings over comm (neither includes
+// the other), so the barrier's timeouts reach collie_monitored_barrier_timeouts_total here.
+const bool kBarrierHook = [] {
+  set_monitored_barrier_timeout_hook(
+      [](const ProcessGroup& g) { Metrics::global().record_barrier_timeout(g.info().backend); });
+  return true;
+}();
 
 const bool kRegistered = register_wrapper(WrapperRegistration{
     "debug_server", 1000, [](std::shared_ptr<ProcessGroup> pg, const BackendArgs& args) {

@@ -24,7 +24,8 @@ inline void trace_scheduled(MetricsObserver& o, GroupTrace& g, OpType op, uint64
 }
 
 inline void trace_completed(MetricsObserver& o, GroupTrace& g, OpType op, uint64_t seq,
-                            size_t bytes, std::chrono::nanoseconds took, bool failed = false) {
+                            size_t bytes, std::chrono::nanoseconds took, bool failed = false,
+                            std::exception_ptr error = nullptr) {
   if (is_p2p(op)) {
     raise_to(g.last_completed_p2p, seq);
   } else if (!failed) {
@@ -38,6 +39,7 @@ inline void trace_completed(MetricsObserver& o, GroupTrace& g, OpType op, uint64
   e.created_ns = 1'000'000'000;
   e.completed_ns = e.created_ns + took.count();
   e.failed = failed;
+  e.error = error;
   o.on_op_completed(e);
 }
 

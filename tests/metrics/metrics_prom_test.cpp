@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/error.h"
 #include "metrics/live_status.h"
 #include "metrics/metrics.h"
 #include "metrics/metrics_observer.h"
@@ -91,6 +92,30 @@ TEST(MetricsProm, ObserverFeedsCountersHistogramAndGauges) {
   ASSERT_EQ(snap[0].inflight_ops.size(), 1u);
   EXPECT_EQ(snap[0].inflight_ops[0].seq, 7u);
   EXPECT_EQ(snap[0].inflight_ops[0].op, OpType::AllGather);
+}
+
+// A failed op counts in collie_desync_detected_total only when its error is a DesyncError (what
+// the DETAIL wrapper under the tracing layer raises).
+TEST(MetricsProm, DesyncErrorsCountAsDesyncs) {
+  Metrics m;
+  LiveStatus live;
+  MetricsObserver obs(m, live);
+  GroupTrace g;
+  init_trace(g, 1, 2);
+  trace_scheduled(obs, g, OpType::AllReduce, 1, 64);
+  trace_completed(obs, g, OpType::AllReduce, 1, 64, std::chrono::milliseconds(1), true,
+                  std::make_exception_ptr(TimeoutError("[Rank 1] all_reduce #1 timed out")));
+  const std::string zero = "collie_desync_detected_total{backend=\"gloo\",rank=\"1\"} 0";
+  EXPECT_NE(m.serialize(&live).find(zero), std::string::npos) << m.serialize(&live);
+  trace_scheduled(obs, g, OpType::Broadcast, 2, 64);
+  trace_completed(obs, g, OpType::Broadcast, 2, 64, std::chrono::milliseconds(1), true,
+                  std::make_exception_ptr(DesyncError("Detected mismatch between collectives")));
+  const std::string text = m.serialize(&live);
+  EXPECT_NE(text.find("collie_desync_detected_total{backend=\"gloo\",rank=\"1\"} 1"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("collie_collective_errors_total{backend=\"gloo\",collective=\"broadcast\""),
+            std::string::npos);
 }
 
 TEST(MetricsProm, PromtoolAcceptsTheExposition) {
