@@ -48,6 +48,7 @@ void maybe_start(const ProcessGroup& pg, const BackendArgs& args) {
   // Addresses and the dump key live in the root store, outside the group's prefix.
   auto prefixed = std::dynamic_pointer_cast<PrefixStore>(info.store);
   o.store = prefixed ? prefixed->base() : info.store;
+  o.dump_store = info.store;  // where this group's DumpService watches dump_request
   server_slot() = DebugServer::start(std::move(o));
 }
 

@@ -7,6 +7,7 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "debug/dump_service.h"
 #include "debug/flight_recorder.h"
 #include "debug_server/cluster.h"
 #include "debug_server/stacks.h"
@@ -190,11 +191,16 @@ void DebugServer::install_routes() {
       return;
     }
     const std::string reason = req.has_param("reason") ? req.get_param_value("reason") : "http";
-    const nlohmann::json value = {{"requested_by_rank", opts_.rank},
-                                  {"reason", reason},
-                                  {"time_ns", Clock::system().wall_ns()}};
-    opts_.store->set("dump_request", value.dump());
-    send_json(res, {{"dump_requested", true}, {"key", "dump_request"}, {"value", value}});
+    const nlohmann::json who = {{"requested_by_rank", opts_.rank},
+                                {"reason", reason},
+                                {"time_ns", Clock::system().wall_ns()}};
+    // dump_request is the counter every rank's DumpService watches (debug/dump_service.h): bump
+    // it, never overwrite it. Who asked and why goes next to it, for people reading the store.
+    Store& store = opts_.dump_store ? *opts_.dump_store : *opts_.store;
+    store.set(std::string(kDumpRequestKey) + "/last", who.dump());
+    const int64_t n = store.add(kDumpRequestKey, 1);
+    send_json(res,
+              {{"dump_requested", true}, {"key", kDumpRequestKey}, {"request", n}, {"by", who}});
   });
 
   // The cluster view behind /, /v1/cluster/status and /v1/cluster/analyze: fan out, then the

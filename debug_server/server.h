@@ -37,9 +37,12 @@ struct DebugServerOptions {
   std::string token;  // required (bearer) when bind_host is not a loopback address
   std::string backend;
   Millis group_timeout = kDefaultTimeout;
-  // Root (unprefixed) store: debug_server/<rank> addresses and the dump_request key. May be
-  // null (then no publishing, no cluster view, no dump trigger).
+  // Root (unprefixed) store: debug_server/<rank> addresses. May be null (then no publishing, no
+  // cluster view, no dump trigger).
   std::shared_ptr<Store> store;
+  // The world group's store, whose dump_request counter every rank's DumpService watches
+  // (POST /v1/dump bumps it); null = `store`.
+  std::shared_ptr<Store> dump_store;
   Metrics* metrics = nullptr;        // null = Metrics::global()
   const LiveStatus* live = nullptr;  // null = LiveStatus::global()
   // Flight-recorder dump as JSON; unset = FlightRecorder::global()'s dump.

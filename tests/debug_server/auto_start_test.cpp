@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <sys/wait.h>
 
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <thread>
@@ -26,6 +27,9 @@ namespace {
 TEST(DebugServerAutoStart, FourGlooRanksServeClusterViewAndMetrics) {
   ASSERT_TRUE(testing::processes_available());
   setenv("COLLIE_DEBUG_PORT", "0", 1);
+  const std::string dumps = fmt::format("/tmp/collie_autostart_dumps_{}", getpid());
+  std::filesystem::remove_all(dumps);
+  setenv("COLLIE_FR_DUMP_DIR", dumps.c_str(), 1);
   auto result = testing::run_ranks(
       4,
       [](testing::RankContext& ctx) {
@@ -98,8 +102,18 @@ TEST(DebugServerAutoStart, FourGlooRanksServeClusterViewAndMetrics) {
               "collie_collective_ops_total\\{backend=\"gloo\",collective=\"all_reduce\","
               "rank=\"0\",size_class=\"le_4KiB\"\\} 5\n");
           testing::check(std::regex_search(m->body, ops), "metrics: {}", m->body);
+          // The dump trigger: every rank's flight recorder is written to COLLIE_FR_DUMP_DIR.
+          auto d = cli.Post("/v1/dump?reason=test", "", "text/plain");
+          testing::check(d && d->status == 200, "POST /v1/dump failed");
         }
         ctx.pg->barrier()->wait();  // keep every server up until rank 0 is done
+        const std::string dump =
+            fmt::format("{}/collie_fr_rank_{}.json", getenv("COLLIE_FR_DUMP_DIR"), ctx.rank);
+        for (int i = 0; i < 100 && !std::filesystem::exists(dump); ++i) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+        testing::check(std::filesystem::exists(dump), "rank {} wrote no dump after POST /v1/dump",
+                       ctx.rank);
       },
       [] {
         testing::RunOptions o;
@@ -107,6 +121,8 @@ TEST(DebugServerAutoStart, FourGlooRanksServeClusterViewAndMetrics) {
         return o;
       }());
   unsetenv("COLLIE_DEBUG_PORT");
+  unsetenv("COLLIE_FR_DUMP_DIR");
+  std::filesystem::remove_all(dumps);
   EXPECT_TRUE(result.ok()) << result.summary();
 }
 

@@ -94,7 +94,9 @@ TEST(DebugServer, FlightRecorderDumpAndStacks) {
   auto d = cli.Post("/v1/dump?reason=test", "", "text/plain");
   ASSERT_TRUE(d);
   EXPECT_EQ(d->status, 200);
-  Json req = Json::parse(c.store().get_string("dump_request"));
+  // The counter every rank's DumpService watches, and who asked.
+  EXPECT_EQ(c.store().add("dump_request", 0), 1);
+  Json req = Json::parse(c.store().get_string("dump_request/last"));
   EXPECT_EQ(req["reason"], "test");
   EXPECT_EQ(req["requested_by_rank"], 0);
 

@@ -22,13 +22,11 @@
 namespace collie::testing {
 
 struct TestRank {
-  TestRank(int rank, int world) : group(make_group(rank, world)) { fr.add_group(group); }
-  static std::shared_ptr<GroupTrace> make_group(int rank, int world) {
-    auto g = std::make_shared<GroupTrace>();
-    init_trace(*g, rank, world);
-    return g;
+  TestRank(int rank, int world) {
+    init_trace(*group, rank, world);
+    fr.add_group(group);
   }
-  std::shared_ptr<GroupTrace> group;
+  std::shared_ptr<GroupTrace> group = std::make_shared<GroupTrace>();
   FlightRecorder fr{256};
   Metrics metrics;
   LiveStatus live;

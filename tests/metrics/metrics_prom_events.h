@@ -2,6 +2,7 @@
 // Feeds MetricsObserver the events TracingProcessGroup emits (same order of GroupTrace updates
 // and callbacks), for tests that run ranks as threads without a backend.
 #include <chrono>
+#include <string>
 
 #include "metrics/metrics_observer.h"
 
@@ -44,9 +45,10 @@ inline void trace_completed(MetricsObserver& o, GroupTrace& g, OpType op, uint64
 }
 
 inline void init_trace(GroupTrace& g, int rank, int size, const char* backend = "gloo") {
-  g.pg_id = "0";
-  g.desc = "default_pg";
-  g.backend = backend;
+  // Move-assigned temporaries: GCC 12 reports a false -Wrestrict on inlined operator=(const char*).
+  g.pg_id = std::string("0");
+  g.desc = std::string("default_pg");
+  g.backend = std::string(backend);
   g.rank = rank;
   g.global_rank = rank;
   for (int r = 0; r < size; ++r) g.global_ranks.push_back(r);
