@@ -1,7 +1,8 @@
 // /v1/stacks interrupts every thread of a rank with a signal. Real processes: 3 gloo ranks run
 // collectives, send/recv and TcpStore calls (rank 0 serves the store) with exact data checks for
-// a few seconds while a thread in each rank hammers its own /v1/stacks; every check must pass and
-// no call may fail with EINTR or a timeout, not even a plain blocking read() of application code.
+// a few seconds while a thread in each rank hammers its own /v1/stacks (and bad requests); every
+// check must pass and no call may fail with EINTR or a timeout, not even a plain blocking read() of
+// application code.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -68,6 +69,10 @@ TEST(StacksUnderLoad, CollectivesKeepPassingWhileStacksAreHammered) {
             } else {
               ++bad;
             }
+            // Bad requests in between: answered 4xx, never in the collectives' way.
+            auto nf = cli.Get("/v1/nope");
+            auto bq = cli.Get("/v1/cluster/status?timeout_ms=abc");
+            if (!nf || nf->status != 404 || !bq || bq->status != 400) ++bad;
           }
         });
         const int n = ctx.world_size, me = ctx.rank;
