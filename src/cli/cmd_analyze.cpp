@@ -5,6 +5,7 @@
 // Exit status: 0 no problem found, 1 problems found (culprits named), 2 no usable dump.
 #include <fmt/format.h>
 
+#include <charconv>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -39,15 +40,23 @@ int report(const Analysis& res, bool json) {
 // --live: the same analysis on dumps fetched from every rank's debug server (what
 // /v1/cluster/analyze serves).
 int run_live(const AnalyzeArgs& f) {
+  // Every flag is checked before anything connects.
   const size_t colon = f.live.rfind(':');
-  if (colon == std::string::npos || colon == 0) {
-    throw InvalidArgument(
-        fmt::format("'{}' is not HOST:PORT (the job's MASTER_ADDR:MASTER_PORT)", f.live));
+  int port = 0;
+  const char* digits = f.live.data() + colon + 1;
+  const char* end = f.live.data() + f.live.size();
+  if (colon == std::string::npos || colon == 0 || std::from_chars(digits, end, port).ptr != end ||
+      digits == end || port < 1 || port > 65535) {
+    throw InvalidArgument(fmt::format(
+        "'{}' is not HOST:PORT with a port in 1..65535 (the job's MASTER_ADDR:MASTER_PORT)",
+        f.live));
   }
+  const Millis timeout = parse_duration(f.timeout);
+  const double stall_s = parse_duration(f.stall).count() / 1000.0;
   TcpStoreOptions o;
   o.host = f.live.substr(0, colon);
-  o.port = static_cast<uint16_t>(std::stoi(f.live.substr(colon + 1)));
-  o.timeout = parse_duration(f.timeout);
+  o.port = static_cast<uint16_t>(port);
+  o.timeout = timeout;
   TcpStore store(o);
   int world = f.world > 0 ? f.world : 0;
   if (world <= 0) {
@@ -60,8 +69,8 @@ int run_live(const AnalyzeArgs& f) {
                     "COLLIE_DEBUG_PORT set or --debug-port",
                     f.live));
   }
-  const ClusterView view = fetch_cluster(store, world, parse_duration(f.timeout), f.token, nullptr);
-  return report(analyze_cluster(view, parse_duration(f.stall).count() / 1000.0), f.json);
+  const ClusterView view = fetch_cluster(store, world, timeout, f.token, nullptr);
+  return report(analyze_cluster(view, stall_s), f.json);
 }
 
 int run_analyze(const AnalyzeArgs& a) {

@@ -241,5 +241,14 @@ TEST(AnalyzeCli, NamesTheCulpritFromADumpDirectory) {
   fs::remove_all(dir);
 }
 
+TEST(AnalyzeCli, BadLiveArgumentsExit2WithOneLine) {
+  for (const char* args : {"--live nohost", "--live 127.0.0.1:abc", "--live 127.0.0.1:99999",
+                           "--live 127.0.0.1:1 --stall xyz", "--live 127.0.0.1:1 --timeout 0x"}) {
+    auto [code, out] = run_cli(args);
+    EXPECT_EQ(code, 2) << args << ": " << out;
+    EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << args << ": " << out;
+  }
+}
+
 }  // namespace
 }  // namespace collie
