@@ -46,7 +46,8 @@ RankView fetch_one(int rank, const std::string& url, Millis timeout, const std::
     httplib::Headers headers;
     if (!token.empty()) headers.emplace("Authorization", "Bearer " + token);
     v.status = nlohmann::json::parse(get_body(cli, url, "/v1/status", headers));
-    v.dump = parse_dump(get_body(cli, url, "/v1/flight_recorder", headers));
+    const std::string fr = fmt::format("/v1/flight_recorder?entries={}", kClusterViewEntries);
+    v.dump = parse_dump(get_body(cli, url, fr.c_str(), headers));
     v.reachable = true;
   } catch (const std::exception& e) {
     v.status = nullptr;

@@ -18,6 +18,10 @@ namespace collie {
 
 class Store;
 
+// The cluster view analyzes the newest entries of each rank's ring (/v1/flight_recorder?entries=):
+// the recent past is where a hang is, and it keeps a refresh cheap for every rank.
+inline constexpr size_t kClusterViewEntries = 512;
+
 struct RankView {
   int rank = 0;
   bool reachable = false;

@@ -172,8 +172,10 @@ void DebugServer::install_routes() {
   h.Get("/v1/config", [this](const httplib::Request&, httplib::Response& res) {
     send_json(res, config_json(opts_));
   });
-  h.Get("/v1/flight_recorder", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(flight_recorder_json(), kJson);
+  h.Get("/v1/flight_recorder", [this](const httplib::Request& req, httplib::Response& res) {
+    long entries = 1 << 30;
+    if (!int_param(req, res, "entries", 1, 1 << 30, &entries)) return;
+    res.set_content(flight_recorder_json(static_cast<size_t>(entries)), kJson);
   });
   h.Get("/v1/stacks", [this](const httplib::Request& req, httplib::Response& res) {
     long frames = 48;
@@ -215,7 +217,8 @@ void DebugServer::install_routes() {
       send_error(res, 503, "this rank has no store; the cluster view needs rank addresses");
       return false;
     }
-    const SelfData self{opts_.rank, status_json(opts_, live, url_), flight_recorder_json()};
+    const SelfData self{opts_.rank, status_json(opts_, live, url_),
+                        flight_recorder_json(kClusterViewEntries)};
     *view = fetch_cluster(*opts_.store, opts_.world_size, Millis(timeout_ms), opts_.token, &self);
     *analysis = analyze_cluster(*view, stall_ms / 1000.0);
     return true;
@@ -242,10 +245,10 @@ void DebugServer::install_routes() {
   });
 }
 
-std::string DebugServer::flight_recorder_json() const {
+std::string DebugServer::flight_recorder_json(size_t max_entries) const {
   return opts_.flight_recorder_json
-             ? opts_.flight_recorder_json()
-             : FlightRecorder::global().dump_json(opts_.rank, "debug server request");
+             ? opts_.flight_recorder_json(max_entries)
+             : FlightRecorder::global().dump_json(opts_.rank, "debug server request", max_entries);
 }
 
 }  // namespace collie

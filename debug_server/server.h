@@ -45,8 +45,8 @@ struct DebugServerOptions {
   std::shared_ptr<Store> dump_store;
   Metrics* metrics = nullptr;        // null = Metrics::global()
   const LiveStatus* live = nullptr;  // null = LiveStatus::global()
-  // Flight-recorder dump as JSON; unset = FlightRecorder::global()'s dump.
-  std::function<std::string()> flight_recorder_json;
+  // Flight-recorder dump as JSON, newest `max_entries` entries; unset = FlightRecorder::global()'s.
+  std::function<std::string(size_t max_entries)> flight_recorder_json;
   Millis fanout_timeout = std::chrono::milliseconds(2000);  // per rank, cluster view
   // Cluster view: ranks must have waited this long in an op before it counts as a problem
   // (stalled op, collective not every rank joined); younger differences are normal skew.
@@ -74,7 +74,7 @@ class DebugServer {
  private:
   explicit DebugServer(DebugServerOptions opts);
   void install_routes();
-  std::string flight_recorder_json() const;
+  std::string flight_recorder_json(size_t max_entries) const;
   DebugServerOptions opts_;
   std::unique_ptr<httplib::Server> http_;
   std::thread listener_;

@@ -83,7 +83,9 @@ TEST(DebugServer, StatusConfigAndMetrics) {
 
 TEST(DebugServer, FlightRecorderDumpAndStacks) {
   DebugServerOptions base;
-  base.flight_recorder_json = [] { return std::string(R"({"version":"2.2","entries":[]})"); };
+  base.flight_recorder_json = [](size_t) {
+    return std::string(R"({"version":"2.2","entries":[]})");
+  };
   TestCluster c(1, base);
   auto fr = http_get(c.port(0), "/v1/flight_recorder");
   ASSERT_TRUE(fr);
@@ -175,9 +177,9 @@ TEST(DebugServer, BadRequestsGet4xxAndNeverWedgeTheServer) {
   EXPECT_EQ(nf->status, 404);
   EXPECT_NE(Json::parse(nf->body)["error"].get<std::string>().find("/v1/status"),
             std::string::npos);
-  for (const char* bad :
-       {"/v1/cluster/status?timeout_ms=abc", "/v1/cluster/status?timeout_ms=-5",
-        "/v1/cluster/analyze?timeout_ms=99999999", "/?refresh_ms=1x", "/v1/stacks?max_frames=0"}) {
+  for (const char* bad : {"/v1/cluster/status?timeout_ms=abc", "/v1/cluster/status?timeout_ms=-5",
+                          "/v1/cluster/analyze?timeout_ms=99999999", "/?refresh_ms=1x",
+                          "/v1/stacks?max_frames=0", "/v1/flight_recorder?entries=0"}) {
     auto r = http_get(port, bad);
     ASSERT_TRUE(r) << bad;
     EXPECT_EQ(r->status, 400) << bad;

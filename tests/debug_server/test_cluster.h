@@ -66,7 +66,7 @@ class TestCluster {
       o.metrics = &t->metrics;
       o.live = &t->live;
       if (!o.flight_recorder_json) {
-        o.flight_recorder_json = [fr = &t->fr, r] { return fr->dump_json(r, "test"); };
+        o.flight_recorder_json = [fr = &t->fr, r](size_t n) { return fr->dump_json(r, "test", n); };
       }
       t->server = DebugServer::start(o);
       ranks_.push_back(std::move(t));
