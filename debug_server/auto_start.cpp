@@ -9,6 +9,8 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "debug_server/server.h"
+#include "metrics/metrics.h"
+#include "monitored_barrier/monitored_barrier.h"
 #include "store/prefix_store.h"
 
 namespace collie {
@@ -46,8 +48,17 @@ void maybe_start(const ProcessGroup& pg, const BackendArgs& args) {
   // Addresses and the dump key live in the root store, outside the group's prefix.
   auto prefixed = std::dynamic_pointer_cast<PrefixStore>(info.store);
   o.store = prefixed ? prefixed->base() : info.store;
+  o.dump_store = info.store;  // where this group's DumpService watches dump_request
   server_slot() = DebugServer::start(std::move(o));
 }
+
+// Instrumentation glue: monitored_barrier and metrics are siblings over comm (neither includes
+// the other), so the barrier's timeouts reach collie_monitored_barrier_timeouts_total here.
+const bool kBarrierHook = [] {
+  set_monitored_barrier_timeout_hook(
+      [](const ProcessGroup& g) { Metrics::global().record_barrier_timeout(g.info().backend); });
+  return true;
+}();
 
 const bool kRegistered = register_wrapper(WrapperRegistration{
     "debug_server", 1000, [](std::shared_ptr<ProcessGroup> pg, const BackendArgs& args) {

@@ -3,10 +3,8 @@
 #include <fmt/format.h>
 #include <httplib.h>
 
-#include <algorithm>
 #include <chrono>
 #include <condition_variable>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -23,6 +21,17 @@ struct Pending {
   std::vector<RankView> results;
 };
 
+// GET `path` within `timeout`; returns the body or throws with the reason.
+std::string get_body(httplib::Client& cli, const std::string& url, const char* path,
+                     const httplib::Headers& headers) {
+  auto res = cli.Get(path, headers);
+  if (!res)
+    throw std::runtime_error(fmt::format("{} ({}{})", httplib::to_string(res.error()), url, path));
+  if (res->status != 200)
+    throw std::runtime_error(fmt::format("HTTP {} from {}{}", res->status, url, path));
+  return std::move(res->body);
+}
+
 RankView fetch_one(int rank, const std::string& url, Millis timeout, const std::string& token) {
   RankView v;
   v.rank = rank;
@@ -33,19 +42,17 @@ RankView fetch_one(int rank, const std::string& url, Millis timeout, const std::
     cli.set_connection_timeout(us / 1000000, us % 1000000);
     cli.set_read_timeout(us / 1000000, us % 1000000);
     cli.set_write_timeout(us / 1000000, us % 1000000);
+    cli.set_keep_alive(true);
     httplib::Headers headers;
     if (!token.empty()) headers.emplace("Authorization", "Bearer " + token);
-    auto res = cli.Get("/v1/status", headers);
-    if (!res) {
-      v.error = fmt::format("{} ({})", httplib::to_string(res.error()), url);
-    } else if (res->status != 200) {
-      v.error = fmt::format("HTTP {} from {}", res->status, url);
-    } else {
-      v.status = nlohmann::json::parse(res->body);
-      v.reachable = true;
-    }
+    v.status = nlohmann::json::parse(get_body(cli, url, "/v1/status", headers));
+    const std::string fr = fmt::format("/v1/flight_recorder?entries={}", kClusterViewEntries);
+    v.dump = parse_dump(get_body(cli, url, fr.c_str(), headers));
+    v.reachable = true;
   } catch (const std::exception& e) {
-    v.error = fmt::format("bad answer from {}: {}", url, e.what());
+    v.status = nullptr;
+    v.dump.reset();
+    v.error = e.what();
   }
   return v;
 }
@@ -53,7 +60,7 @@ RankView fetch_one(int rank, const std::string& url, Millis timeout, const std::
 }  // namespace
 
 ClusterView fetch_cluster(Store& store, int world_size, Millis per_rank_timeout,
-                          const std::string& token, int self_rank, nlohmann::json self) {
+                          const std::string& token, const SelfData* self) {
   const auto t0 = std::chrono::steady_clock::now();
   ClusterView view;
   view.world_size = world_size;
@@ -63,10 +70,15 @@ ClusterView fetch_cluster(Store& store, int world_size, Millis per_rank_timeout,
   for (int r = 0; r < world_size; ++r) {
     RankView& v = pending->results[r];
     v.rank = r;
-    if (r == self_rank) {
-      v.reachable = true;
-      v.status = std::move(self);
+    if (self != nullptr && r == self->rank) {
+      v.status = self->status;
       v.url = v.status.value("url", "");
+      try {
+        v.dump = parse_dump(self->flight_recorder);
+        v.reachable = true;
+      } catch (const std::exception& e) {
+        v.error = e.what();
+      }
       continue;
     }
     const std::string key = fmt::format("debug_server/{}", r);
@@ -107,107 +119,33 @@ ClusterView fetch_cluster(Store& store, int world_size, Millis per_rank_timeout,
   return view;
 }
 
-nlohmann::json analyze_cluster(const ClusterView& view, double stall_after_s) {
-  struct RankState {
-    int severity = 0;  // 0 ok, 1 behind, 2 stalled, 3 straggler, 4 unreachable
-    std::vector<std::string> reasons;
-  };
-  static constexpr const char* kStates[] = {"ok", "behind", "stalled", "straggler", "unreachable"};
-  std::vector<RankState> st(view.ranks.size());
-  nlohmann::json findings = nlohmann::json::array();
-  std::vector<int> unreachable;
-  auto raise = [&](int r, int sev, std::string why) {
-    st[r].severity = std::max(st[r].severity, sev);
-    st[r].reasons.push_back(std::move(why));
-  };
-  // Group the ranks' views of each process group by pg id.
-  struct Member {
-    int rank;
-    const nlohmann::json* g;
-  };
-  std::map<std::string, std::vector<Member>> pgs;
-  for (const auto& v : view.ranks) {
-    if (!v.reachable) {
-      unreachable.push_back(v.rank);
-      raise(v.rank, 4, "unreachable: " + v.error);
-      continue;
-    }
-    // Pointers into v.status (which outlives `pgs`), never into a temporary copy.
-    auto groups = v.status.find("groups");
-    if (groups == v.status.end() || !groups->is_array()) continue;
-    for (const auto& g : *groups) pgs[g.value("pg", "?")].push_back({v.rank, &g});
-  }
-  if (!unreachable.empty()) {
-    findings.push_back(fmt::format("Ranks not reachable (their status is unknown): {}",
-                                   fmt::join(unreachable, ", ")));
-  }
-  for (const auto& [pg, members] : pgs) {
-    uint64_t max_started = 0, max_completed = 0;
-    std::string newest_op;
-    for (const auto& m : members) {
-      max_started = std::max<uint64_t>(max_started, m.g->value("last_enqueued_seq", 0ull));
-      max_completed = std::max<uint64_t>(max_completed, m.g->value("last_completed_seq", 0ull));
-    }
-    for (const auto& m : members) {
-      for (const auto& op : m.g->value("inflight", nlohmann::json::array())) {
-        if (op.value("seq", 0ull) == max_started && !op.value("p2p", false)) {
-          newest_op = op.value("op", "");
-        }
-      }
-    }
-    std::vector<int> missing;
-    for (const auto& m : members) {
-      const uint64_t started = m.g->value("last_enqueued_seq", 0ull);
-      const uint64_t completed = m.g->value("last_completed_seq", 0ull);
-      if (started < max_started) {
-        missing.push_back(m.rank);
-        raise(
-            m.rank, 3,
-            fmt::format("pg {}: has not joined {}#{} (last started #{}, last completed #{})", pg,
-                        newest_op.empty() ? "" : newest_op + " ", max_started, started, completed));
-      } else if (completed < max_completed) {
-        raise(m.rank, 1,
-              fmt::format("pg {}: last completed #{} while others completed #{}", pg, completed,
-                          max_completed));
-      }
-      for (const auto& op : m.g->value("inflight", nlohmann::json::array())) {
-        const double age = op.value("age_s", 0.0);
-        if (age >= stall_after_s) {
-          raise(m.rank, 2,
-                fmt::format("pg {}: {} #{} in flight for {:.1f} s", pg, op.value("op", "?"),
-                            op.value("seq", 0ull), age));
-        }
-      }
-    }
-    if (!missing.empty()) {
-      findings.push_back(fmt::format(
-          "Not all ranks joining collective, sequence number: {} (pg {}{}): missing ranks {}",
-          max_started, pg, newest_op.empty() ? "" : ", " + newest_op, fmt::join(missing, ", ")));
+Analysis analyze_cluster(const ClusterView& view, double stall_after_s) {
+  AnalyzeOptions o;
+  o.expected_world = view.world_size;
+  o.live = true;
+  o.stall_after_s = stall_after_s;
+  std::vector<RankDump> dumps;
+  for (const RankView& v : view.ranks) {
+    if (v.reachable && v.dump) {
+      dumps.push_back(*v.dump);
+    } else {
+      o.unreachable.push_back({v.rank, v.error});
     }
   }
-  nlohmann::json ranks = nlohmann::json::array();
-  int bad = 0;
-  for (size_t r = 0; r < st.size(); ++r) {
-    bad += st[r].severity > 0 ? 1 : 0;
-    ranks.push_back({{"rank", r}, {"state", kStates[st[r].severity]}, {"reasons", st[r].reasons}});
-  }
-  const std::string summary = bad == 0
-                                  ? fmt::format("all {} ranks in step", st.size())
-                                  : fmt::format("{} of {} ranks need attention", bad, st.size());
-  return {{"ranks", std::move(ranks)},
-          {"findings", std::move(findings)},
-          {"unreachable", unreachable},
-          {"summary", summary}};
+  return analyze(dumps, o);
 }
 
-nlohmann::json cluster_json(const ClusterView& view, const nlohmann::json& analysis) {
+nlohmann::json cluster_json(const ClusterView& view, const Analysis& analysis) {
+  const std::vector<RankVerdict> verdicts = analysis.verdicts();
   nlohmann::json ranks = nlohmann::json::array();
   for (const auto& v : view.ranks) {
-    nlohmann::json r = {{"rank", v.rank},
-                        {"reachable", v.reachable},
-                        {"url", v.url},
-                        {"state", analysis["ranks"][v.rank]["state"]},
-                        {"reasons", analysis["ranks"][v.rank]["reasons"]}};
+    const bool judged = v.rank >= 0 && v.rank < static_cast<int>(verdicts.size());
+    nlohmann::json r = {
+        {"rank", v.rank},
+        {"reachable", v.reachable},
+        {"url", v.url},
+        {"state", judged ? verdicts[v.rank].state : "ok"},
+        {"reasons", judged ? verdicts[v.rank].reasons : std::vector<std::string>{}}};
     if (v.reachable) {
       r["status"] = v.status;
     } else {
@@ -218,7 +156,7 @@ nlohmann::json cluster_json(const ClusterView& view, const nlohmann::json& analy
   return {{"world_size", view.world_size},
           {"elapsed_s", view.elapsed_s},
           {"ranks", std::move(ranks)},
-          {"analysis", analysis}};
+          {"analysis", to_json_value(analysis)}};
 }
 
 }  // namespace collie

@@ -1,24 +1,34 @@
 #pragma once
-// Cluster view: fetch every rank's /v1/status (addresses from the store key debug_server/<rank>)
-// in parallel, each bounded by a per-rank timeout, and analyze the live data: which ranks have
-// not joined the newest collective (stragglers), which have an op in flight too long (stalled),
-// which could not be reached. Partial results are normal: an unreachable rank is a finding.
+// Cluster view: fetch every rank's /v1/status and /v1/flight_recorder (addresses from the store
+// key debug_server/<rank>) in parallel, each rank bounded by a per-rank timeout, and run the hang
+// analyzer (debug/analyzer.h, the one `collie analyze DUMP_DIR` uses) on the live dumps, with the
+// ranks that did not answer as live evidence. Partial results are normal: an unreachable rank is
+// a finding.
+// Thread safety: pure functions over their arguments (fetch_cluster may leave detached fetch
+// threads behind for ranks that did not answer in time; they end on their own timeouts).
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/timeout.h"
+#include "debug/analyzer.h"
 
 namespace collie {
 
 class Store;
 
+// The cluster view analyzes the newest entries of each rank's ring (/v1/flight_recorder?entries=):
+// the recent past is where a hang is, and it keeps a refresh cheap for every rank.
+inline constexpr size_t kClusterViewEntries = 512;
+
 struct RankView {
   int rank = 0;
   bool reachable = false;
   std::string url;
-  std::string error;      // why unreachable ("no address in the store", "timed out", ...)
-  nlohmann::json status;  // the rank's /v1/status when reachable
+  std::string error;             // why unreachable ("no address in the store", "timed out", ...)
+  nlohmann::json status;         // the rank's /v1/status when reachable
+  std::optional<RankDump> dump;  // its /v1/flight_recorder when reachable
 };
 
 struct ClusterView {
@@ -27,22 +37,30 @@ struct ClusterView {
   double elapsed_s = 0;
 };
 
+// The calling rank's own data, used as is instead of calling our own server.
+struct SelfData {
+  int rank = -1;
+  nlohmann::json status;
+  std::string flight_recorder;  // FlightRecorder::dump_json text
+};
+
 // Returns within `per_rank_timeout` plus a small margin even if ranks hang: requests still
 // running at the deadline are abandoned (they end on their own timeouts) and marked unreachable.
-// `self` (this rank's own status) is used as is instead of calling our own server.
 ClusterView fetch_cluster(Store& store, int world_size, Millis per_rank_timeout,
-                          const std::string& token, int self_rank, nlohmann::json self);
+                          const std::string& token, const SelfData* self);
 
-// {ranks: [{rank, state: ok|behind|straggler|stalled|unreachable, reasons: [...]}],
-//  findings: ["Not all ranks joining collective, sequence number: 12 (pg 0): missing ranks 2",
-//             ...], unreachable: [ranks], summary: "..."}
-nlohmann::json analyze_cluster(const ClusterView& view, double stall_after_s);
+// collie::analyze on the reachable ranks' dumps (live: ops younger than stall_after_s are not
+// problems), the unreachable ranks given as live evidence.
+Analysis analyze_cluster(const ClusterView& view, double stall_after_s);
 
-nlohmann::json cluster_json(const ClusterView& view, const nlohmann::json& analysis);
+// {world_size, elapsed_s, ranks: [{rank, reachable, url, state, reasons, status | error}],
+//  analysis: to_json_value(analysis)}
+nlohmann::json cluster_json(const ClusterView& view, const Analysis& analysis);
 
 // Self-contained HTML page (inline CSS/JS, no external assets) with the cluster table rendered
-// server-side; its script refreshes the table from /v1/cluster/status every `refresh_ms`.
-std::string render_cluster_page(const ClusterView& view, const nlohmann::json& analysis,
-                                int self_rank, int refresh_ms);
+// server-side; its script refreshes the table every `refresh_ms` from /v1/cluster/status with the
+// page's own query (timeout_ms, stall_ms), so both renderings use the same settings.
+std::string render_cluster_page(const ClusterView& view, const Analysis& analysis, int self_rank,
+                                int refresh_ms);
 
 }  // namespace collie

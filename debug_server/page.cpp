@@ -15,8 +15,8 @@ table {{ border-collapse: collapse; }}
 th, td {{ border: 1px solid #ccc; padding: 4px 8px; text-align: left; }}
 th {{ background: #f0f0f0; }}
 tr.ok td.state {{ color: #2a7d2a; }}
-tr.behind {{ background: #fff7d6; }}
-tr.stalled, tr.straggler {{ background: #ffd9d6; font-weight: bold; }}
+tr.stalled {{ background: #fff7d6; }}
+tr.straggler, tr.culprit {{ background: #ffd9d6; font-weight: bold; }}
 tr.unreachable {{ background: #e4e4e4; color: #777; }}
 #findings li {{ color: #a00; }}
 </style></head>
@@ -57,11 +57,12 @@ function render(data) {{
   document.getElementById('summary').textContent =
       data.analysis.summary + ' (fetched in ' + data.elapsed_s.toFixed(2) + ' s)';
   const f = document.getElementById('findings');
-  f.replaceChildren(...data.analysis.findings.map(t => {{
-    const li = document.createElement('li'); li.textContent = t; return li; }}));
+  f.replaceChildren(...data.analysis.findings.map(x => {{
+    const li = document.createElement('li'); li.textContent = x.message; return li; }}));
 }}
 render({data});
-setInterval(() => fetch('/v1/cluster/status').then(r => r.json()).then(render).catch(() => {{
+setInterval(() => fetch('/v1/cluster/status' + location.search).then(r => r.json()).then(render)
+                      .catch(() => {{
   document.getElementById('summary').textContent = 'refresh failed: this rank is not answering';
 }}), {refresh});
 </script>
@@ -70,8 +71,8 @@ setInterval(() => fetch('/v1/cluster/status').then(r => r.json()).then(render).c
 
 }  // namespace
 
-std::string render_cluster_page(const ClusterView& view, const nlohmann::json& analysis,
-                                int self_rank, int refresh_ms) {
+std::string render_cluster_page(const ClusterView& view, const Analysis& analysis, int self_rank,
+                                int refresh_ms) {
   std::string data = cluster_json(view, analysis).dump();
   // Inside <script>, "</script>" in a string would end the element; escape every '<'.
   std::string escaped;

@@ -7,6 +7,7 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "debug/dump_service.h"
 #include "debug/flight_recorder.h"
 #include "debug_server/cluster.h"
 #include "debug_server/stacks.h"
@@ -171,11 +172,10 @@ void DebugServer::install_routes() {
   h.Get("/v1/config", [this](const httplib::Request&, httplib::Response& res) {
     send_json(res, config_json(opts_));
   });
-  h.Get("/v1/flight_recorder", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(opts_.flight_recorder_json
-                        ? opts_.flight_recorder_json()
-                        : FlightRecorder::global().dump_json(opts_.rank, "debug server request"),
-                    kJson);
+  h.Get("/v1/flight_recorder", [this](const httplib::Request& req, httplib::Response& res) {
+    long entries = 1 << 30;
+    if (!int_param(req, res, "entries", 1, 1 << 30, &entries)) return;
+    res.set_content(flight_recorder_json(static_cast<size_t>(entries)), kJson);
   });
   h.Get("/v1/stacks", [this](const httplib::Request& req, httplib::Response& res) {
     long frames = 48;
@@ -193,15 +193,22 @@ void DebugServer::install_routes() {
       return;
     }
     const std::string reason = req.has_param("reason") ? req.get_param_value("reason") : "http";
-    const nlohmann::json value = {{"requested_by_rank", opts_.rank},
-                                  {"reason", reason},
-                                  {"time_ns", Clock::system().wall_ns()}};
-    opts_.store->set("dump_request", value.dump());
-    send_json(res, {{"dump_requested", true}, {"key", "dump_request"}, {"value", value}});
+    const nlohmann::json who = {{"requested_by_rank", opts_.rank},
+                                {"reason", reason},
+                                {"time_ns", Clock::system().wall_ns()}};
+    // dump_request is the counter every rank's DumpService watches (debug/dump_service.h): bump
+    // it, never overwrite it. Who asked and why goes next to it, for people reading the store.
+    Store& store = opts_.dump_store ? *opts_.dump_store : *opts_.store;
+    store.set(std::string(kDumpRequestKey) + "/last", who.dump());
+    const int64_t n = store.add(kDumpRequestKey, 1);
+    send_json(res,
+              {{"dump_requested", true}, {"key", kDumpRequestKey}, {"request", n}, {"by", who}});
   });
 
+  // The cluster view behind /, /v1/cluster/status and /v1/cluster/analyze: fan out, then the
+  // shared hang analyzer on the live dumps.
   auto cluster = [this, &live](const httplib::Request& req, httplib::Response& res,
-                               ClusterView* view, nlohmann::json* analysis) {
+                               ClusterView* view, Analysis* analysis) {
     long timeout_ms = opts_.fanout_timeout.count();
     long stall_ms = static_cast<long>(opts_.stall_after_s * 1000);
     if (!int_param(req, res, "timeout_ms", 1, kMaxFanoutMs, &timeout_ms)) return false;
@@ -210,24 +217,25 @@ void DebugServer::install_routes() {
       send_error(res, 503, "this rank has no store; the cluster view needs rank addresses");
       return false;
     }
-    *view = fetch_cluster(*opts_.store, opts_.world_size, Millis(timeout_ms), opts_.token,
-                          opts_.rank, status_json(opts_, live, url_));
+    const SelfData self{opts_.rank, status_json(opts_, live, url_),
+                        flight_recorder_json(kClusterViewEntries)};
+    *view = fetch_cluster(*opts_.store, opts_.world_size, Millis(timeout_ms), opts_.token, &self);
     *analysis = analyze_cluster(*view, stall_ms / 1000.0);
     return true;
   };
   h.Get("/v1/cluster/status", [cluster](const httplib::Request& req, httplib::Response& res) {
     ClusterView v;
-    nlohmann::json a;
+    Analysis a;
     if (cluster(req, res, &v, &a)) send_json(res, cluster_json(v, a));
   });
   h.Get("/v1/cluster/analyze", [cluster](const httplib::Request& req, httplib::Response& res) {
     ClusterView v;
-    nlohmann::json a;
-    if (cluster(req, res, &v, &a)) send_json(res, a);
+    Analysis a;
+    if (cluster(req, res, &v, &a)) send_json(res, to_json_value(a));
   });
   h.Get("/", [this, cluster](const httplib::Request& req, httplib::Response& res) {
     ClusterView v;
-    nlohmann::json a;
+    Analysis a;
     long refresh = 2000;
     if (!int_param(req, res, "refresh_ms", 200, 600000, &refresh)) return;
     if (cluster(req, res, &v, &a)) {
@@ -235,6 +243,12 @@ void DebugServer::install_routes() {
                       "text/html; charset=utf-8");
     }
   });
+}
+
+std::string DebugServer::flight_recorder_json(size_t max_entries) const {
+  return opts_.flight_recorder_json
+             ? opts_.flight_recorder_json(max_entries)
+             : FlightRecorder::global().dump_json(opts_.rank, "debug server request", max_entries);
 }
 
 }  // namespace collie

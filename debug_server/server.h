@@ -37,15 +37,19 @@ struct DebugServerOptions {
   std::string token;  // required (bearer) when bind_host is not a loopback address
   std::string backend;
   Millis group_timeout = kDefaultTimeout;
-  // Root (unprefixed) store: debug_server/<rank> addresses and the dump_request key. May be
-  // null (then no publishing, no cluster view, no dump trigger).
+  // Root (unprefixed) store: debug_server/<rank> addresses. May be null (then no publishing, no
+  // cluster view, no dump trigger).
   std::shared_ptr<Store> store;
+  // The world group's store, whose dump_request counter every rank's DumpService watches
+  // (POST /v1/dump bumps it); null = `store`.
+  std::shared_ptr<Store> dump_store;
   Metrics* metrics = nullptr;        // null = Metrics::global()
   const LiveStatus* live = nullptr;  // null = LiveStatus::global()
-  // Flight-recorder dump as JSON; unset = FlightRecorder::global()'s dump.
-  std::function<std::string()> flight_recorder_json;
+  // Flight-recorder dump as JSON, newest `max_entries` entries; unset = FlightRecorder::global()'s.
+  std::function<std::string(size_t max_entries)> flight_recorder_json;
   Millis fanout_timeout = std::chrono::milliseconds(2000);  // per rank, cluster view
-  // An in-flight op older than this marks its rank "stalled" in the cluster view.
+  // Cluster view: ranks must have waited this long in an op before it counts as a problem
+  // (stalled op, collective not every rank joined); younger differences are normal skew.
   double stall_after_s = 10.0;
   int threads = 4;
   std::chrono::seconds io_timeout{3};  // per-connection read/write timeout (slow clients)
@@ -70,6 +74,7 @@ class DebugServer {
  private:
   explicit DebugServer(DebugServerOptions opts);
   void install_routes();
+  std::string flight_recorder_json(size_t max_entries) const;
   DebugServerOptions opts_;
   std::unique_ptr<httplib::Server> http_;
   std::thread listener_;

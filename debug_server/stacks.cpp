@@ -1,6 +1,7 @@
 #include "debug_server/stacks.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <execinfo.h>
 #include <fmt/format.h>
 #include <signal.h>
@@ -11,6 +12,7 @@
 #include <backward.hpp>
 #include <chrono>
 #include <fstream>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -19,20 +21,35 @@ namespace collie {
 namespace {
 
 constexpr int kMaxFrames = 64;
+constexpr auto kAnswerTimeout = std::chrono::milliseconds(200);
+// The symbolizer keeps the process's module list; refresh it now and then for dlopen'ed code.
+constexpr auto kResolverLifetime = std::chrono::seconds(10);
 
-// The one slot the signal handler writes; guarded by g_capture_mu between captures.
+// The one slot the signal handler writes. Each request has a generation number, sent with the
+// signal. The handler may write only after claiming the slot (armed == its generation -> 0), so
+// a handler that runs late (after its request timed out) can never overwrite the answer to a
+// newer request: the requester disarms the slot on timeout, or waits for a handler that already
+// claimed it (it only copies return addresses, microseconds).
 struct Slot {
-  std::atomic<int> done{0};
+  std::atomic<uint64_t> armed{0};
+  std::atomic<uint64_t> done{0};
   void* frames[kMaxFrames];
   int depth = 0;
 };
 Slot g_slot;
-std::mutex g_capture_mu;
+std::mutex g_capture_mu;  // one capture at a time; also guards the resolver
+uint64_t g_generation = 0;
 
-void on_signal(int) {
-  // backtrace() is warmed up before the first signal, so it does not allocate here.
-  g_slot.depth = backtrace(g_slot.frames, kMaxFrames);
-  g_slot.done.store(1, std::memory_order_release);
+void on_signal(int, siginfo_t* info, void*) {
+  const int saved = errno;
+  uint64_t gen = reinterpret_cast<uintptr_t>(info->si_value.sival_ptr);
+  if (gen != 0 && g_slot.armed.compare_exchange_strong(gen, 0)) {
+    // backtrace() is warmed up before the first signal, so it does not allocate here.
+    g_slot.depth = backtrace(g_slot.frames, kMaxFrames);
+    g_slot.done.store(reinterpret_cast<uintptr_t>(info->si_value.sival_ptr),
+                      std::memory_order_release);
+  }
+  errno = saved;
 }
 
 int stack_signal() {
@@ -40,14 +57,52 @@ int stack_signal() {
     void* warm[2];
     backtrace(warm, 2);
     struct sigaction sa {};
-    sa.sa_handler = on_signal;
-    sa.sa_flags = SA_RESTART;
+    sa.sa_sigaction = on_signal;
+    // Interrupted blocking calls of the target thread resume (see stacks.h for the exceptions).
+    sa.sa_flags = SA_RESTART | SA_SIGINFO;
     sigemptyset(&sa.sa_mask);
     const int s = SIGRTMIN + 7;
     sigaction(s, &sa, nullptr);
     return s;
   }();
   return sig;
+}
+
+// Queues the stack signal to one thread with the request's generation as its value.
+bool signal_thread(pid_t pid, long tid, int sig, uint64_t gen) {
+  siginfo_t si{};
+  si.si_signo = sig;
+  si.si_code = SI_QUEUE;
+  si.si_pid = pid;
+  si.si_uid = getuid();
+  si.si_value.sival_ptr = reinterpret_cast<void*>(static_cast<uintptr_t>(gen));
+  return syscall(SYS_rt_tgsigqueueinfo, pid, tid, sig, &si) == 0;
+}
+
+// Asks thread `tid` for its return addresses; false when it did not answer in time.
+bool ask_thread(pid_t pid, long tid, int sig, void** frames, int* depth, std::string* error) {
+  const uint64_t gen = ++g_generation;
+  g_slot.armed.store(gen);
+  if (!signal_thread(pid, tid, sig, gen)) {
+    g_slot.armed.store(0);
+    *error = "thread exited before it could be signalled";
+    return false;
+  }
+  const auto deadline = std::chrono::steady_clock::now() + kAnswerTimeout;
+  while (g_slot.done.load(std::memory_order_acquire) != gen) {
+    if (std::chrono::steady_clock::now() >= deadline) {
+      uint64_t expected = gen;
+      if (g_slot.armed.compare_exchange_strong(expected, 0)) {
+        *error = "no answer within 200 ms (signal blocked or thread stopped)";
+        return false;  // the handler, if it ever runs, finds the slot disarmed
+      }
+      // The handler claimed the slot just now and is copying addresses: let it finish.
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+  *depth = g_slot.depth;
+  std::copy(g_slot.frames, g_slot.frames + *depth, frames);
+  return true;
 }
 
 std::string thread_name(long tid) {
@@ -57,13 +112,24 @@ std::string thread_name(long tid) {
   return name;
 }
 
+// REQUIRES: g_capture_mu held.
+backward::TraceResolver& resolver() {
+  static std::unique_ptr<backward::TraceResolver> r;
+  static std::chrono::steady_clock::time_point built;
+  const auto now = std::chrono::steady_clock::now();
+  if (!r || now - built > kResolverLifetime) {
+    r = std::make_unique<backward::TraceResolver>();
+    built = now;
+  }
+  return *r;
+}
+
 nlohmann::json symbolize(void* const* frames, int depth, int skip, int max_frames) {
-  backward::TraceResolver resolver;
-  resolver.load_addresses(frames, depth);
+  backward::TraceResolver& res = resolver();
+  res.load_addresses(frames, depth);
   nlohmann::json out = nlohmann::json::array();
   for (int i = skip; i < depth && static_cast<int>(out.size()) < max_frames; ++i) {
-    backward::ResolvedTrace t =
-        resolver.resolve(backward::ResolvedTrace(backward::Trace(frames[i], i)));
+    backward::ResolvedTrace t = res.resolve(backward::ResolvedTrace(backward::Trace(frames[i], i)));
     std::string fn = t.source.function.empty() ? t.object_function : t.source.function;
     if (fn.empty()) fn = fmt::format("{}", frames[i]);
     std::string line = fmt::format("#{} {}", out.size(), fn);
@@ -97,26 +163,12 @@ nlohmann::json capture_all_stacks(int max_frames) {
     if (tid == self) {
       depth = backtrace(frames, kMaxFrames);
     } else {
-      g_slot.done.store(0, std::memory_order_release);
-      if (syscall(SYS_tgkill, pid, tid, sig) != 0) {
-        t["error"] = "thread exited before it could be signalled";
+      std::string error;
+      if (!ask_thread(pid, tid, sig, frames, &depth, &error)) {
+        t["error"] = error;
         threads.push_back(std::move(t));
         continue;
       }
-      const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
-      while (g_slot.done.load(std::memory_order_acquire) == 0 &&
-             std::chrono::steady_clock::now() < deadline) {
-        std::this_thread::sleep_for(std::chrono::microseconds(200));
-      }
-      if (g_slot.done.load(std::memory_order_acquire) == 0) {
-        // The handler may still run later; it only writes the slot, which the next capture
-        // resets before signalling.
-        t["error"] = "no answer within 200 ms (signal blocked or thread stopped)";
-        threads.push_back(std::move(t));
-        continue;
-      }
-      depth = g_slot.depth;
-      std::copy(g_slot.frames, g_slot.frames + depth, frames);
     }
     // Skip the handler and signal trampoline frames (or this function for the calling thread).
     t["frames"] = symbolize(frames, depth, tid == self ? 1 : 2, max_frames);

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <map>
 #include <mutex>
 
@@ -12,6 +13,8 @@
 
 namespace collie {
 namespace {
+
+std::atomic<MonitoredBarrierTimeoutHook> g_timeout_hook{nullptr};
 
 // Barrier number per (group, rank): every member counts its own calls, so the n-th call of each
 // rank meets under the same keys (ranks may also be threads of one process, as in tests).
@@ -32,9 +35,7 @@ std::string failed_text(int coordinator, const std::vector<int>& missing, Millis
                      timeout.count());
 }
 
-}  // namespace
-
-void monitored_barrier(ProcessGroup& group, Millis timeout, bool wait_all_ranks) {
+void run_barrier(ProcessGroup& group, Millis timeout, bool wait_all_ranks) {
   if (timeout == kUseGroupTimeout) timeout = group.info().timeout;
   if (!group.info().store) {
     throw InvalidArgument(fmt::format("[Rank {}] monitored_barrier: group {} has no store",
@@ -100,6 +101,21 @@ void monitored_barrier(ProcessGroup& group, Millis timeout, bool wait_all_ranks)
     throw TimeoutError(verdict +
                        " (check that they are alive and reached this barrier; "
                        "COLLIE_DEBUG=DETAIL shows what they called instead)");
+  }
+}
+
+}  // namespace
+
+void set_monitored_barrier_timeout_hook(MonitoredBarrierTimeoutHook hook) {
+  g_timeout_hook.store(hook);
+}
+
+void monitored_barrier(ProcessGroup& group, Millis timeout, bool wait_all_ranks) {
+  try {
+    run_barrier(group, timeout, wait_all_ranks);
+  } catch (const TimeoutError&) {
+    if (auto hook = g_timeout_hook.load()) hook(group);
+    throw;
   }
 }
 

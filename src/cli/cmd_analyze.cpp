@@ -1,9 +1,11 @@
 // `collie analyze DUMP_DIR [--json]`: explains a hang from the ranks' flight-recorder dumps.
-// `collie analyze --live STORE_HOST:PORT`: the same from a running job, asking every rank's debug
-// server (addresses in the job's store under debug_server/<rank>; per-rank timeout).
+// `collie analyze --live STORE_HOST:PORT`: the same analysis and report from a running job, on
+// the flight recorders of every rank's debug server (addresses in the job's store under
+// debug_server/<rank>; per-rank timeout), plus the ranks that did not answer.
 // Exit status: 0 no problem found, 1 problems found (culprits named), 2 no usable dump.
 #include <fmt/format.h>
 
+#include <charconv>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -28,17 +30,33 @@ struct AnalyzeArgs {
   std::string token;
 };
 
-// --live: the debug servers' cluster analysis (the same findings as /v1/cluster/analyze).
+// Prints the report; exit status 0 when nothing was found, 1 otherwise.
+int report(const Analysis& res, bool json) {
+  const std::string out = json ? to_json(res) + "\n" : to_text(res);
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return res.findings.empty() ? kExitOk : kExitFailure;
+}
+
+// --live: the same analysis on dumps fetched from every rank's debug server (what
+// /v1/cluster/analyze serves).
 int run_live(const AnalyzeArgs& f) {
+  // Every flag is checked before anything connects.
   const size_t colon = f.live.rfind(':');
-  if (colon == std::string::npos || colon == 0) {
-    throw InvalidArgument(
-        fmt::format("'{}' is not HOST:PORT (the job's MASTER_ADDR:MASTER_PORT)", f.live));
+  int port = 0;
+  const char* digits = f.live.data() + colon + 1;
+  const char* end = f.live.data() + f.live.size();
+  if (colon == std::string::npos || colon == 0 || std::from_chars(digits, end, port).ptr != end ||
+      digits == end || port < 1 || port > 65535) {
+    throw InvalidArgument(fmt::format(
+        "'{}' is not HOST:PORT with a port in 1..65535 (the job's MASTER_ADDR:MASTER_PORT)",
+        f.live));
   }
+  const Millis timeout = parse_duration(f.timeout);
+  const double stall_s = parse_duration(f.stall).count() / 1000.0;
   TcpStoreOptions o;
   o.host = f.live.substr(0, colon);
-  o.port = static_cast<uint16_t>(std::stoi(f.live.substr(colon + 1)));
-  o.timeout = parse_duration(f.timeout);
+  o.port = static_cast<uint16_t>(port);
+  o.timeout = timeout;
   TcpStore store(o);
   int world = f.world > 0 ? f.world : 0;
   if (world <= 0) {
@@ -51,25 +69,8 @@ int run_live(const AnalyzeArgs& f) {
                     "COLLIE_DEBUG_PORT set or --debug-port",
                     f.live));
   }
-  const ClusterView view =
-      fetch_cluster(store, world, parse_duration(f.timeout), f.token, -1, nlohmann::json());
-  const double stall_s = parse_duration(f.stall).count() / 1000.0;
-  const nlohmann::json a = analyze_cluster(view, stall_s);
-  if (f.json) {
-    std::printf("%s\n", cluster_json(view, a).dump(2).c_str());
-  } else {
-    std::printf("%s (%d ranks, fetched in %.2f s)\n", a["summary"].get<std::string>().c_str(),
-                world, view.elapsed_s);
-    for (const auto& line : a["findings"]) std::printf("%s\n", line.get<std::string>().c_str());
-    for (const auto& r : a["ranks"]) {
-      if (r["state"] == "ok") continue;
-      for (const auto& why : r["reasons"]) {
-        std::printf("  rank %d %s: %s\n", r["rank"].get<int>(),
-                    r["state"].get<std::string>().c_str(), why.get<std::string>().c_str());
-      }
-    }
-  }
-  return a["findings"].empty() ? kExitOk : kExitFailure;
+  const ClusterView view = fetch_cluster(store, world, timeout, f.token, nullptr);
+  return report(analyze_cluster(view, stall_s), f.json);
 }
 
 int run_analyze(const AnalyzeArgs& a) {
@@ -83,10 +84,7 @@ int run_analyze(const AnalyzeArgs& a) {
                  a.dir.c_str());
     return kExitUsage;
   }
-  const Analysis res = analyze(dumps, a.world);
-  const std::string out = a.json ? to_json(res) + "\n" : to_text(res);
-  std::fwrite(out.data(), 1, out.size(), stdout);
-  return res.findings.empty() ? kExitOk : kExitFailure;
+  return report(analyze(dumps, a.world), a.json);
 }
 
 COLLIE_COMMAND(Command{
@@ -99,7 +97,8 @@ COLLIE_COMMAND(Command{
                                   "(MASTER_ADDR:MASTER_PORT; ranks started with --debug-port)");
       live->excludes(dir);
       sub.add_option("--timeout", args->timeout, "--live: per-rank timeout")->capture_default_str();
-      sub.add_option("--stall", args->stall, "--live: in-flight age that marks a rank stalled")
+      sub.add_option("--stall", args->stall,
+                     "--live: how long ranks must have waited in an op before it is a problem")
           ->capture_default_str();
       sub.add_option("--token", args->token, "--live: bearer token (COLLIE_DEBUG_TOKEN)");
       sub.add_flag("--json", args->json, "machine-readable output");

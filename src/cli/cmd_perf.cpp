@@ -1,6 +1,7 @@
 // `collie perf [COLLECTIVE...|all] [flags]`: the nccl-tests-compatible benchmark. Thin: parses
 // and checks flags, launches local ranks when not under a launcher, creates the process group
 // and hands everything else to perf/ (engine) and reports/ (output).
+#include <string.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -22,6 +23,7 @@
 #include "perf/collective.h"
 #include "perf/driver.h"
 #include "perf/output.h"
+#include "perf/stop_signal.h"
 
 namespace collie::cli {
 namespace {
@@ -29,6 +31,7 @@ namespace {
 using perf::PerfOptions;
 
 constexpr int kDefaultLocalRanks = 4;
+constexpr Millis kStopGrace{std::chrono::seconds(30)};
 
 struct PerfFlags {
   std::vector<std::string> collectives;
@@ -179,6 +182,9 @@ int launch_local(int np) {
   spec.prefix_output = false;
   // The ranks' stderr is a pipe; tell rank 0 whether the user's terminal can take a progress bar.
   if (::isatty(STDERR_FILENO)) spec.extra_env["COLLIE_PERF_PROGRESS"] = "1";
+  // On Ctrl-C / SIGTERM (forwarded to every rank) the ranks finish the row they are in, write
+  // their results and exit; give a large row time to end. A second Ctrl-C kills at once.
+  spec.kill_grace = kStopGrace;
   return launch::run(spec).exit_code;
 }
 
@@ -201,9 +207,18 @@ int run_rank(const PerfFlags& f, const PerfOptions& o,
     out.flags = flags;
     sink = std::make_unique<perf::ReportSink>(stdout, out);
   }
-  const perf::PerfOutcome res = perf::run_perf(*pg, o, sink.get(), COLLIE_VERSION);
+  perf::StopOnSignal stop_on_signal;  // after rendezvous: Ctrl-C before it still kills at once
+  const perf::PerfOutcome res =
+      perf::run_perf(*pg, o, sink.get(), COLLIE_VERSION, &stop_on_signal.flag());
   if (sink) sink->finish(res.result);
   destroy_process_group(*pg);
+  if (res.stopped_by != 0 && pg->rank() == 0) {
+    std::fprintf(stderr,
+                 "collie perf: stopped by %s after %zu rows of cycle %d; every completed row is "
+                 "written\n",
+                 strsignal(res.stopped_by), res.result.rows.size(),
+                 res.result.rows.empty() ? 0 : res.result.rows.back().cycle);
+  }
   if (res.wrong_total > 0) {
     if (pg->rank() == 0)
       std::fprintf(stderr,
@@ -223,7 +238,9 @@ int run_rank(const PerfFlags& f, const PerfOptions& o,
                  res.result.summary->avg_busbw_gbps, min_bw);
     return kExitFailure;
   }
-  return kExitOk;
+  // Stopped by a signal: the conventional 128 + signal (130 for Ctrl-C, 143 for SIGTERM), after
+  // a clean stop; wrong data and a missed --min-busbw (checked above) take precedence with 1.
+  return res.stopped_by != 0 ? 128 + res.stopped_by : kExitOk;
 }
 
 COLLIE_COMMAND(Command{

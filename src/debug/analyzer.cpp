@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -44,7 +46,18 @@ struct GroupView {
   std::map<int, std::map<uint64_t, const DumpEntry*>> coll;
   std::map<int, std::vector<const DumpEntry*>> p2p;
   std::map<int, const RankDump*> dumps;
+  double stall_after_s = 0;
+
+  // Seconds `e` had existed when rank r dumped; unknown times count as old enough.
+  double age_s(int r, const DumpEntry& e) const {
+    const int64_t at = dumps.at(r)->dump_time_ns;
+    if (at == 0 || e.time_created_ns == 0) return std::numeric_limits<double>::infinity();
+    return static_cast<double>(at - e.time_created_ns) / 1e9;
+  }
+  bool old_enough(int r, const DumpEntry& e) const { return age_s(r, e) >= stall_after_s; }
 };
+
+std::string age_text(double s) { return std::isfinite(s) ? fmt::format(" for {:.1f} s", s) : ""; }
 
 // Majority value of `key` among entries; ties go to the value held by the lowest rank.
 template <typename F>
@@ -67,6 +80,7 @@ void compare_field(const GroupView& g, uint64_t seq, const std::map<int, const D
       f.pg_id = g.pg_id;
       f.kind = kind;
       f.culprits = {r};
+      f.ranks = {r};
       f.seq = seq;
       f.message = fmt::format(
           "Culprit rank {}; Error type: {}, Expected {}: '{}' does not match found {}: '{}' "
@@ -77,6 +91,44 @@ void compare_field(const GroupView& g, uint64_t seq, const std::map<int, const D
   }
 }
 
+// `absent` never reached collective `s`, which the ranks in `at` joined.
+Finding not_all_joined(const GroupView& g, uint64_t s, const std::map<int, const DumpEntry*>& at,
+                       const std::vector<int>& absent) {
+  Finding f;
+  f.pg_id = g.pg_id;
+  f.kind = "NOT_ALL_JOINED";
+  f.culprits = absent;
+  f.ranks = absent;
+  f.seq = s;
+  const DumpEntry* e = at.begin()->second;
+  std::vector<int> joined;
+  double waited = 0;
+  for (const auto& [r, x] : at) {
+    joined.push_back(r);
+    if (x->state != "completed") waited = std::max(waited, g.age_s(r, *x));
+  }
+  std::string detail;
+  for (int r : absent) {
+    const auto& m = g.coll.at(r);
+    const RankDump::Group& st = g.dumps.at(r)->groups.at(g.pg_id);
+    if (m.empty()) {
+      detail += fmt::format("\n  [{}] recorded no collective in this group", r);
+    } else {
+      const DumpEntry* last = m.rbegin()->second;
+      detail += fmt::format(
+          "\n  [{}] finished collective #{}, but didn't join collective #{} "
+          "(last recorded: {} #{}, {})",
+          r, st.last_completed, s, last->op, m.rbegin()->first, last->state);
+    }
+  }
+  f.message = fmt::format(
+      "Not all ranks joining collective, sequence number: {}\n  {} ({}) joined{}; missing {}{}", s,
+      rank_word(joined), e->op,
+      waited > 0 && std::isfinite(waited) ? " and waited" + age_text(waited) : "",
+      rank_word(absent), detail);
+  return f;
+}
+
 void analyze_collectives(const GroupView& g, std::vector<Finding>& out) {
   uint64_t max_seq = 0;
   std::map<int, uint64_t> first_seq, last_seq;
@@ -85,8 +137,14 @@ void analyze_collectives(const GroupView& g, std::vector<Finding>& out) {
     last_seq[r] = m.empty() ? 0 : m.rbegin()->first;
     max_seq = std::max(max_seq, last_seq[r]);
   }
+  // Seqs below every ring's oldest entry have no evidence left (a long-running job).
+  uint64_t start = max_seq + 1;
+  for (const auto& [r, m] : g.coll) {
+    if (!m.empty()) start = std::min(start, first_seq[r]);
+  }
   bool reported_join = false, reported_mismatch = false;
-  for (uint64_t s = 1; s <= max_seq && !(reported_join && reported_mismatch); ++s) {
+  for (uint64_t s = std::max<uint64_t>(start, 1);
+       s <= max_seq && !(reported_join && reported_mismatch); ++s) {
     std::map<int, const DumpEntry*> at;
     std::vector<int> absent;
     for (const auto& [r, m] : g.coll) {
@@ -99,35 +157,11 @@ void analyze_collectives(const GroupView& g, std::vector<Finding>& out) {
     }
     if (!reported_join && !absent.empty() && !at.empty()) {
       reported_join = true;
-      Finding f;
-      f.pg_id = g.pg_id;
-      f.kind = "NOT_ALL_JOINED";
-      f.culprits = absent;
-      f.seq = s;
-      const DumpEntry* e = at.begin()->second;
-      std::string detail;
-      for (int r : absent) {
-        const auto& m = g.coll.at(r);
-        const RankDump::Group& st = g.dumps.at(r)->groups.at(g.pg_id);
-        if (m.empty()) {
-          detail += fmt::format("\n  [{}] recorded no collective in this group", r);
-        } else {
-          const DumpEntry* last = m.rbegin()->second;
-          detail += fmt::format(
-              "\n  [{}] finished collective #{}, but didn't join collective #{} "
-              "(last recorded: {} #{}, {})",
-              r, st.last_completed, s, last->op, m.rbegin()->first, last->state);
-        }
-      }
-      f.message = fmt::format(
-          "Not all ranks joining collective, sequence number: {}\n  {} ({}) joined; missing {}{}",
-          s, rank_word([&] {
-            std::vector<int> v;
-            for (const auto& [r, _] : at) v.push_back(r);
-            return v;
-          }()),
-          e->op, rank_word(absent), detail);
-      out.push_back(std::move(f));
+      // The first seq some ranks never reached; later ones are younger, so if the ranks that
+      // joined have not waited stall_after_s here, nobody is late yet.
+      bool waited = false;
+      for (const auto& [r, e] : at) waited = waited || g.old_enough(r, *e);
+      if (waited) out.push_back(not_all_joined(g, s, at, absent));
     }
     if (!reported_mismatch && at.size() >= 2) {
       const size_t before = out.size();
@@ -173,19 +207,24 @@ void analyze_p2p(const GroupView& g, std::vector<Finding>& out) {
           if (ss[k]->sizes == rs[k]->sizes && ss[k]->dtypes == rs[k]->dtypes) continue;
           f.kind = "P2P_MISMATCH";
           f.culprits = {r, q};
+          f.ranks = {r, q};
           f.message =
               fmt::format("send #{} from rank {} ({} {}) does not match recv on rank {} ({} {})",
                           k + 1, r, ss[k]->dtypes, ss[k]->sizes, q, rs[k]->dtypes, rs[k]->sizes);
         } else if (k < ss.size()) {
+          if (!g.old_enough(r, *ss[k])) break;  // the recv may still be posted
           f.kind = "UNMATCHED_P2P";
           f.culprits = {q};
+          f.ranks = {r, q};
           f.message = fmt::format(
               "Culprit rank {}; Error type: UNMATCHED_P2P, rank {} called send #{} to rank {} ({} "
               "{}, {}) but rank {} never posted the matching recv",
               q, r, k + 1, q, ss[k]->dtypes, ss[k]->sizes, ss[k]->state, q);
         } else {
+          if (!g.old_enough(q, *rs[k])) break;  // the send may still be posted
           f.kind = "UNMATCHED_P2P";
           f.culprits = {r};
+          f.ranks = {r, q};
           f.message = fmt::format(
               "Culprit rank {}; Error type: UNMATCHED_P2P, rank {} called recv #{} from rank {} "
               "({} {}, {}) but rank {} never posted the matching send",
@@ -210,6 +249,7 @@ RankDump parse_dump(const std::string& text) {
     d.buffer_size = get_or<uint64_t>(j, "buffer_size", 0);
     d.total_recorded = get_or<uint64_t>(j, "total_recorded", 0);
     d.reason = get_or<std::string>(j, "reason", "");
+    d.dump_time_ns = get_or<int64_t>(j, "dump_time_ns", 0);
     for (const auto& [id, c] : j.at("pg_config").items()) {
       RankDump::Group g;
       g.desc = get_or<std::string>(c, "desc", "");
@@ -236,6 +276,7 @@ RankDump parse_dump(const std::string& text) {
       x.is_p2p = get_or<bool>(e, "is_p2p", false);
       x.root = get_or<int>(e, "root", -1);
       x.peer = get_or<int>(e, "peer", -1);
+      x.time_created_ns = get_or<int64_t>(e, "time_created_ns", 0);
       d.entries.push_back(std::move(x));
     }
   } catch (const json::exception& e) {
@@ -278,17 +319,88 @@ std::vector<int> Analysis::culprits() const {
   return {s.begin(), s.end()};
 }
 
+namespace {
+
+// Severity of what a finding says about one of its ranks (0 = only a note).
+int severity(const Finding& f, int rank, const char** state) {
+  const bool culprit = std::find(f.culprits.begin(), f.culprits.end(), rank) != f.culprits.end();
+  if (f.kind == "UNREACHABLE" || f.kind == "MISSING_DUMP") {
+    *state = "unreachable";
+    return 4;
+  }
+  if (culprit && f.kind == "NOT_ALL_JOINED") {
+    *state = "straggler";
+    return 2;
+  }
+  if (culprit) {
+    *state = "culprit";
+    return 3;
+  }
+  if (f.kind == "STUCK") {
+    *state = "stalled";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::vector<RankVerdict> Analysis::verdicts() const {
+  std::vector<RankVerdict> out(std::max(world_size, 0));
+  std::vector<int> worst(out.size(), 0);
+  for (size_t r = 0; r < out.size(); ++r) {
+    out[r].rank = static_cast<int>(r);
+    out[r].state = "ok";
+  }
+  for (const Finding& f : findings) {
+    for (int r : f.ranks) {
+      if (r < 0 || r >= static_cast<int>(out.size())) continue;
+      const char* state = "ok";
+      const int sev = severity(f, r, &state);
+      out[r].reasons.push_back(f.message);
+      if (sev > worst[r]) {
+        worst[r] = sev;
+        out[r].state = state;
+      }
+    }
+  }
+  return out;
+}
+
+std::string Analysis::summary() const {
+  if (findings.empty()) {
+    return live ? fmt::format("all {} ranks in step", world_size)
+                : "no problem found: every rank agrees on every recorded op";
+  }
+  int bad = 0;
+  for (const RankVerdict& v : verdicts()) bad += v.state == "ok" ? 0 : 1;
+  const std::vector<int> c = culprits();
+  std::string s = bad == 0 ? "no rank needs attention (evidence notes only)"
+                           : fmt::format("{} of {} ranks need attention", bad, world_size);
+  if (!c.empty()) s += fmt::format("; culprit {}", rank_word(c));
+  return s;
+}
+
 Analysis analyze(const std::vector<RankDump>& dumps, int expected_world) {
+  AnalyzeOptions o;
+  o.expected_world = expected_world;
+  return analyze(dumps, o);
+}
+
+Analysis analyze(const std::vector<RankDump>& dumps, const AnalyzeOptions& o) {
   Analysis a;
-  a.world_size = expected_world;
+  a.world_size = o.expected_world;
+  a.live = o.live;
+  a.unreachable = o.unreachable;
   std::map<std::string, GroupView> groups;
   for (const RankDump& d : dumps) {
     a.ranks_with_dumps.push_back(d.rank);
-    if (expected_world < 0) a.world_size = std::max(a.world_size, d.world_size);
+    if (o.expected_world < 0) a.world_size = std::max(a.world_size, d.world_size);
     for (const auto& [id, g] : d.groups) {
       GroupView& v = groups[id];
       v.pg_id = id;
       v.desc = g.desc;
+      v.stall_after_s = o.stall_after_s;
       if (v.members.empty()) v.members = g.ranks;
       v.dumps[d.rank] = &d;
       v.coll[d.rank];
@@ -303,11 +415,28 @@ Analysis analyze(const std::vector<RankDump>& dumps, int expected_world) {
     }
   }
   std::sort(a.ranks_with_dumps.begin(), a.ranks_with_dumps.end());
+  for (const UnreachableRank& u : o.unreachable) a.world_size = std::max(a.world_size, u.rank + 1);
   for (int r = 0; r < a.world_size; ++r) {
     if (std::binary_search(a.ranks_with_dumps.begin(), a.ranks_with_dumps.end(), r)) continue;
+    auto u = std::find_if(o.unreachable.begin(), o.unreachable.end(),
+                          [r](const UnreachableRank& x) { return x.rank == r; });
+    if (u != o.unreachable.end()) {
+      a.findings.push_back(
+          Finding{"",
+                  "UNREACHABLE",
+                  {r},
+                  {r},
+                  0,
+                  fmt::format("Culprit rank {}; Error type: UNREACHABLE, its debug server did not "
+                              "answer ({}): the process died, hangs with its server blocked, or "
+                              "never started one; check its log and host",
+                              r, u->why)});
+      continue;
+    }
     a.findings.push_back(Finding{
         "",
         "MISSING_DUMP",
+        {r},
         {r},
         0,
         fmt::format("Culprit rank {}; Error type: MISSING_DUMP, rank {} left no flight-recorder "
@@ -315,12 +444,14 @@ Analysis analyze(const std::vector<RankDump>& dumps, int expected_world) {
                     "share COLLIE_FR_DUMP_DIR); check its log and exit status",
                     r, r)});
   }
+  // A running job's rings wrap all the time; only in files is the lost history worth a note.
   for (const RankDump& d : dumps) {
-    if (d.wrapped) {
+    if (d.wrapped && !o.live) {
       a.findings.push_back(Finding{
           "",
           "RING_WRAPPED",
           {},
+          {d.rank},
           0,
           fmt::format("rank {}'s ring wrapped: it kept the last {} of {} ops, older evidence is "
                       "lost (raise COLLIE_FR_BUFFER_SIZE)",
@@ -332,15 +463,18 @@ Analysis analyze(const std::vector<RankDump>& dumps, int expected_world) {
     analyze_p2p(g, a.findings);
     for (const auto& [r, m] : g.coll) {
       for (const auto& [s, e] : m) {
-        if (e->state != "completed") {
-          a.findings.push_back(Finding{id,
-                                       "STUCK",
-                                       {},
-                                       s,
-                                       fmt::format("rank {} is in {} #{} of group {} (state {})", r,
-                                                   e->op, s, id, e->state)});
-          break;
+        if (e->state == "completed") continue;
+        if (g.old_enough(r, *e)) {
+          a.findings.push_back(
+              Finding{id,
+                      "STUCK",
+                      {},
+                      {r},
+                      s,
+                      fmt::format("rank {} is in {} #{} of group {} (state {}){}", r, e->op, s, id,
+                                  e->state, age_text(g.age_s(r, *e)))});
         }
+        break;
       }
     }
   }
@@ -349,10 +483,15 @@ Analysis analyze(const std::vector<RankDump>& dumps, int expected_world) {
 
 std::string to_text(const Analysis& a) {
   std::string out =
-      fmt::format("collie analyze: {} of {} ranks left dumps ({})\n", a.ranks_with_dumps.size(),
-                  a.world_size, format_ranks(a.ranks_with_dumps));
-  if (a.findings.empty())
-    return out + "No problem found: every rank agrees on every recorded op.\n";
+      a.live
+          ? fmt::format("collie analyze --live: {} of {} ranks answered ({})\n",
+                        a.ranks_with_dumps.size(), a.world_size, format_ranks(a.ranks_with_dumps))
+          : fmt::format("collie analyze: {} of {} ranks left dumps ({})\n",
+                        a.ranks_with_dumps.size(), a.world_size, format_ranks(a.ranks_with_dumps));
+  if (a.findings.empty()) {
+    return out + (a.live ? fmt::format("No problem found: all {} ranks in step.\n", a.world_size)
+                         : "No problem found: every rank agrees on every recorded op.\n");
+  }
   std::string pg = "-";
   for (const Finding& f : a.findings) {
     if (f.pg_id != pg) {
@@ -368,20 +507,33 @@ std::string to_text(const Analysis& a) {
   return out;
 }
 
-std::string to_json(const Analysis& a) {
+nlohmann::json to_json_value(const Analysis& a) {
   json j;
   j["world_size"] = a.world_size;
+  j["live"] = a.live;
   j["ranks_with_dumps"] = a.ranks_with_dumps;
+  j["unreachable"] = json::array();
+  for (const UnreachableRank& u : a.unreachable) {
+    j["unreachable"].push_back({{"rank", u.rank}, {"why", u.why}});
+  }
   j["culprits"] = a.culprits();
+  j["summary"] = a.summary();
   j["findings"] = json::array();
   for (const Finding& f : a.findings) {
     j["findings"].push_back({{"pg_id", f.pg_id},
                              {"kind", f.kind},
                              {"culprits", f.culprits},
+                             {"ranks", f.ranks},
                              {"seq", f.seq},
                              {"message", f.message}});
   }
-  return j.dump(2);
+  j["ranks"] = json::array();
+  for (const RankVerdict& v : a.verdicts()) {
+    j["ranks"].push_back({{"rank", v.rank}, {"state", v.state}, {"reasons", v.reasons}});
+  }
+  return j;
 }
+
+std::string to_json(const Analysis& a) { return to_json_value(a).dump(2); }
 
 }  // namespace collie

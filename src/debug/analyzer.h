@@ -3,9 +3,14 @@
 // wrong: collectives not every rank joined (and what the missing ranks last completed),
 // mismatched op type / sizes / dtype / root with the culprit rank, unmatched send/recv, and
 // missing evidence (a rank's dump absent, or its ring wrapped).
-// A library on in-memory dumps, so the CLI (files) and the debug server (live ranks) share it.
+// A library on in-memory dumps, so the CLI (files) and the debug server (live ranks: the same
+// dumps fetched from /v1/flight_recorder) share one analysis. Live data adds only what a running
+// job has and files do not: ranks whose server did not answer, and the age of ops still in
+// flight, which separates a hang from a snapshot that caught ranks a few microseconds apart.
 // Thread safety: pure functions.
+#include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -26,6 +31,7 @@ struct DumpEntry {
   bool is_p2p = false;
   int root = -1;
   int peer = -1;
+  int64_t time_created_ns = 0;  // wall clock of the dumping rank
 };
 
 struct RankDump {
@@ -35,6 +41,7 @@ struct RankDump {
   uint64_t buffer_size = 0;
   uint64_t total_recorded = 0;
   std::string reason;
+  int64_t dump_time_ns = 0;  // wall clock of the dumping rank; 0 = unknown (ages unknown)
   struct Group {
     std::string desc;
     std::vector<int> ranks;
@@ -52,23 +59,60 @@ std::vector<RankDump> load_dump_dir(const std::string& dir, std::vector<std::str
 struct Finding {
   std::string pg_id;
   std::string kind;  // NOT_ALL_JOINED, COLLECTIVE_TYPE_MISMATCH, SIZE_MISMATCH, DTYPE_MISMATCH,
-                     // ROOT_MISMATCH, UNMATCHED_P2P, P2P_MISMATCH, MISSING_DUMP, RING_WRAPPED,
-                     // STUCK
+                     // ROOT_MISMATCH, UNMATCHED_P2P, P2P_MISMATCH, MISSING_DUMP, UNREACHABLE,
+                     // RING_WRAPPED, STUCK
   std::vector<int> culprits;  // world ranks; empty for informational findings
+  std::vector<int> ranks;     // world ranks the finding is about (culprits included)
   uint64_t seq = 0;
   std::string message;
 };
 
-struct Analysis {
-  int world_size = 0;
-  std::vector<int> ranks_with_dumps;
-  std::vector<Finding> findings;
-  std::vector<int> culprits() const;  // union over findings, sorted
+// A rank whose debug server did not answer the fan-out (live analysis only).
+struct UnreachableRank {
+  int rank = 0;
+  std::string why;  // "connection refused (http://...)", "no address in the store", ...
 };
 
+struct AnalyzeOptions {
+  int expected_world = -1;  // < 0: take it from the dumps
+  // Dumps taken from running ranks: every rank without a dump is in `unreachable`, rings that
+  // wrapped are normal, and an op counts as a problem only once it has been in flight for
+  // stall_after_s (a collective not every rank joined, an unmatched send/recv, a stuck op).
+  bool live = false;
+  std::vector<UnreachableRank> unreachable;
+  // Ops in flight (age = dump time - time created) for less than this are not reported.
+  // 0 reports every op that had not completed when its rank dumped (files: the job had already
+  // gone wrong when the dumps were written).
+  double stall_after_s = 0;
+};
+
+// Per-rank verdict derived from the findings, worst first:
+// unreachable > culprit (mismatch, unmatched p2p) > straggler (did not join) > stalled
+// (in an op for stall_after_s) > ok.
+struct RankVerdict {
+  int rank = 0;
+  std::string state;  // ok | stalled | straggler | culprit | unreachable
+  std::vector<std::string> reasons;
+};
+
+struct Analysis {
+  int world_size = 0;
+  bool live = false;
+  std::vector<int> ranks_with_dumps;
+  std::vector<UnreachableRank> unreachable;
+  std::vector<Finding> findings;
+  std::vector<int> culprits() const;          // union over findings, sorted
+  std::vector<RankVerdict> verdicts() const;  // one per rank in [0, world_size)
+  std::string summary() const;  // one line: "no problem found" / "culprit rank 2 (...)"
+};
+
+Analysis analyze(const std::vector<RankDump>& dumps, const AnalyzeOptions& options);
 // expected_world < 0: take it from the dumps.
 Analysis analyze(const std::vector<RankDump>& dumps, int expected_world = -1);
 std::string to_text(const Analysis& a);
-std::string to_json(const Analysis& a);
+// {world_size, live, ranks_with_dumps, unreachable: [{rank, why}], culprits, summary,
+//  findings: [{pg_id, kind, culprits, ranks, seq, message}], ranks: [{rank, state, reasons}]}
+nlohmann::json to_json_value(const Analysis& a);
+std::string to_json(const Analysis& a);  // to_json_value(a).dump(2)
 
 }  // namespace collie

@@ -231,8 +231,11 @@ std::vector<FrEntry> FlightRecorder::snapshot() const {
   return out;
 }
 
-std::string FlightRecorder::dump_json(int rank, const std::string& reason) const {
-  const std::vector<FrEntry> entries = snapshot();
+std::string FlightRecorder::dump_json(int rank, const std::string& reason,
+                                      size_t max_entries) const {
+  std::vector<FrEntry> entries = snapshot();
+  const bool cut = entries.size() > max_entries;
+  if (cut) entries.erase(entries.begin(), entries.end() - static_cast<ptrdiff_t>(max_entries));
   const auto gs = groups();
   nlohmann::json j;
   j["version"] = kFrDumpVersion;
@@ -242,7 +245,7 @@ std::string FlightRecorder::dump_json(int rank, const std::string& reason) const
   j["buffer_size"] = slots_.size();
   const uint64_t total = total_recorded();
   j["total_recorded"] = total;
-  j["wrapped"] = total > slots_.size();
+  j["wrapped"] = total > slots_.size() || cut;
   int world = 0;
   nlohmann::json config = nlohmann::json::object();
   nlohmann::json status = nlohmann::json::object();

@@ -12,6 +12,7 @@
 // Thread safety: every public method is safe from any thread.
 #include <array>
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -108,7 +109,9 @@ class FlightRecorder {
   Clock& clock() const { return *clock_; }
 
   // The dump as JSON text: {version, rank, reason, pg_config, pg_status, entries, ...}.
-  std::string dump_json(int rank, const std::string& reason) const;
+  // max_entries keeps only the newest entries (a live view that needs the recent past only);
+  // the dump then says "wrapped": true, as when the ring itself lost older entries.
+  std::string dump_json(int rank, const std::string& reason, size_t max_entries = SIZE_MAX) const;
   // Writes <dir>/collie_fr_rank_<rank>.json atomically (temp file + rename). Returns the path.
   // Throws Error when the directory cannot be written.
   std::string dump_to_dir(const std::string& dir, int rank, const std::string& reason) const;

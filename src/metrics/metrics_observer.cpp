@@ -3,6 +3,8 @@
 #include <chrono>
 #include <memory>
 
+#include "core/error.h"
+
 namespace collie {
 
 int MetricsObserver::slot_of(const GroupTrace& g) {
@@ -24,6 +26,14 @@ void MetricsObserver::on_op_completed(const OpEvent& e) {
   const int backend = metrics_.find_backend(e.group->backend);
   if (e.failed) {
     metrics_.record_error(backend, e.op, e.bytes);
+    if (e.error) {
+      try {
+        std::rethrow_exception(e.error);
+      } catch (const DesyncError&) {
+        metrics_.record_desync(e.group->backend);  // collie_desync_detected_total
+      } catch (...) {
+      }
+    }
   } else {
     metrics_.record_op(backend, e.op, e.bytes,
                        std::chrono::nanoseconds(e.completed_ns - e.created_ns));

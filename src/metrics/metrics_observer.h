@@ -2,8 +2,10 @@
 // The OpObserver that turns op events from the TracingProcessGroup into Prometheus metrics
 // (Metrics) and live per-group status (LiveStatus). One instance for the process is registered
 // at load time; tests build their own over their own Metrics/LiveStatus (ranks as threads).
+// Failed ops whose error is a DesyncError (COLLIE_DEBUG=DETAIL) also count in
+// collie_desync_detected_total.
 // Thread safety: as OpObserver. After a group's first op, callbacks are lock-free and
-// allocation-free.
+// allocation-free on success (a failure may lock to count a desync).
 #include "metrics/live_status.h"
 #include "metrics/metrics.h"
 #include "metrics/op_observer.h"

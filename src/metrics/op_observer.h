@@ -7,6 +7,7 @@
 // backend thread that completes the Work): they must not block, do I/O or throw.
 // Thread safety: add_op_observer is thread-safe; callbacks may run concurrently.
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <vector>
 
@@ -26,6 +27,7 @@ struct OpEvent {
   int64_t created_ns = 0;    // wall clock
   int64_t completed_ns = 0;  // on_op_completed only
   bool failed = false;       // on_op_completed only
+  std::exception_ptr error;  // on_op_completed of a failed op: why (DesyncError, TimeoutError...)
 };
 
 class OpObserver {

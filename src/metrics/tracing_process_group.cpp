@@ -68,7 +68,7 @@ void TracingProcessGroup::before(const OpCall& call) {
   if (!shared_->observers.empty()) {
     OpEvent e{
         &t, &call, call.type, call.seq, call.input.nbytes(), call.input.dtype, current_.created_ns,
-        0,  false};
+        0,  false, nullptr};
     for (const auto& o : shared_->observers) o->on_op_scheduled(e);
   }
 }
@@ -98,8 +98,8 @@ void TracingProcessGroup::Done::finish(std::exception_ptr error) const {
   shared->fr->mark_completed(f.record, failed);
   shared->watchdog->unwatch(f.token);
   if (!shared->observers.empty()) {
-    OpEvent e{&t,    nullptr, op, seq, bytes, dtype, f.created_ns, shared->fr->clock().wall_ns(),
-              failed};
+    OpEvent e{&t,     nullptr, op, seq, bytes, dtype, f.created_ns, shared->fr->clock().wall_ns(),
+              failed, error};
     for (const auto& o : shared->observers) o->on_op_completed(e);
   }
   if (failed) {

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <thread>
 
 #include "comm/registry.h"
@@ -66,10 +67,11 @@ struct Local {
 
 class Driver {
  public:
-  Driver(ProcessGroup& pg, const PerfOptions& o, ResultSink* sink)
+  Driver(ProcessGroup& pg, const PerfOptions& o, ResultSink* sink, const std::atomic<int>* stop)
       : pg_(pg),
         o_(o),
         sink_(pg.rank() == 0 ? sink : nullptr),
+        stop_(stop),
         timeout_(o.timeout == kUseGroupTimeout ? pg.info().timeout : o.timeout),
         steps_(pg.info().store, pg.rank(), pg.size(), timeout_, kWatchdogExitCode,
                [&pg] { return pg.last_collective_seq(); }) {}
@@ -106,7 +108,10 @@ class Driver {
       // A soak keeps only the current cycle's rows so memory stays flat however long it runs.
       if (soak) out.result.rows.clear();
       if (sink_) sink_->cycle_started(cycle, soak);
-      for (const CollectiveDescriptor* d : descs) run_collective(*d, cycle, out);
+      for (const CollectiveDescriptor* d : descs) {
+        if (stopped_by_ == 0) run_collective(*d, cycle, out);
+      }
+      if (stopped_by_ != 0) break;  // every rank saw the same flag with the same row
       const bool count_done = o_.cycles > 0 && cycle + 1 >= o_.cycles;
       if (!soak) {
         if (count_done) break;
@@ -116,6 +121,7 @@ class Driver {
       if (agree_to_stop(count_done || time_done)) break;
     }
     out.wrong_total = wrong_total_;
+    out.stopped_by = stopped_by_;
     if (pg_.rank() == 0) {
       out.result.summary = reports::summarize(out.result.rows, pg_.size());
       out.result.meta.finished_at = now_iso8601();
@@ -228,7 +234,9 @@ class Driver {
           continue;
         }
         ++ran;
-        for (int root : roots_for(d)) run_sweep(Job{&d, dt, op, root, cycle}, rows);
+        for (int root : roots_for(d)) {
+          if (stopped_by_ == 0) run_sweep(Job{&d, dt, op, root, cycle}, rows);
+        }
       }
     }
     if (ran == 0)
@@ -247,6 +255,7 @@ class Driver {
     const std::vector<int64_t> sizes =
         j.desc->latency_only ? std::vector<int64_t>{0} : sweep_sizes(o_);
     for (int64_t bytes : sizes) {
+      if (stopped_by_ != 0) return;
       const Layout l = j.desc->layout(static_cast<size_t>(bytes) / ts, pg_.size());
       ++rows_done_;
       if (!j.desc->latency_only && l.count == 0) continue;  // below one element per rank
@@ -286,10 +295,12 @@ class Driver {
   std::optional<ResultRow> measure(const Job& j, const Layout& l, bool in_place, int iters) {
     const std::string what = label(j, l, in_place);
     const Local mine = run_local(j, l, in_place, iters, what);
-    // One all_gather carries [avg, wrong, first_wrong, iteration times...] of every rank.
+    // One all_gather carries [avg, wrong, first_wrong, stop, iteration times...] of every rank.
     steps_.enter(what + ": combine results");
+    constexpr size_t kIterAt = 4;
     std::vector<double> v = {mine.avg_us, static_cast<double>(mine.wrong),
-                             static_cast<double>(mine.first_wrong)};
+                             static_cast<double>(mine.first_wrong),
+                             static_cast<double>(stop_ ? stop_->load() : 0)};
     v.insert(v.end(), mine.iter_us.begin(), mine.iter_us.end());
     std::vector<double> all(v.size() * pg_.size());
     AllGatherOptions ao;
@@ -302,6 +313,7 @@ class Driver {
     ResultRow r;
     for (int k = 0; k < pg_.size(); ++k) {
       const double* p = all.data() + k * stride;
+      stopped_by_ = std::max(stopped_by_, static_cast<int>(p[3]));
       const auto w = static_cast<int64_t>(p[1]);
       if (w >= 0) wrong = std::max<int64_t>(wrong, 0) + w;
       if (w > 0 && r.wrong_rank < 0) {
@@ -353,7 +365,7 @@ class Driver {
     std::vector<double> per_iter;
     for (int it = o_.iter_skip; it < iters; ++it) {
       double m = 0;
-      for (int k = 0; k < pg_.size(); ++k) m = std::max(m, all[k * stride + 3 + it]);
+      for (int k = 0; k < pg_.size(); ++k) m = std::max(m, all[k * stride + kIterAt + it]);
       per_iter.push_back(m);
     }
     r.iter = reports::compute_iter_stats(per_iter);
@@ -386,6 +398,7 @@ class Driver {
     CallArgs args{send, recv, in_place, j.op, std::max(j.root, 0), timeout_, false};
     const DataSpec spec{dt, d.reduces ? j.op : ReduceOp::Sum, pg_.size(), o_.seed};
     Local res;
+    stall_if_asked(what);
 
     steps_.enter(what + ": warmup");
     for (int w = 0; w < o_.warmup_iters; ++w) wait_all(d.run(pg_, args));
@@ -439,6 +452,18 @@ class Driver {
     return res;
   }
 
+  // COLLIE_PERF_TEST_STALL: a real stall (this rank stays out of the row's collectives while
+  // the file exists), bounded by the step timeout like any other wait.
+  void stall_if_asked(const std::string& what) {
+    const TestHooks& h = o_.hooks;
+    if (h.stall_rank != pg_.rank() || h.stall_file.empty()) return;
+    steps_.enter(what + ": test stall");
+    const auto deadline = SteadyClock::now() + timeout_;
+    while (std::filesystem::exists(h.stall_file) && SteadyClock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+
   void corrupt_if_asked(const TensorView& recv, size_t checked) const {
     const TestHooks& h = o_.hooks;
     if (h.corrupt_rank != pg_.rank() || h.corrupt_offset < 0) return;
@@ -450,6 +475,8 @@ class Driver {
   ProcessGroup& pg_;
   const PerfOptions& o_;
   ResultSink* sink_;
+  const std::atomic<int>* stop_;
+  int stopped_by_ = 0;
   const Millis timeout_;
   StepTracker steps_;
   std::vector<int> pids_;
@@ -461,8 +488,8 @@ class Driver {
 }  // namespace
 
 PerfOutcome run_perf(ProcessGroup& pg, const PerfOptions& options, ResultSink* sink,
-                     const std::string& collie_version) {
-  Driver d(pg, options, sink);
+                     const std::string& collie_version, const std::atomic<int>* stop) {
+  Driver d(pg, options, sink, stop);
   return d.run(collie_version);
 }
 

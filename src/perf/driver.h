@@ -6,6 +6,7 @@
 // Every rank of `pg` must call run_perf with the same options. Blocking steps are bounded by
 // options.timeout (or the group's timeout); on expiry run_perf throws TimeoutError whose message
 // names the step and, on rank 0, the ranks that had not finished it.
+#include <atomic>
 #include <string>
 #include <vector>
 
@@ -38,11 +39,18 @@ class ResultSink {
 struct PerfOutcome {
   reports::RunResult result;  // complete on rank 0; metadata only elsewhere
   int64_t wrong_total = 0;    // summed over ranks (every rank knows it)
+  // Non-zero when the run stopped early because a rank's `stop` flag was set: the largest flag
+  // value any rank had (a signal number). Every rank knows it, and every rank stopped after the
+  // same row; rows completed before it are in `result` and were given to the sink.
+  int stopped_by = 0;
 };
 
+// `stop` (may be null): set it non-zero (e.g. from a signal handler, see stop_signal.h) to end the
+// run at the next row boundary. The flag travels with each row's results, so all ranks agree on
+// where to stop without an extra collective; it works for one cycle, -N and soaks alike.
 // Throws InvalidArgument (unknown collective, unsupported dtype/op asked for explicitly, world too
 // small), TimeoutError, or the backend's errors.
 PerfOutcome run_perf(ProcessGroup& pg, const PerfOptions& options, ResultSink* sink,
-                     const std::string& collie_version);
+                     const std::string& collie_version, const std::atomic<int>* stop = nullptr);
 
 }  // namespace collie::perf

@@ -41,6 +41,13 @@ TestHooks TestHooks::from_env(const Env& env) {
     h.delay_rank = static_cast<int>(r);
     h.delay_us = us;
   }
+  if (auto v = env.get("COLLIE_PERF_TEST_STALL"); v && !v->empty()) {
+    const auto colon = v->find(':');
+    if (colon == std::string::npos || colon + 1 == v->size())
+      throw InvalidArgument("COLLIE_PERF_TEST_STALL='" + *v + "': expected rank:path");
+    h.stall_rank = static_cast<int>(parse_int(v->substr(0, colon), "COLLIE_PERF_TEST_STALL"));
+    h.stall_file = v->substr(colon + 1);
+  }
   return h;
 }
 

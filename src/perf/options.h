@@ -23,11 +23,16 @@ enum class TimeReduce { Rank0 = 0, Avg = 1, Min = 2, Max = 3 };
 //                                         every validation call, so validation must see #wrong>0.
 //   COLLIE_PERF_TEST_DELAY_US=N | rank:N  sleeps N us before every timed call (on `rank` only
 //                                         when given), a real, measurable slowdown.
+//   COLLIE_PERF_TEST_STALL=rank:path      while `path` exists, `rank` waits before its next row,
+//                                         so its peers wait in that row's first collective: a
+//                                         real stall that a test starts and ends with a file.
 struct TestHooks {
   int corrupt_rank = -1;
   int64_t corrupt_offset = -1;
   int64_t delay_us = 0;
   int delay_rank = -1;  // -1 = every rank
+  int stall_rank = -1;
+  std::string stall_file;
   // Throws InvalidArgument on a malformed value.
   static TestHooks from_env(const Env& env);
 };

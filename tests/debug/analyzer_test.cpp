@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "core/clock.h"
 #include "debug/flight_recorder.h"
 
 namespace collie {
@@ -22,7 +23,7 @@ struct Rank {
   std::shared_ptr<GroupTrace> g = std::make_shared<GroupTrace>();
   std::vector<float> buf = std::vector<float>(1024);
   uint64_t coll = 0, p2p = 0, op = 0;
-  Rank(int r, int n, size_t cap = 64) : rank(r), fr(cap) {
+  Rank(int r, int n, size_t cap = 64, Clock* clock = nullptr) : rank(r), fr(cap, clock) {
     g->pg_id = "0";
     g->desc = "default_pg";
     g->backend = "gloo";
@@ -149,6 +150,58 @@ TEST(Analyzer, UnmatchedSendNamesTheReceiver) {
       << to_text(res);
 }
 
+// Live data (dumps fetched from running ranks): a snapshot that catches ranks a moment apart is
+// not a hang; the same picture after stall_after_s is. Unreachable ranks are named; a wrapped
+// ring is normal.
+TEST(Analyzer, LiveDataSeparatesSkewFromAHangAndNamesUnreachableRanks) {
+  FakeClock clock;
+  Rank a(0, 4, 4, &clock), b(1, 4, 4, &clock), c(2, 4, 4, &clock);
+  for (int k = 0; k < 6; ++k) {
+    for (auto* r : {&a, &b, &c}) r->call(OpType::AllReduce);  // rings of 4 wrap
+  }
+  a.call(OpType::AllReduce, 1024, true);
+  c.call(OpType::AllReduce, 1024, true);  // rank 1 has not called #7 yet
+  AnalyzeOptions o;
+  o.live = true;
+  o.stall_after_s = 5;
+  o.unreachable = {{3, "connection refused (http://127.0.0.1:1)"}};
+  clock.advance(std::chrono::milliseconds(300));
+  Analysis skew = analyze({a.dump(), b.dump(), c.dump()}, o);
+  ASSERT_EQ(skew.findings.size(), 1u) << to_text(skew);  // only the unreachable rank
+  EXPECT_EQ(skew.findings[0].kind, "UNREACHABLE");
+  EXPECT_EQ(skew.world_size, 4);
+  EXPECT_EQ(skew.culprits(), std::vector<int>{3});
+  EXPECT_NE(to_text(skew).find("collie analyze --live: 3 of 4 ranks answered (0-2)"),
+            std::string::npos)
+      << to_text(skew);
+  auto v = skew.verdicts();
+  ASSERT_EQ(v.size(), 4u);
+  EXPECT_EQ(v[0].state, "ok");
+  EXPECT_EQ(v[3].state, "unreachable");
+
+  clock.advance(std::chrono::seconds(6));
+  Analysis hang = analyze({a.dump(), b.dump(), c.dump()}, o);
+  EXPECT_EQ(hang.culprits(), (std::vector<int>{1, 3})) << to_text(hang);
+  const std::string text = to_text(hang);
+  EXPECT_NE(text.find("Not all ranks joining collective, sequence number: 7\n  ranks 0, 2 "
+                      "(all_reduce) joined and waited for 6.3 s; missing rank 1"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("rank 0 is in all_reduce #7 of group 0 (state started) for 6.3 s"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("RING_WRAPPED"), std::string::npos) << text;
+  v = hang.verdicts();
+  EXPECT_EQ(v[0].state, "stalled");
+  EXPECT_EQ(v[1].state, "straggler");
+  EXPECT_EQ(v[2].state, "stalled");
+  EXPECT_EQ(v[3].state, "unreachable");
+  EXPECT_EQ(hang.summary(), "4 of 4 ranks need attention; culprit ranks 1, 3");
+  auto j = to_json_value(hang);
+  EXPECT_EQ(j["ranks"][1]["state"], "straggler");
+  EXPECT_EQ(j["unreachable"][0]["rank"], 3);
+}
+
 }  // namespace
 }  // namespace collie
 
@@ -186,6 +239,15 @@ TEST(AnalyzeCli, NamesTheCulpritFromADumpDirectory) {
   fs::create_directories(dir);
   EXPECT_EQ(run_cli(dir.string()).first, 2);
   fs::remove_all(dir);
+}
+
+TEST(AnalyzeCli, BadLiveArgumentsExit2WithOneLine) {
+  for (const char* args : {"--live nohost", "--live 127.0.0.1:abc", "--live 127.0.0.1:99999",
+                           "--live 127.0.0.1:1 --stall xyz", "--live 127.0.0.1:1 --timeout 0x"}) {
+    auto [code, out] = run_cli(args);
+    EXPECT_EQ(code, 2) << args << ": " << out;
+    EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << args << ": " << out;
+  }
 }
 
 }  // namespace

@@ -118,6 +118,12 @@ TEST(FlightRecorder, DumpHasTorchFieldNames) {
   EXPECT_EQ(p["p2p_seq_id"], 1);
   EXPECT_EQ(p["state"], "scheduled");
   EXPECT_TRUE(p["duration_ms"].is_null());
+  EXPECT_EQ(j["wrapped"], false);
+  // Only the newest entry: said like a ring that lost older history.
+  auto newest = nlohmann::json::parse(fr.dump_json(1, "test", 1));
+  ASSERT_EQ(newest["entries"].size(), 1u);
+  EXPECT_EQ(newest["entries"][0]["profiling_name"], "gloo:send 1->2");
+  EXPECT_EQ(newest["wrapped"], true);
 }
 
 TEST(FlightRecorder, DumpToDirIsAtomicAndParsable) {

@@ -1,6 +1,8 @@
 // Real processes: four gloo ranks created by init_process_group with COLLIE_DEBUG_PORT=0 each
 // start their debug server automatically, publish it in the store, and the cluster view and
-// /metrics on rank 0 reflect the collectives the ranks really ran (fed by TracingProcessGroup).
+// /metrics on rank 0 reflect the collectives the ranks really ran (fed by TracingProcessGroup);
+// the cluster view and `collie analyze --live` run the hang analyzer on the ranks' live flight
+// recorders.
 #include "debug_server/auto_start.h"
 
 #include <fmt/format.h>
@@ -9,6 +11,7 @@
 #include <stdlib.h>
 #include <sys/wait.h>
 
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <thread>
@@ -24,6 +27,9 @@ namespace {
 TEST(DebugServerAutoStart, FourGlooRanksServeClusterViewAndMetrics) {
   ASSERT_TRUE(testing::processes_available());
   setenv("COLLIE_DEBUG_PORT", "0", 1);
+  const std::string dumps = fmt::format("/tmp/collie_autostart_dumps_{}", getpid());
+  std::filesystem::remove_all(dumps);
+  setenv("COLLIE_FR_DUMP_DIR", dumps.c_str(), 1);
   auto result = testing::run_ranks(
       4,
       [](testing::RankContext& ctx) {
@@ -41,12 +47,12 @@ TEST(DebugServerAutoStart, FourGlooRanksServeClusterViewAndMetrics) {
           // is the straggler the analysis must name, and the others wait in barrier #7.
           nlohmann::json j;
           for (int i = 0; i < 50; ++i) {
-            auto r = cli.Get("/v1/cluster/status?timeout_ms=3000");
+            auto r = cli.Get("/v1/cluster/status?timeout_ms=3000&stall_ms=300");
             testing::check(r && r->status == 200, "cluster status failed");
             j = nlohmann::json::parse(r->body);
             if (j["analysis"]["ranks"][1]["state"] == "ok" &&
                 j["analysis"]["ranks"][3]["state"] == "ok" &&
-                j["analysis"]["ranks"][2]["state"] == "ok" &&
+                j["analysis"]["ranks"][2]["state"] == "stalled" &&
                 j["analysis"]["ranks"][0]["state"] == "straggler") {
               break;
             }
@@ -59,9 +65,12 @@ TEST(DebugServerAutoStart, FourGlooRanksServeClusterViewAndMetrics) {
             testing::check(g["last_completed_seq"].get<uint64_t>() == 6,
                            "rank {} last completed {}", rk["rank"].get<int>(), g.dump());
           }
-          testing::check(j["analysis"]["findings"][0] ==
-                             "Not all ranks joining collective, sequence number: 7 (pg 0, "
-                             "barrier): missing ranks 0",
+          const auto& f = j["analysis"]["findings"][0];
+          testing::check(f["kind"] == "NOT_ALL_JOINED" && f["culprits"] == nlohmann::json{0} &&
+                             f["message"].get<std::string>().rfind(
+                                 "Not all ranks joining collective, sequence number: 7\n  ranks "
+                                 "1-3 (barrier) joined and waited",
+                                 0) == 0,
                          "analysis: {}", j["analysis"].dump());
           testing::check(j["ranks"][2]["status"]["groups"][0]["inflight"][0]["op"] == "barrier",
                          "rank 2 should wait in the barrier: {}", j["ranks"][2].dump());
@@ -69,26 +78,42 @@ TEST(DebugServerAutoStart, FourGlooRanksServeClusterViewAndMetrics) {
           auto prefixed = std::dynamic_pointer_cast<PrefixStore>(ctx.pg->info().store);
           auto tcp = std::dynamic_pointer_cast<TcpStore>(prefixed ? prefixed->base() : nullptr);
           testing::check(tcp != nullptr, "rank 0 has no TcpStore");
-          FILE* p = popen(fmt::format("{} analyze --live {}:{} --timeout 3s", COLLIE_CLI_PATH,
-                                      tcp->host(), tcp->port())
+          FILE* p = popen(fmt::format("{} analyze --live {}:{} --timeout 3s --stall 300ms",
+                                      COLLIE_CLI_PATH, tcp->host(), tcp->port())
                               .c_str(),
                           "r");
           std::string out;
           char buf[1024];
           while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
           const int rc = pclose(p);
-          testing::check(WEXITSTATUS(rc) == 1 &&
-                             out.find("Not all ranks joining collective, sequence number: 7 (pg "
-                                      "0, barrier): missing ranks 0") != std::string::npos,
-                         "analyze --live (rc {}): {}", rc, out);
+          // The report `collie analyze DUMP_DIR` prints, from the live ranks.
+          testing::check(
+              WEXITSTATUS(rc) == 1 &&
+                  out.rfind("collie analyze --live: 4 of 4 ranks answered (0-3)\n", 0) == 0 &&
+                  out.find("Not all ranks joining collective, sequence number: 7") !=
+                      std::string::npos &&
+                  out.find("[0] finished collective #6, but didn't join collective "
+                           "#7") != std::string::npos &&
+                  out.find("Culprit rank: 0\n") != std::string::npos,
+              "analyze --live (rc {}): {}", rc, out);
           auto m = cli.Get("/metrics");
           testing::check(m && m->status == 200, "metrics failed");
           const std::regex ops(
               "collie_collective_ops_total\\{backend=\"gloo\",collective=\"all_reduce\","
               "rank=\"0\",size_class=\"le_4KiB\"\\} 5\n");
           testing::check(std::regex_search(m->body, ops), "metrics: {}", m->body);
+          // The dump trigger: every rank's flight recorder is written to COLLIE_FR_DUMP_DIR.
+          auto d = cli.Post("/v1/dump?reason=test", "", "text/plain");
+          testing::check(d && d->status == 200, "POST /v1/dump failed");
         }
         ctx.pg->barrier()->wait();  // keep every server up until rank 0 is done
+        const std::string dump =
+            fmt::format("{}/collie_fr_rank_{}.json", getenv("COLLIE_FR_DUMP_DIR"), ctx.rank);
+        for (int i = 0; i < 100 && !std::filesystem::exists(dump); ++i) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+        testing::check(std::filesystem::exists(dump), "rank {} wrote no dump after POST /v1/dump",
+                       ctx.rank);
       },
       [] {
         testing::RunOptions o;
@@ -96,6 +121,8 @@ TEST(DebugServerAutoStart, FourGlooRanksServeClusterViewAndMetrics) {
         return o;
       }());
   unsetenv("COLLIE_DEBUG_PORT");
+  unsetenv("COLLIE_FR_DUMP_DIR");
+  std::filesystem::remove_all(dumps);
   EXPECT_TRUE(result.ok()) << result.summary();
 }
 

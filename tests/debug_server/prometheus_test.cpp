@@ -1,115 +1,140 @@
 // The shipped Prometheus config, alert rules and Grafana dashboard against a real Prometheus
-// server scraping four live rank servers (ranks as threads, ops fed continuously): every
-// dashboard query and every alert expression must return data.
+// server (Debian package) scraping a real 4-rank `collie perf --duration` soak (processes, debug
+// servers from --debug-port) plus a real 2-rank DETAIL job that hit a desync and a monitored
+// barrier timeout. Targets come from the shipped file_sd generator, asked through a rank's debug
+// server (the addresses are the job's store keys). Every dashboard query (read from collie.json)
+// and every alert expression (read from collie_alerts.yml) must return data; the stalled-rank
+// alert fires for a real stall (COLLIE_PERF_TEST_STALL) and names the waiting ranks.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <httplib.h>
 #include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <thread>
 
-#include "debug_server/test_cluster.h"
 #include "store/socket_util.h"
+#include "support/child_process.h"
 
 namespace collie {
 namespace {
 
 namespace fs = std::filesystem;
-using testing::TestCluster;
 using Json = nlohmann::json;
-
-std::string read_file(const fs::path& p) {
-  std::ifstream f(p);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
+using testing::ChildProcess;
+using testing::read_file;
+using namespace std::chrono_literals;
 
 int run(const std::string& cmd) { return std::system(cmd.c_str()); }
 
-std::vector<std::string> dashboard_queries(const fs::path& path) {
+// Every PromQL expression of the dashboard's panels, with the template variables set to "All".
+std::vector<std::string> dashboard_queries(const Json& dash) {
   std::vector<std::string> out;
-  const Json dash = Json::parse(read_file(path));
-  for (const auto& p : dash["panels"]) {
-    for (const auto& t : p["targets"]) {
-      std::string e = t["expr"];
-      e = std::regex_replace(e, std::regex("=~\"\\$[a-z]+\""), "=~\".*\"");
-      out.push_back(e);
+  for (const auto& p : dash.at("panels")) {
+    for (const auto& t : p.value("targets", Json::array())) {
+      out.push_back(std::regex_replace(t.at("expr").get<std::string>(),
+                                       std::regex("=~\"\\$[a-z]+\""), "=~\".*\""));
     }
   }
   return out;
 }
 
-std::vector<std::string> rule_exprs(const fs::path& path) {
-  std::vector<std::string> out;
-  std::istringstream in(read_file(path));
-  std::string line;
-  const std::regex re("^\\s*expr:\\s*(.*)$");
+// alert name -> expr, from the rules file ("- alert: X" then "expr: ..."). Windows are scaled
+// like the 1 s intervals of the test: "no progress for 2m" becomes 4 s.
+std::map<std::string, std::string> alert_exprs(const std::string& yaml) {
+  std::map<std::string, std::string> out;
+  std::istringstream in(yaml);
+  std::string line, alert;
   std::smatch m;
   while (std::getline(in, line)) {
-    // Scaled like the 1 s intervals: "no progress for 2m" becomes 4 s.
-    if (std::regex_match(line, m, re)) {
-      out.push_back(std::regex_replace(std::string(m[1]), std::regex("\\[2m\\]"), "[4s]"));
+    if (std::regex_match(line, m, std::regex("^\\s*- alert:\\s*(\\S+)\\s*$"))) alert = m[1];
+    if (std::regex_match(line, m, std::regex("^\\s*expr:\\s*(.*)$")) && !alert.empty()) {
+      out[alert] = std::regex_replace(std::string(m[1]), std::regex("\\[2m\\]"), "[4s]");
     }
   }
   return out;
 }
 
-TEST(PrometheusServer, EveryDashboardAndAlertQueryReturnsData) {
+// "debug server for rank 0 at http://127.0.0.1:PORT" in a job's log.
+std::string rank0_url(ChildProcess& job) {
+  const std::regex re("debug server for rank 0 at (http://127\\.0\\.0\\.1:[0-9]+)");
+  std::smatch m;
+  std::string url;
+  job.wait_for_err(
+      [&](const std::string& err) {
+        if (!std::regex_search(err, m, re)) return false;
+        url = m[1];
+        return true;
+      },
+      30s);
+  return url;
+}
+
+TEST(PrometheusServer, RealSoakFeedsEveryDashboardQueryAndAlert) {
   const fs::path src = fs::path(COLLIE_SOURCE_DIR) / "scripts";
   const fs::path dir = fs::temp_directory_path() / fmt::format("collie_prom_{}", getpid());
   fs::remove_all(dir);
   fs::create_directories(dir / "targets");
-  ASSERT_EQ(run(fmt::format("promtool check rules {} > /dev/null",
+  const std::string stall = (dir / "stall").string();
+
+  ChildProcess soak({COLLIE_CLI_PATH, "perf", "-np", "4",  "--duration", "120s", "-b", "8",  "-e",
+                     "32M",           "-f",   "4",   "-w", "0",          "-n",   "1",  "-c", "0",
+                     "--debug-port",  "0"},
+                    {{"COLLIE_LOG_LEVEL", "info"}, {"COLLIE_PERF_TEST_STALL", "2:" + stall}});
+  ChildProcess detail({COLLIE_CLI_PATH, "launch", "-np", "2", "--", COLLIE_DESYNC_JOB},
+                      {{"COLLIE_DEBUG", "DETAIL"},
+                       {"COLLIE_DEBUG_PORT", "0"},
+                       {"COLLIE_LOG_LEVEL", "info"},
+                       {"COLLIE_FR_DUMP_DIR", (dir / "dumps").string()}});
+  const std::string soak_url = rank0_url(soak);
+  ASSERT_FALSE(soak_url.empty()) << soak.err();
+  const std::string detail_url = rank0_url(detail);
+  ASSERT_FALSE(detail_url.empty()) << detail.err();
+  auto both_ready = [&] {
+    const std::string out = detail.out();
+    return out.find("[0] ready") != std::string::npos && out.find("[1] ready") != std::string::npos;
+  };
+  for (int i = 0; i < 200 && !both_ready(); ++i) {
+    std::this_thread::sleep_for(50ms);
+  }
+  ASSERT_NE(detail.out().find("[0] ready"), std::string::npos) << detail.out() << detail.err();
+  ASSERT_NE(detail.out().find("[1] ready"), std::string::npos) << detail.out() << detail.err();
+
+  // Targets from each running job through the shipped generator.
+  const std::string sd = (src / "prometheus/collie_file_sd.py").string();
+  for (const auto& [url, file, n] :
+       {std::tuple{soak_url, "soak.json", 4u}, std::tuple{detail_url, "detail.json", 2u}}) {
+    const fs::path out = dir / "targets" / file;
+    ASSERT_EQ(run(fmt::format("python3 {} --from {} -o {}", sd, url, out.string())), 0);
+    EXPECT_EQ(Json::parse(read_file(out.string())).size(), n) << read_file(out.string());
+  }
+  // The shipped config with 1 s intervals so the test needs seconds, not minutes.
+  std::string cfg = read_file((src / "prometheus/prometheus.yml").string());
+  cfg = std::regex_replace(cfg, std::regex("(scrape|evaluation)_interval: 15s"), "$1_interval: 1s");
+  cfg = std::regex_replace(cfg, std::regex("scrape_timeout: 5s"), "scrape_timeout: 1s");
+  cfg = std::regex_replace(cfg, std::regex("refresh_interval: 30s"), "refresh_interval: 1s");
+  std::ofstream(dir / "prometheus.yml") << cfg;
+  fs::copy_file(src / "prometheus/collie_alerts.yml", dir / "collie_alerts.yml");
+  EXPECT_EQ(
+      run(fmt::format("promtool check config {} > /dev/null", (dir / "prometheus.yml").string())),
+      0);
+  EXPECT_EQ(run(fmt::format("promtool check rules {} > /dev/null",
                             (src / "prometheus/collie_alerts.yml").string())),
             0);
 
-  TestCluster c(4);
-  for (int r = 0; r < 4; ++r) {
-    c.rank(r).metrics.set_perf_result("gloo", "all_reduce", "float", 64u << 20, 1.5, 2.0);
-  }
-  std::atomic<bool> stop{false};
-  std::thread soak([&] {
-    while (!stop) {
-      c.run_collectives(1, 1 << (c.seq() % 16));
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-  });
-
-  // Targets from the running job, through any rank's debug server (addresses from the store).
-  ASSERT_EQ(run(fmt::format("python3 {} --from http://127.0.0.1:{} -o {}",
-                            (src / "prometheus/collie_file_sd.py").string(), c.port(2),
-                            (dir / "targets/collie.json").string())),
-            0);
-  EXPECT_EQ(Json::parse(read_file(dir / "targets/collie.json")).size(), 4u);
-  // The shipped config with 1 s intervals so the test needs seconds, not minutes.
-  std::string cfg = read_file(src / "prometheus/prometheus.yml");
-  cfg = std::regex_replace(cfg, std::regex("(scrape|evaluation)_interval: 15s"), "$1_interval: 1s");
-  cfg = std::regex_replace(cfg, std::regex("scrape_timeout: 5s"), "scrape_timeout: 1s");
-  std::ofstream(dir / "prometheus.yml") << cfg;
-  fs::copy_file(src / "prometheus/collie_alerts.yml", dir / "collie_alerts.yml");
-  ASSERT_EQ(
-      run(fmt::format("promtool check config {} > /dev/null", (dir / "prometheus.yml").string())),
-      0);
-
   uint16_t port = 0;
   close(net::listen_on("127.0.0.1", 0, &port));
-  const pid_t prom = fork();
-  if (prom == 0) {
-    const std::string cfg_arg = "--config.file=" + (dir / "prometheus.yml").string();
-    const std::string db_arg = "--storage.tsdb.path=" + (dir / "data").string();
-    const std::string addr_arg = fmt::format("--web.listen-address=127.0.0.1:{}", port);
-    freopen((dir / "prometheus.log").c_str(), "w", stderr);
-    execl("/usr/bin/prometheus", "prometheus", cfg_arg.c_str(), db_arg.c_str(), addr_arg.c_str(),
-          "--log.level=warn", static_cast<char*>(nullptr));
-    _exit(127);
-  }
+  ChildProcess prom({"/usr/bin/prometheus", "--config.file=" + (dir / "prometheus.yml").string(),
+                     "--storage.tsdb.path=" + (dir / "data").string(),
+                     fmt::format("--web.listen-address=127.0.0.1:{}", port), "--log.level=warn"},
+                    {});
   httplib::Client cli("127.0.0.1", port);
   cli.set_read_timeout(5, 0);
   auto query = [&](const std::string& q) -> Json {
@@ -117,51 +142,88 @@ TEST(PrometheusServer, EveryDashboardAndAlertQueryReturnsData) {
     if (!r || r->status != 200) return Json();
     return Json::parse(r->body);
   };
-
-  // Let Prometheus collect a few scrapes of the healthy soak, then make every alert condition
-  // true: a desync and a barrier timeout on rank 1, and rank 2 never joining the next collective
-  // (ranks 0, 1 and 3 wait in it with no further progress). The perf floor is 10 GB/s.
-  // Wait until Prometheus has scraped every rank (it may start slowly on a loaded machine).
-  for (int i = 0; i < 40; ++i) {
-    Json j = query("count(collie_desync_detected_total)");
-    if (!j.is_null() && !j["data"]["result"].empty() && j["data"]["result"][0]["value"][1] == "4") {
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  auto has_data = [&](const std::string& q) {
+    const Json j = query(q);
+    return !j.is_null() && j["status"] == "success" && !j["data"]["result"].empty();
+  };
+  // Every target of both jobs scraped.
+  bool all_up = false;
+  for (int i = 0; i < 60 && !all_up; ++i) {
+    const Json j = query("count(up == 1)");
+    all_up =
+        !j.is_null() && !j["data"]["result"].empty() && j["data"]["result"][0]["value"][1] == "6";
+    if (!all_up) std::this_thread::sleep_for(500ms);
   }
-  std::this_thread::sleep_for(std::chrono::seconds(3));
-  c.rank(1).metrics.record_desync("gloo");
-  c.rank(1).metrics.record_barrier_timeout("gloo");
-  stop = true;
-  soak.join();
-  c.hang_next(2);
+  ASSERT_TRUE(all_up) << query("up").dump() << prom.err();
 
-  std::vector<std::string> queries = dashboard_queries(src / "grafana/collie.json");
-  const auto rules = rule_exprs(src / "prometheus/collie_alerts.yml");
-  EXPECT_EQ(rules.size(), 4u);
-  queries.insert(queries.end(), rules.begin(), rules.end());
-  EXPECT_GE(queries.size(), 12u);
-  std::vector<std::string> empty = queries;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(40);
-  while (!empty.empty() && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::seconds(1));
+  const Json dash = Json::parse(read_file((src / "grafana/collie.json").string()));
+  std::vector<std::string> pending = dashboard_queries(dash);
+  const auto alerts = alert_exprs(read_file((src / "prometheus/collie_alerts.yml").string()));
+  ASSERT_EQ(alerts.size(), 4u);
+  ASSERT_TRUE(alerts.count("CollieRankStalled"));
+  for (const auto& [name, expr] : alerts) {
+    if (name != "CollieRankStalled") pending.push_back(expr);
+  }
+  EXPECT_GE(pending.size(), 14u);
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (!pending.empty() && std::chrono::steady_clock::now() < deadline) {
     std::vector<std::string> still;
-    for (const auto& q : empty) {
-      Json j = query(q);
-      if (j.is_null() || j["status"] != "success" || j["data"]["result"].empty())
-        still.push_back(q);
+    for (const auto& q : pending) {
+      if (!has_data(q)) still.push_back(q);
     }
-    empty = still;
+    pending = still;
+    if (!pending.empty()) std::this_thread::sleep_for(1s);
   }
-  // The stalled-rank alert must name the waiting ranks, not the absent one.
-  Json stalled = query(rules[0]);
-  kill(prom, SIGTERM);
-  waitpid(prom, nullptr, 0);
-  for (const auto& q : empty) ADD_FAILURE() << "no data for: " << q;
-  if (!empty.empty()) std::cerr << read_file(dir / "prometheus.log");
+  for (const auto& q : pending) ADD_FAILURE() << "no data for: " << q;
+  // The dashboard's template variables (Grafana label_values(metric, label)).
+  for (const auto& v : dash.at("templating").at("list")) {
+    if (v.value("type", "") != "query") continue;
+    std::smatch m;
+    const std::string def = v.at("definition");
+    ASSERT_TRUE(std::regex_match(def, m, std::regex("label_values\\((\\w+), (\\w+)\\)"))) << def;
+    auto r = cli.Get(fmt::format("/api/v1/label/{}/values", m[2].str()),
+                     httplib::Params{{"match[]", m[1].str()}}, httplib::Headers{});
+    ASSERT_TRUE(r && r->status == 200);
+    const Json values = Json::parse(r->body)["data"];
+    EXPECT_FALSE(values.empty()) << def;
+  }
+
+  // A real stall: rank 2 stays out of its next row, ranks 0, 1 and 3 wait in its first
+  // collective. The stalled-rank alert must name exactly the waiting ranks of the soak.
+  std::ofstream(stall) << "stall\n";
+  Json stalled;
   std::set<std::string> ranks;
-  for (const auto& s : stalled["data"]["result"]) ranks.insert(s["metric"]["rank"]);
+  for (int i = 0; i < 30 && ranks != std::set<std::string>{"0", "1", "3"}; ++i) {
+    std::this_thread::sleep_for(1s);
+    stalled = query(alerts.at("CollieRankStalled"));
+    ranks.clear();
+    for (const auto& s : stalled["data"]["result"]) ranks.insert(s["metric"]["rank"]);
+  }
   EXPECT_EQ(ranks, (std::set<std::string>{"0", "1", "3"})) << stalled.dump();
+  std::set<std::string> soak_targets;
+  for (const auto& g : Json::parse(read_file((dir / "targets/soak.json").string()))) {
+    soak_targets.insert(g["targets"][0].get<std::string>());
+  }
+  for (const auto& s : stalled["data"]["result"]) {
+    EXPECT_TRUE(soak_targets.count(s["metric"]["instance"])) << s.dump();
+  }
+  fs::remove(stall);
+
+  // A live soak rank's exposition passes promtool.
+  httplib::Client rank0(soak_url);
+  auto m = rank0.Get("/metrics");
+  ASSERT_TRUE(m && m->status == 200);
+  std::ofstream(dir / "metrics.txt") << m->body;
+  EXPECT_EQ(run(fmt::format("promtool check metrics < {} > {} 2>&1", (dir / "metrics.txt").string(),
+                            (dir / "promtool.txt").string())),
+            0);
+  EXPECT_EQ(read_file((dir / "promtool.txt").string()), "");
+
+  soak.signal(SIGTERM);
+  EXPECT_EQ(soak.wait(30s), std::optional<int>(143)) << soak.err();
+  detail.signal(SIGTERM);
+  prom.signal(SIGTERM);
+  prom.wait(10s);
   fs::remove_all(dir);
 }
 

@@ -1,14 +1,17 @@
 #pragma once
-// Ranks as threads: each "rank" has its own Metrics, LiveStatus, observer and DebugServer on
-// an ephemeral loopback port, all sharing one HashStore (the control plane). Ops are fed to the
-// real observer, the way the tracing layer does.
+// Ranks as threads: each "rank" has its own flight recorder, Metrics, LiveStatus, observer and
+// DebugServer on an ephemeral loopback port, all sharing one HashStore (the control plane). Ops
+// are fed to the real recorder and observer the way the tracing layer does (record, then
+// started, then completed), so the cluster view analyzes real dumps.
 #include <httplib.h>
 
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "debug/flight_recorder.h"
 #include "debug_server/server.h"
 #include "metrics/live_status.h"
 #include "metrics/metrics.h"
@@ -19,12 +22,33 @@
 namespace collie::testing {
 
 struct TestRank {
-  TestRank(int rank, int world) { init_trace(group, rank, world); }
-  GroupTrace group;
+  TestRank(int rank, int world) {
+    init_trace(*group, rank, world);
+    fr.add_group(group);
+  }
+  std::shared_ptr<GroupTrace> group = std::make_shared<GroupTrace>();
+  FlightRecorder fr{256};
   Metrics metrics;
   LiveStatus live;
   MetricsObserver observer{metrics, live};
   std::unique_ptr<DebugServer> server;
+  std::map<uint64_t, uint64_t> records;  // seq -> flight-recorder record id
+
+  void start(OpType op, uint64_t seq, size_t numel) {
+    OpCall c;
+    c.type = op;
+    c.input = TensorView::cpu(nullptr, numel, DType::Float32);
+    c.output = c.input;
+    c.seq = seq;
+    c.timeout = Millis(1000);
+    records[seq] = fr.record(*group, seq, c);
+    trace_scheduled(observer, *group, op, seq, numel * 4);
+    fr.mark_started(records[seq]);
+  }
+  void complete(OpType op, uint64_t seq, size_t numel, std::chrono::nanoseconds took) {
+    trace_completed(observer, *group, op, seq, numel * 4, took);
+    fr.mark_completed(records[seq], false);
+  }
 };
 
 class TestCluster {
@@ -41,6 +65,9 @@ class TestCluster {
       o.store = store_;
       o.metrics = &t->metrics;
       o.live = &t->live;
+      if (!o.flight_recorder_json) {
+        o.flight_recorder_json = [fr = &t->fr, r](size_t n) { return fr->dump_json(r, "test", n); };
+      }
       t->server = DebugServer::start(o);
       ranks_.push_back(std::move(t));
     }
@@ -51,9 +78,8 @@ class TestCluster {
     for (int i = 0; i < n; ++i) {
       ++seq_;
       for (auto& t : ranks_) {
-        trace_scheduled(t->observer, t->group, OpType::AllReduce, seq_, numel * 4);
-        trace_completed(t->observer, t->group, OpType::AllReduce, seq_, numel * 4,
-                        std::chrono::microseconds(40 + 10 * i));
+        t->start(OpType::AllReduce, seq_, numel);
+        t->complete(OpType::AllReduce, seq_, numel, std::chrono::microseconds(40 + 10 * i));
       }
     }
   }
@@ -62,8 +88,8 @@ class TestCluster {
   void hang_next(int absent) {
     ++seq_;
     for (auto& t : ranks_) {
-      if (t->group.rank == absent) continue;
-      trace_scheduled(t->observer, t->group, OpType::AllReduce, seq_, 1024);
+      if (t->group->rank == absent) continue;
+      t->start(OpType::AllReduce, seq_, 256);
     }
   }
 

@@ -2,6 +2,7 @@
 // Feeds MetricsObserver the events TracingProcessGroup emits (same order of GroupTrace updates
 // and callbacks), for tests that run ranks as threads without a backend.
 #include <chrono>
+#include <string>
 
 #include "metrics/metrics_observer.h"
 
@@ -24,7 +25,8 @@ inline void trace_scheduled(MetricsObserver& o, GroupTrace& g, OpType op, uint64
 }
 
 inline void trace_completed(MetricsObserver& o, GroupTrace& g, OpType op, uint64_t seq,
-                            size_t bytes, std::chrono::nanoseconds took, bool failed = false) {
+                            size_t bytes, std::chrono::nanoseconds took, bool failed = false,
+                            std::exception_ptr error = nullptr) {
   if (is_p2p(op)) {
     raise_to(g.last_completed_p2p, seq);
   } else if (!failed) {
@@ -38,13 +40,15 @@ inline void trace_completed(MetricsObserver& o, GroupTrace& g, OpType op, uint64
   e.created_ns = 1'000'000'000;
   e.completed_ns = e.created_ns + took.count();
   e.failed = failed;
+  e.error = error;
   o.on_op_completed(e);
 }
 
 inline void init_trace(GroupTrace& g, int rank, int size, const char* backend = "gloo") {
-  g.pg_id = "0";
-  g.desc = "default_pg";
-  g.backend = backend;
+  // Move-assigned temporaries: GCC 12 reports a false -Wrestrict on inlined operator=(const char*).
+  g.pg_id = std::string("0");
+  g.desc = std::string("default_pg");
+  g.backend = std::string(backend);
   g.rank = rank;
   g.global_rank = rank;
   for (int r = 0; r < size; ++r) g.global_ranks.push_back(r);

@@ -3,11 +3,16 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
+#include <new>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "core/error.h"
+#include "debug/flight_recorder.h"
+#include "metrics/alloc_counter.h"
 #include "metrics/live_status.h"
 #include "metrics/metrics.h"
 #include "metrics/metrics_observer.h"
@@ -91,6 +96,64 @@ TEST(MetricsProm, ObserverFeedsCountersHistogramAndGauges) {
   ASSERT_EQ(snap[0].inflight_ops.size(), 1u);
   EXPECT_EQ(snap[0].inflight_ops[0].seq, 7u);
   EXPECT_EQ(snap[0].inflight_ops[0].op, OpType::AllGather);
+}
+
+// A failed op counts in collie_desync_detected_total only when its error is a DesyncError (what
+// the DETAIL wrapper under the tracing layer raises).
+TEST(MetricsProm, DesyncErrorsCountAsDesyncs) {
+  Metrics m;
+  LiveStatus live;
+  MetricsObserver obs(m, live);
+  GroupTrace g;
+  init_trace(g, 1, 2);
+  trace_scheduled(obs, g, OpType::AllReduce, 1, 64);
+  trace_completed(obs, g, OpType::AllReduce, 1, 64, std::chrono::milliseconds(1), true,
+                  std::make_exception_ptr(TimeoutError("[Rank 1] all_reduce #1 timed out")));
+  const std::string zero = "collie_desync_detected_total{backend=\"gloo\",rank=\"1\"} 0";
+  EXPECT_NE(m.serialize(&live).find(zero), std::string::npos) << m.serialize(&live);
+  trace_scheduled(obs, g, OpType::Broadcast, 2, 64);
+  trace_completed(obs, g, OpType::Broadcast, 2, 64, std::chrono::milliseconds(1), true,
+                  std::make_exception_ptr(DesyncError("Detected mismatch between collectives")));
+  const std::string text = m.serialize(&live);
+  EXPECT_NE(text.find("collie_desync_detected_total{backend=\"gloo\",rank=\"1\"} 1"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("collie_collective_errors_total{backend=\"gloo\",collective=\"broadcast\""),
+            std::string::npos);
+}
+
+// The per-op path (flight-recorder record/started/completed, metrics counters and histogram,
+// live status) allocates nothing once the group has seen its first op.
+TEST(MetricsProm, HotPathDoesNotAllocate) {
+  Metrics m;
+  LiveStatus live;
+  MetricsObserver obs(m, live);
+  FlightRecorder fr(64);
+  auto g = std::make_shared<GroupTrace>();
+  init_trace(*g, 0, 4);
+  fr.add_group(g);
+  std::vector<float> buf(1 << 16);
+  auto one_op = [&](uint64_t seq) {
+    OpCall c;
+    c.type = seq % 2 ? OpType::AllReduce : OpType::AllGather;
+    c.input = TensorView::cpu(buf.data(), 1 + seq % buf.size(), DType::Float32);
+    c.output = c.input;
+    c.seq = seq;
+    const uint64_t id = fr.record(*g, seq, c);
+    trace_scheduled(obs, *g, c.type, seq, c.input.nbytes());
+    fr.mark_started(id);
+    trace_completed(obs, *g, c.type, seq, c.input.nbytes(), std::chrono::microseconds(seq % 900));
+    fr.mark_completed(id, false);
+  };
+  one_op(1);  // first sight of the group registers it (allowed to allocate)
+  one_op(2);
+  testing::AllocationCounter allocs;
+  for (uint64_t seq = 3; seq < 3000; ++seq) one_op(seq);
+  EXPECT_EQ(allocs.count(), 0);
+  EXPECT_NE(
+      m.serialize(&live).find("collie_last_completed_seq{backend=\"gloo\",pg=\"0\",rank=\"0\"} "
+                              "2999"),
+      std::string::npos);
 }
 
 TEST(MetricsProm, PromtoolAcceptsTheExposition) {

@@ -3,10 +3,12 @@
 
 #include <gtest/gtest.h>
 
+#include <regex>
 #include <thread>
 
 #include "core/error.h"
 #include "debug/fake_backend.h"
+#include "metrics/metrics.h"
 
 namespace collie {
 namespace {
@@ -39,8 +41,20 @@ TEST(MonitoredBarrier, PassesWhenEveryoneArrives) {
   for (const auto& e : run_ranks(4, {}, Millis(2000), false)) EXPECT_EQ(e, "");
 }
 
+// collie_monitored_barrier_timeouts_total{backend="fake",...} as /metrics serves it.
+uint64_t barrier_timeouts() {
+  const std::string text = Metrics::global().serialize();
+  std::smatch m;
+  static const std::regex re(
+      "collie_monitored_barrier_timeouts_total\\{backend=\"fake\"[^}]*\\} ([0-9]+)");
+  return std::regex_search(text, m, re) ? std::stoull(m[1].str()) : 0;
+}
+
 TEST(MonitoredBarrier, FailFastNamesTheFirstMissingRank) {
+  const uint64_t before = barrier_timeouts();
   auto errs = run_ranks(4, {1, 3}, Millis(300), false);
+  // Each rank that failed (0 naming rank 1, 2 pointing at rank 0) counts one timeout.
+  EXPECT_EQ(barrier_timeouts(), before + 2) << Metrics::global().serialize();
   EXPECT_EQ(errs[0].rfind("[Rank 0]: Rank 1 failed to pass monitoredBarrier in 300 ms", 0), 0u)
       << errs[0];
   EXPECT_NE(errs[2].find("[Rank 2]: monitored_barrier of group 0 failed; rank 0 reported: [Rank "

@@ -1,0 +1,156 @@
+// Ctrl-C and SIGTERM stop a long `collie perf` cleanly: real ranks as processes, signals sent the
+// way a user or a batch system sends them. Every rank stops after the same row, every completed
+// row is in the table, the JSON (valid, written atomically), CSV and JSONL, and the exit status
+// is 128 + signal.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "comm/registry.h"
+#include "reports/json_io.h"
+#include "support/child_process.h"
+
+namespace {
+
+using collie::testing::ChildProcess;
+using collie::testing::read_file;
+using namespace std::chrono_literals;
+
+std::string tmp(const std::string& name) {
+  return (std::filesystem::temp_directory_path() /
+          ("collie_perf_stop_" + std::to_string(::getpid()) + "_" + name))
+      .string();
+}
+
+size_t count_lines(const std::string& text, const std::string& prefix = "") {
+  std::istringstream in(text);
+  std::string line;
+  size_t n = 0;
+  while (std::getline(in, line)) n += line.rfind(prefix, 0) == 0 ? 1 : 0;
+  return n;
+}
+
+// Table data lines (not '#' comments) in the launcher's "[0] "-prefixed or plain stdout.
+size_t table_rows(const std::string& out) {
+  std::istringstream in(out);
+  std::string line;
+  size_t n = 0;
+  while (std::getline(in, line)) {
+    if (line.rfind("[0] ", 0) == 0) line = line.substr(4);
+    if (!line.empty() && line[0] != '#' && line[0] != '[') ++n;
+  }
+  return n;
+}
+
+class PerfStop : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (collie::find_backend("gloo") == nullptr) GTEST_SKIP() << "gloo backend not built";
+    for (auto* p : {&json_, &csv_, &jsonl_}) std::filesystem::remove(*p);
+  }
+  void TearDown() override {
+    for (auto* p : {&json_, &csv_, &jsonl_}) std::filesystem::remove(*p);
+  }
+  std::vector<std::string> perf_args(std::vector<std::string> head) const {
+    for (const char* a : {"perf", "-b", "8", "-e", "4K", "-w", "0", "-n", "2", "-c", "1"}) {
+      head.push_back(a);
+    }
+    for (const auto& a : {"-J", json_.c_str(), "--csv", csv_.c_str(), "--jsonl", jsonl_.c_str()}) {
+      head.push_back(a);
+    }
+    return head;
+  }
+  // Waits until the soak has written a few cycles of rows.
+  void wait_for_rows(ChildProcess& job, size_t rows) {
+    const auto deadline = std::chrono::steady_clock::now() + 20s;
+    while (count_lines(read_file(jsonl_)) < rows && std::chrono::steady_clock::now() < deadline) {
+      ASSERT_FALSE(job.wait(0ms).has_value()) << "perf ended early:\n" << job.err();
+      std::this_thread::sleep_for(50ms);
+    }
+    ASSERT_GE(count_lines(read_file(jsonl_)), rows) << job.err();
+  }
+  // Every completed row is in every output, and the JSON holds the interrupted cycle's rows.
+  void expect_results_complete(const std::string& table_out) {
+    const std::string jsonl = read_file(jsonl_);
+    const size_t n = count_lines(jsonl);
+    std::istringstream in(jsonl);
+    std::string line;
+    int last_cycle = -1;
+    while (std::getline(in, line)) {
+      ASSERT_NO_THROW(last_cycle = nlohmann::json::parse(line).at("cycle").get<int>()) << line;
+    }
+    EXPECT_EQ(count_lines(read_file(csv_)), n + 1);  // + header
+    EXPECT_EQ(table_rows(table_out) * 2, n);         // out + in per table line
+    const auto res = collie::reports::read_results(json_);
+    ASSERT_FALSE(res.rows.empty());
+    ASSERT_TRUE(res.summary.has_value());
+    for (const auto& r : res.rows) EXPECT_EQ(r.cycle, last_cycle);
+    EXPECT_GE(last_cycle, 1) << "stopped before the soak ran a second cycle";
+  }
+  std::string json_ = tmp("r.json"), csv_ = tmp("r.csv"), jsonl_ = tmp("r.jsonl");
+};
+
+TEST_F(PerfStop, CtrlCToCollieLaunchStopsEveryRankAfterTheSameRow) {
+  // A grace far above the test's wait: only a clean stop ends the job in time.
+  auto argv = perf_args({COLLIE_BIN, "launch", "-np", "4", "--grace", "60s", "--", COLLIE_BIN});
+  argv.push_back("-N");
+  argv.push_back("0");
+  ChildProcess job(argv, {});
+  wait_for_rows(job, 40);
+  const auto t0 = std::chrono::steady_clock::now();
+  job.signal(SIGINT);
+  const auto rc = job.wait(15s);
+  ASSERT_TRUE(rc.has_value()) << "still running 15 s after SIGINT\n" << job.err();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 10s);
+  EXPECT_EQ(*rc, 130) << job.err();
+  const std::string err = job.err();
+  EXPECT_NE(err.find("[0] collie perf: stopped by Interrupt after"), std::string::npos) << err;
+  EXPECT_EQ(err.find("Killed"), std::string::npos) << err;
+  expect_results_complete(job.out());
+}
+
+TEST_F(PerfStop, SigtermToPerfNpEndsTheDurationSoakWith143) {
+  auto argv = perf_args({COLLIE_BIN});
+  for (const char* a : {"-np", "3", "--duration", "10m"}) argv.push_back(a);
+  ChildProcess job(argv, {});
+  wait_for_rows(job, 30);
+  job.signal(SIGTERM);
+  const auto rc = job.wait(15s);
+  ASSERT_TRUE(rc.has_value()) << "still running 15 s after SIGTERM\n" << job.err();
+  EXPECT_EQ(*rc, 143) << job.err();
+  EXPECT_NE(job.err().find("collie perf: stopped by Terminated after"), std::string::npos)
+      << job.err();
+  expect_results_complete(job.out());
+}
+
+TEST_F(PerfStop, ASignalToOneRankStopsThemAll) {
+  // Only rank 2 is told to stop (as a batch system might); its flag reaches the others with the
+  // next row's results, so rank 0 (never signalled) ends the run and writes every result.
+  auto argv = perf_args({COLLIE_BIN, "launch", "-np", "3", "--grace", "60s", "--", COLLIE_BIN});
+  argv.push_back("-N");
+  argv.push_back("0");
+  ChildProcess job(argv, {{"COLLIE_LOG_LEVEL", "info"}});
+  wait_for_rows(job, 30);
+  // Rank 2's pid from the launcher's children (ranks are its direct children, spawned in order).
+  std::vector<pid_t> kids;
+  std::istringstream in(read_file("/proc/" + std::to_string(job.pid()) + "/task/" +
+                                  std::to_string(job.pid()) + "/children"));
+  for (pid_t p; in >> p;) kids.push_back(p);
+  ASSERT_EQ(kids.size(), 3u);
+  kill(kids[2], SIGTERM);
+  const auto rc = job.wait(15s);
+  ASSERT_TRUE(rc.has_value()) << "still running 15 s after SIGTERM to rank 2\n" << job.err();
+  EXPECT_EQ(*rc, 143) << job.err();  // rank 2's status, reported by the launcher
+  EXPECT_NE(job.err().find("[0] collie perf: stopped by Terminated after"), std::string::npos)
+      << job.err();
+  expect_results_complete(job.out());
+}
+
+}  // namespace
