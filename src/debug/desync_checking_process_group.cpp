@@ -42,6 +42,7 @@ DesyncCheckingProcessGroup::DesyncCheckingProcessGroup(std::shared_ptr<ProcessGr
                                                        std::shared_ptr<Store> store)
     : ProcessGroupWrapper(std::move(inner)),
       store_(store ? std::move(store) : info().store),
+      checker_store_(store_->clone()),
       sample_(sample_every == 0 ? 1 : sample_every),
       sends_(static_cast<size_t>(size()), 0),
       recvs_(static_cast<size_t>(size()), 0) {
@@ -126,9 +127,9 @@ std::shared_ptr<Work> DesyncCheckingProcessGroup::after(const OpCall& call,
   post([this, c, checked, timeout, where] {
     std::optional<Fingerprint> theirs;
     try {
-      store_->wait({c.theirs}, timeout);
-      theirs = Fingerprint::decode(store_->get(c.theirs));
-      store_->delete_key(c.theirs);
+      checker_store_->wait({c.theirs}, timeout);
+      theirs = Fingerprint::decode(checker_store_->get(c.theirs));
+      checker_store_->delete_key(c.theirs);
     } catch (const StoreError&) {
     } catch (const std::exception& e) {
       checked->complete(std::make_exception_ptr(e));

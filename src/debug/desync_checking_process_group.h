@@ -64,6 +64,9 @@ class DesyncCheckingProcessGroup : public ProcessGroupWrapper {
   [[noreturn]] void fail(const std::string& msg);
 
   const std::shared_ptr<Store> store_;
+  // The checker thread's own client: its parked waits must not hold up the caller's requests
+  // (a TcpStore serializes a connection's requests; a peer's key may depend on this rank's).
+  const std::shared_ptr<Store> checker_store_;
   const uint64_t sample_;
   std::vector<uint64_t> sends_;  // per peer: sends so far
   std::vector<uint64_t> recvs_;  // per peer: recvs so far

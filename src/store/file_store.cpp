@@ -145,6 +145,10 @@ void FileStore::write_set(Locked& lk, const std::string& key) {
   write_record(lk, w);
 }
 
+std::shared_ptr<Store> FileStore::clone() {
+  return std::make_shared<FileStore>(path_, 0, timeout());
+}
+
 void FileStore::set(const std::string& key, const Bytes& value) { multi_set({key}, {value}); }
 
 void FileStore::multi_set(const std::vector<std::string>& keys, const std::vector<Bytes>& values) {

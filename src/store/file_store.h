@@ -26,6 +26,8 @@ class FileStore : public Store {
   FileStore(std::string path, int num_workers = 0, Millis timeout = kDefaultTimeout);
   ~FileStore() override;
 
+  // Opens the file again (not counted in num_workers).
+  std::shared_ptr<Store> clone() override;
   void set(const std::string& key, const Bytes& value) override;
   Bytes get(const std::string& key) override;
   int64_t add(const std::string& key, int64_t delta) override;

@@ -16,12 +16,16 @@ int64_t parse_counter(const Bytes& value, const std::string& key) {
   return out;
 }
 
+std::shared_ptr<Store> HashStore::clone() {
+  return std::shared_ptr<HashStore>(new HashStore(s_, timeout()));
+}
+
 void HashStore::set(const std::string& key, const Bytes& value) {
   {
-    std::lock_guard<std::mutex> lk(mu_);
-    map_[key] = value;
+    std::lock_guard<std::mutex> lk(s_->mu);
+    s_->map[key] = value;
   }
-  cv_.notify_all();
+  s_->cv.notify_all();
 }
 
 void HashStore::wait_locked(std::unique_lock<std::mutex>& lk, const std::vector<std::string>& keys,
@@ -30,11 +34,11 @@ void HashStore::wait_locked(std::unique_lock<std::mutex>& lk, const std::vector<
   const auto deadline = start + resolve(timeout);
   auto ready = [&] {
     for (const auto& k : keys) {
-      if (map_.find(k) == map_.end()) return false;
+      if (s_->map.find(k) == s_->map.end()) return false;
     }
     return true;
   };
-  if (!cv_.wait_until(lk, deadline, ready)) {
+  if (!s_->cv.wait_until(lk, deadline, ready)) {
     throw_store_timeout(
         keys, std::chrono::duration_cast<Millis>(std::chrono::steady_clock::now() - start),
         "HashStore");
@@ -42,44 +46,44 @@ void HashStore::wait_locked(std::unique_lock<std::mutex>& lk, const std::vector<
 }
 
 Bytes HashStore::get(const std::string& key) {
-  std::unique_lock<std::mutex> lk(mu_);
+  std::unique_lock<std::mutex> lk(s_->mu);
   wait_locked(lk, {key}, kUseGroupTimeout);
-  return map_[key];
+  return s_->map[key];
 }
 
 int64_t HashStore::add(const std::string& key, int64_t delta) {
   int64_t v;
   {
-    std::lock_guard<std::mutex> lk(mu_);
-    auto it = map_.find(key);
-    v = (it == map_.end() ? 0 : parse_counter(it->second, key)) + delta;
-    map_[key] = to_bytes(std::to_string(v));
+    std::lock_guard<std::mutex> lk(s_->mu);
+    auto it = s_->map.find(key);
+    v = (it == s_->map.end() ? 0 : parse_counter(it->second, key)) + delta;
+    s_->map[key] = to_bytes(std::to_string(v));
   }
-  cv_.notify_all();
+  s_->cv.notify_all();
   return v;
 }
 
 bool HashStore::check(const std::vector<std::string>& keys) {
-  std::lock_guard<std::mutex> lk(mu_);
+  std::lock_guard<std::mutex> lk(s_->mu);
   for (const auto& k : keys) {
-    if (map_.find(k) == map_.end()) return false;
+    if (s_->map.find(k) == s_->map.end()) return false;
   }
   return true;
 }
 
 void HashStore::wait(const std::vector<std::string>& keys, Millis timeout) {
-  std::unique_lock<std::mutex> lk(mu_);
+  std::unique_lock<std::mutex> lk(s_->mu);
   wait_locked(lk, keys, timeout);
 }
 
 Bytes HashStore::compare_set(const std::string& key, const Bytes& expected, const Bytes& desired) {
   Bytes result;
   {
-    std::lock_guard<std::mutex> lk(mu_);
-    auto it = map_.find(key);
-    if (it == map_.end()) {
+    std::lock_guard<std::mutex> lk(s_->mu);
+    auto it = s_->map.find(key);
+    if (it == s_->map.end()) {
       if (!expected.empty()) return expected;  // torch semantics: missing key returns expected
-      map_[key] = desired;
+      s_->map[key] = desired;
       result = desired;
     } else if (it->second == expected) {
       it->second = desired;
@@ -88,35 +92,35 @@ Bytes HashStore::compare_set(const std::string& key, const Bytes& expected, cons
       return it->second;
     }
   }
-  cv_.notify_all();
+  s_->cv.notify_all();
   return result;
 }
 
 bool HashStore::delete_key(const std::string& key) {
-  std::lock_guard<std::mutex> lk(mu_);
-  return map_.erase(key) > 0;
+  std::lock_guard<std::mutex> lk(s_->mu);
+  return s_->map.erase(key) > 0;
 }
 
 int64_t HashStore::num_keys() {
-  std::lock_guard<std::mutex> lk(mu_);
-  return static_cast<int64_t>(map_.size());
+  std::lock_guard<std::mutex> lk(s_->mu);
+  return static_cast<int64_t>(s_->map.size());
 }
 
 void HashStore::append(const std::string& key, const Bytes& value) {
   {
-    std::lock_guard<std::mutex> lk(mu_);
-    auto& v = map_[key];
+    std::lock_guard<std::mutex> lk(s_->mu);
+    auto& v = s_->map[key];
     v.insert(v.end(), value.begin(), value.end());
   }
-  cv_.notify_all();
+  s_->cv.notify_all();
 }
 
 std::vector<Bytes> HashStore::multi_get(const std::vector<std::string>& keys) {
-  std::unique_lock<std::mutex> lk(mu_);
+  std::unique_lock<std::mutex> lk(s_->mu);
   wait_locked(lk, keys, kUseGroupTimeout);
   std::vector<Bytes> out;
   out.reserve(keys.size());
-  for (const auto& k : keys) out.push_back(map_[k]);
+  for (const auto& k : keys) out.push_back(s_->map[k]);
   return out;
 }
 
@@ -126,10 +130,10 @@ void HashStore::multi_set(const std::vector<std::string>& keys, const std::vecto
                           std::to_string(values.size()) + " values");
   }
   {
-    std::lock_guard<std::mutex> lk(mu_);
-    for (size_t i = 0; i < keys.size(); ++i) map_[keys[i]] = values[i];
+    std::lock_guard<std::mutex> lk(s_->mu);
+    for (size_t i = 0; i < keys.size(); ++i) s_->map[keys[i]] = values[i];
   }
-  cv_.notify_all();
+  s_->cv.notify_all();
 }
 
 }  // namespace collie

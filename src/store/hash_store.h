@@ -4,6 +4,7 @@
 // Thread-safe.
 #include <condition_variable>
 #include <map>
+#include <memory>
 #include <mutex>
 
 #include "store/store.h"
@@ -12,7 +13,11 @@ namespace collie {
 
 class HashStore : public Store {
  public:
-  explicit HashStore(Millis timeout = kDefaultTimeout) : Store(timeout) {}
+  explicit HashStore(Millis timeout = kDefaultTimeout)
+      : Store(timeout), s_(std::make_shared<State>()) {}
+
+  // Another handle on the same map (waits here never block other callers anyway).
+  std::shared_ptr<Store> clone() override;
 
   void set(const std::string& key, const Bytes& value) override;
   Bytes get(const std::string& key) override;
@@ -31,9 +36,13 @@ class HashStore : public Store {
  private:
   void wait_locked(std::unique_lock<std::mutex>& lk, const std::vector<std::string>& keys,
                    Millis timeout);
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::map<std::string, Bytes> map_;
+  struct State {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::map<std::string, Bytes> map;
+  };
+  HashStore(std::shared_ptr<State> s, Millis timeout) : Store(timeout), s_(std::move(s)) {}
+  std::shared_ptr<State> s_;  // shared with clones
 };
 
 // Integer values are stored as decimal text (as torch's stores do), shared by all stores.

@@ -12,6 +12,12 @@ std::vector<std::string> PrefixStore::ks(const std::vector<std::string>& keys) c
   return out;
 }
 
+std::shared_ptr<Store> PrefixStore::clone() {
+  auto c = std::make_shared<PrefixStore>(prefix_, base_->clone());
+  c->set_timeout(timeout());
+  return c;
+}
+
 void PrefixStore::set(const std::string& key, const Bytes& value) { base_->set(k(key), value); }
 // get/multi_get wait with the base store's timeout; a separate wait (one more round trip) is
 // needed only when this view's timeout was changed.

@@ -7,6 +7,7 @@
 // StoreError naming the key(s) and the elapsed time. Non-copyable.
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,13 @@ class Store {
   virtual std::vector<Bytes> set_and_gather(const std::string& drop, const std::string& key,
                                             const Bytes& value,
                                             const std::vector<std::string>& gather, Millis timeout);
+
+  // Another client of the same store with this one's timeout, for a thread that makes blocking
+  // calls (get, wait) while other threads keep using this one: a TcpStore serializes requests
+  // per connection, so a parked wait would hold up every other caller of that client. TcpStore
+  // opens a new connection (REQUIRES: a TcpStore hosting the server outlives its clones),
+  // PrefixStore clones its base, HashStore shares its map, FileStore opens the file again.
+  virtual std::shared_ptr<Store> clone() = 0;
 
   void set(const std::string& key, std::string_view value) { set(key, to_bytes(value)); }
   std::string get_string(const std::string& key) { return to_string(get(key)); }

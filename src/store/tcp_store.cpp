@@ -132,7 +132,8 @@ void put_keys(Writer& w, const std::vector<std::string>& keys) {
 
 }  // namespace
 
-TcpStore::TcpStore(const TcpStoreOptions& opts) : Store(opts.timeout), host_(opts.host) {
+TcpStore::TcpStore(const TcpStoreOptions& opts)
+    : Store(opts.timeout), host_(opts.host), max_message_bytes_(opts.max_message_bytes) {
   port_ = opts.port;
   if (opts.is_server) {
     server_ = std::make_unique<TcpStoreServer>(opts.host, opts.port, opts.max_message_bytes);
@@ -143,6 +144,15 @@ TcpStore::TcpStore(const TcpStoreOptions& opts) : Store(opts.timeout), host_(opt
 
 // The client connection closes before the server stops (members destroy in reverse order).
 TcpStore::~TcpStore() { conn_.reset(); }
+
+std::shared_ptr<Store> TcpStore::clone() {
+  TcpStoreOptions o;
+  o.host = host_;
+  o.port = port_;
+  o.timeout = timeout();
+  o.max_message_bytes = max_message_bytes_;
+  return std::make_shared<TcpStore>(o);
+}
 
 void TcpStore::ping() {
   Writer w = request(Op::kPing);

@@ -40,6 +40,8 @@ class TcpStore : public Store {
   void ping();
   const std::string& host() const { return host_; }
 
+  // A new connection to the same server (a client only).
+  std::shared_ptr<Store> clone() override;
   void set(const std::string& key, const Bytes& value) override;
   Bytes get(const std::string& key) override;
   int64_t add(const std::string& key, int64_t delta) override;
@@ -63,6 +65,7 @@ class TcpStore : public Store {
   std::unique_ptr<Connection> conn_;
   std::string host_;
   uint16_t port_ = 0;
+  size_t max_message_bytes_;
 };
 
 }  // namespace collie

@@ -161,6 +161,22 @@ TEST_P(StoreConformance, SetAndGatherTimeoutNamesMissingKeyAndKeepsTheSet) {
   EXPECT_EQ(s().get_string("after"), "ok");
 }
 
+TEST_P(StoreConformance, CloneIsAnotherClientWhoseWaitsBlockNobody) {
+  auto c = s().clone();
+  EXPECT_EQ(c->timeout(), s().timeout());
+  c->set("from_clone", "1");
+  EXPECT_EQ(s().get_string("from_clone"), "1");
+  // A wait parked on the clone must not hold up the original's requests.
+  std::thread waiter([c] { c->wait({"late_key"}, std::chrono::seconds(10)); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const auto start = std::chrono::steady_clock::now();
+  s().set("unrelated", "x");
+  EXPECT_EQ(s().get_string("unrelated"), "x");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+  s().set("late_key", "now");
+  waiter.join();
+}
+
 INSTANTIATE_TEST_SUITE_P(AllStores, StoreConformance, ::testing::ValuesIn(all_store_factories()),
                          [](const auto& info) { return info.param.name; });
 
