@@ -39,13 +39,16 @@ bool sampled(uint64_t n, uint64_t every) { return (n - 1) % every == 0; }
 
 DesyncCheckingProcessGroup::DesyncCheckingProcessGroup(std::shared_ptr<ProcessGroup> inner,
                                                        uint64_t sample_every,
-                                                       std::shared_ptr<Store> store)
+                                                       std::shared_ptr<Store> store,
+                                                       std::shared_ptr<ProcessGroup> side)
     : ProcessGroupWrapper(std::move(inner)),
       store_(store ? std::move(store) : info().store),
       checker_store_(store_->clone()),
       sample_(sample_every == 0 ? 1 : sample_every),
       sends_(static_cast<size_t>(size()), 0),
-      recvs_(static_cast<size_t>(size()), 0) {
+      recvs_(static_cast<size_t>(size()), 0),
+      exchange_(side ? make_side_group_exchange(std::move(side), store_)
+                     : make_store_exchange(store_, rank(), size())) {
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -94,26 +97,16 @@ void DesyncCheckingProcessGroup::before(const OpCall& call) {
 }
 
 void DesyncCheckingProcessGroup::check_collective_call(const OpCall& call) {
-  const int n = size();
-  std::vector<std::string> keys;
-  keys.reserve(n);
-  for (int r = 0; r < n; ++r) keys.push_back(fmt::format("desync/c/{}/{}", call.seq, r));
-  const Fingerprint mine = Fingerprint::of(call, info().global_ranks[rank()], n);
-  std::vector<std::optional<Fingerprint>> fps(n);
-  try {
-    // One round trip: drop our key of two checks ago, publish ours, gather everyone's.
-    auto vals =
-        store_->set_and_gather(old_keys_[0], keys[rank()], mine.encode(), keys, call.timeout);
-    for (int r = 0; r < n; ++r) fps[r] = Fingerprint::decode(vals[r]);
-    old_keys_[0] = std::move(old_keys_[1]);
-    old_keys_[1] = keys[rank()];
-  } catch (const StoreError&) {
-    // Someone did not arrive in time: read what did arrive so the error names the missing.
-    for (int r = 0; r < n; ++r) {
-      if (store_->check({keys[r]})) fps[r] = Fingerprint::decode(store_->get(keys[r]));
-    }
+  const Fingerprint mine = Fingerprint::of(call, info().global_ranks[rank()], size());
+  const auto g = exchange_->exchange(mine, call.timeout);
+  if (auto msg = check_collective(g.fps, call.timeout, info().global_ranks, g.splits_pairs_of)) {
+    fail(*msg);
   }
-  if (auto msg = check_collective(fps, call.timeout, info().global_ranks)) fail(*msg);
+}
+
+void DesyncCheckingProcessGroup::shutdown() {
+  exchange_->shutdown();
+  ProcessGroupWrapper::shutdown();
 }
 
 std::shared_ptr<Work> DesyncCheckingProcessGroup::after(const OpCall& call,
@@ -185,8 +178,16 @@ const bool kRegistered = register_wrapper(WrapperRegistration{
     [](std::shared_ptr<ProcessGroup> pg, const BackendArgs& args) -> std::shared_ptr<ProcessGroup> {
       if (debug_level() != DebugLevel::Detail || !pg->info().store) return pg;
       const Env& env = args.env ? *args.env : Env::process();
-      return std::make_shared<DesyncCheckingProcessGroup>(
-          std::move(pg), DesyncCheckingProcessGroup::sample_from_env(env));
+      const uint64_t sample = DesyncCheckingProcessGroup::sample_from_env(env);
+      std::shared_ptr<ProcessGroup> side;
+      try {
+        side = make_side_group(*pg, "desync_side");
+      } catch (const std::exception& e) {
+        log(LogLevel::Warning, "DETAIL: no side group for fingerprints ({}); using the store",
+            e.what());
+      }
+      return std::make_shared<DesyncCheckingProcessGroup>(std::move(pg), sample, nullptr,
+                                                          std::move(side));
     }});
 
 }  // namespace

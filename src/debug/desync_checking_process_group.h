@@ -1,16 +1,16 @@
 #pragma once
 // DesyncCheckingProcessGroup (COLLIE_DEBUG=DETAIL): checks that every rank makes the same call.
 //
-// Collectives: before forwarding, each rank writes its fixed-size Fingerprint to the group's
-// store under the op's seq and reads everyone's in one pipelined round trip
-// (Store::set_and_gather), versus torch's barrier + two allgathers. Ranks that disagree get a
-// DesyncError grouping ranks by what they called; a rank that does not arrive within the op's
-// timeout is named. Nothing is sent on the backend when the check fails. Send/recv: checked
-// pairwise and off the caller's thread (a blocking check could deadlock legal patterns where both
-// peers send first): the k-th send r->q is compared with q's k-th recv from r by a checker thread,
-// and the Work handed back completes only when both the backend op and the check are done
-// (DesyncError when the peer's call differs or never comes). COLLIE_DESYNC_SAMPLE=N checks only ops
-// whose seq (per-pair count for p2p) is a multiple of N.
+// Collectives: before forwarding, the ranks exchange fixed-size Fingerprints once (see
+// debug/fingerprint_exchange.h: an all_to_all on a side Gloo group, or one pipelined store round
+// trip), versus torch's barrier + two allgathers. Ranks that disagree get a DesyncError grouping
+// ranks by what they called; a rank that does not arrive within the op's timeout is named.
+// Nothing is sent on the backend when the check fails.
+// Send/recv: checked pairwise and off the caller's thread (a blocking check could deadlock legal
+// patterns where both peers send first): the k-th send r->q is compared with q's k-th recv from
+// r by a checker thread, and the Work handed back completes only when both the backend op and
+// the check are done (DesyncError when the peer's call differs or never comes).
+// COLLIE_DESYNC_SAMPLE=N checks only ops whose seq (per-pair count for p2p) is a multiple of N.
 //
 // Ownership: shares the inner group; owns its checker thread (joined on destruction).
 // Thread safety: as ProcessGroup (one submitting thread per group).
@@ -24,6 +24,7 @@
 
 #include "comm/wrapper.h"
 #include "debug/fingerprint.h"
+#include "debug/fingerprint_exchange.h"
 
 namespace collie {
 
@@ -35,15 +36,20 @@ inline constexpr int kDesyncWrapperOrder = 5;
 
 class DesyncCheckingProcessGroup : public ProcessGroupWrapper {
  public:
-  // `store` carries the fingerprints (default: the group's store, info().store). Two checkers over
-  // one group (a benchmark comparing sampling rates) need stores of their own: keys name seqs.
+  // `side`: a group over the same ranks (make_side_group) that carries the collectives'
+  // fingerprints; null = they go through the store. `store` carries the p2p checks and the
+  // store exchange (default: the group's store, info().store); two checkers over one group (a
+  // benchmark comparing sampling rates) need stores of their own, since keys name seqs.
   // REQUIRES: store or inner->info().store is set. sample_every >= 1.
   DesyncCheckingProcessGroup(std::shared_ptr<ProcessGroup> inner, uint64_t sample_every = 1,
-                             std::shared_ptr<Store> store = nullptr);
+                             std::shared_ptr<Store> store = nullptr,
+                             std::shared_ptr<ProcessGroup> side = nullptr);
   ~DesyncCheckingProcessGroup() override;
 
   // COLLIE_DESYNC_SAMPLE (default 1); throws InvalidArgument when not a positive integer.
   static uint64_t sample_from_env(const Env& env);
+
+  void shutdown() override;
 
  protected:
   void before(const OpCall& call) override;
@@ -68,13 +74,10 @@ class DesyncCheckingProcessGroup : public ProcessGroupWrapper {
   // (a TcpStore serializes a connection's requests; a peer's key may depend on this rank's).
   const std::shared_ptr<Store> checker_store_;
   const uint64_t sample_;
-  std::vector<uint64_t> sends_;  // per peer: sends so far
-  std::vector<uint64_t> recvs_;  // per peer: recvs so far
-  // This rank's keys of its last two checks. A rank sets its key of check k only after its
-  // gather of check k-1 was answered, so once check k has gathered every key nobody reads the
-  // keys of check k-1 any more: the next check drops ours (old_keys_[0]).
-  std::string old_keys_[2];
-  P2PCheck p2p_;  // set by before(), consumed by after()
+  std::vector<uint64_t> sends_;                    // per peer: sends so far
+  std::vector<uint64_t> recvs_;                    // per peer: recvs so far
+  std::unique_ptr<FingerprintExchange> exchange_;  // collectives
+  P2PCheck p2p_;                                   // set by before(), consumed by after()
 
   std::mutex mu_;
   std::condition_variable cv_;

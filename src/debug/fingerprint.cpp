@@ -25,13 +25,14 @@ struct Writer {
 };
 
 struct Reader {
-  const Bytes& b;
+  const uint8_t* p;
+  size_t size;
   size_t pos = 0;
   template <typename T>
   T get() {
-    if (pos + sizeof(T) > b.size()) throw DesyncError("malformed fingerprint from a peer");
+    if (pos + sizeof(T) > size) throw DesyncError("malformed fingerprint from a peer");
     T v;
-    std::memcpy(&v, b.data() + pos, sizeof(T));
+    std::memcpy(&v, p + pos, sizeof(T));
     pos += sizeof(T);
     return v;
   }
@@ -98,8 +99,10 @@ Bytes Fingerprint::encode() const {
   return std::move(w.b);
 }
 
-Fingerprint Fingerprint::decode(const Bytes& b) {
-  Reader r{b};
+Fingerprint Fingerprint::decode(const Bytes& b) { return decode(b.data(), b.size()); }
+
+Fingerprint Fingerprint::decode(const uint8_t* p, size_t n) {
+  Reader r{p, n};
   if (r.get<uint32_t>() != kMagic) throw DesyncError("malformed fingerprint from a peer");
   Fingerprint f;
   f.rank = r.get<int32_t>();
@@ -118,6 +121,41 @@ Fingerprint Fingerprint::decode(const Bytes& b) {
   for (auto& v : f.input_splits) v = r.get<int64_t>();
   f.output_splits.resize(std::min<uint32_t>(r.get<uint32_t>(), 1u << 20));
   for (auto& v : f.output_splits) v = r.get<int64_t>();
+  return f;
+}
+
+void Fingerprint::encode_records(int n, uint8_t* out) const {
+  // One encoding with one-element splits; each record patches in its pair's two values (the
+  // encoding ends with: u32 1, i64 sent, u32 1, i64 expected).
+  Fingerprint pair = *this;
+  pair.input_splits = {0};
+  pair.output_splits = {0};
+  const Bytes b = pair.encode();
+  if (b.size() > kRecordBytes) throw Error("fingerprint record larger than kRecordBytes");
+  const size_t expected_at = b.size() - sizeof(int64_t);
+  const size_t sent_at = expected_at - sizeof(uint32_t) - sizeof(int64_t);
+  for (int dest = 0; dest < n; ++dest) {
+    uint8_t* rec = out + static_cast<size_t>(dest) * kRecordBytes;
+    std::memcpy(rec, b.data(), b.size());
+    std::memset(rec + b.size(), 0, kRecordBytes - b.size());
+    const auto d = static_cast<size_t>(dest);
+    const int64_t sent = input_splits.empty() ? static_cast<int64_t>(count) : input_splits[d];
+    const int64_t expected = output_splits.empty() ? static_cast<int64_t>(count) : output_splits[d];
+    std::memcpy(rec + sent_at, &sent, sizeof(sent));
+    std::memcpy(rec + expected_at, &expected, sizeof(expected));
+  }
+}
+
+Fingerprint Fingerprint::decode_record(const uint8_t* in, int me, int n) {
+  Fingerprint f = decode(in, kRecordBytes);
+  if (f.input_splits.size() != 1 || f.output_splits.size() != 1 || me < 0 || me >= n) {
+    throw DesyncError("malformed fingerprint record from a peer");
+  }
+  const int64_t sent = f.input_splits[0], expected = f.output_splits[0];
+  f.input_splits.assign(static_cast<size_t>(n), 0);
+  f.output_splits.assign(static_cast<size_t>(n), 0);
+  f.input_splits[static_cast<size_t>(me)] = sent;
+  f.output_splits[static_cast<size_t>(me)] = expected;
   return f;
 }
 
@@ -153,7 +191,8 @@ std::vector<std::string> differing_fields(const Fingerprint& a, const Fingerprin
 }
 
 std::optional<std::string> check_collective(const std::vector<std::optional<Fingerprint>>& fps,
-                                            Millis waited, const std::vector<int>& global_ranks) {
+                                            Millis waited, const std::vector<int>& global_ranks,
+                                            int only_pairs_of) {
   // Group ranks by what they called, in order of first appearance.
   std::vector<std::pair<Fingerprint, std::vector<int>>> groups;
   std::vector<int> missing;
@@ -179,6 +218,10 @@ std::optional<std::string> check_collective(const std::vector<std::optional<Fing
     const size_t n = fps.size();
     for (size_t r = 0; r < n; ++r) {
       for (size_t q = 0; q < n; ++q) {
+        if (only_pairs_of >= 0 && static_cast<int>(r) != only_pairs_of &&
+            static_cast<int>(q) != only_pairs_of) {
+          continue;
+        }
         const auto& s = fps[r]->input_splits;
         const auto& o = fps[q]->output_splits;
         const int64_t sent = s.empty() ? static_cast<int64_t>(fps[r]->count) : s[q];

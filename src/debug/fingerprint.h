@@ -32,6 +32,17 @@ struct Fingerprint {
   Bytes encode() const;
   // Throws DesyncError when the bytes are not a fingerprint (a peer from another version).
   static Fingerprint decode(const Bytes& b);
+  static Fingerprint decode(const uint8_t* p, size_t n);
+
+  // DETAIL's side channel sends group rank `dest` a fixed-size record: this fingerprint with the
+  // all_to_all splits cut to the pair (what this rank sends to dest, what it expects from dest),
+  // so a record's size does not grow with the group. encode_records writes the records for
+  // dests 0..n-1 into out (n * kRecordBytes). decode_record, on receiving rank `me` of a group
+  // of n, places the pair's splits at index me (the other entries are 0: check_collective must
+  // then be told to check only the pairs of me).
+  static constexpr size_t kRecordBytes = 160;
+  void encode_records(int n, uint8_t* out) const;
+  static Fingerprint decode_record(const uint8_t* in, int me, int n);
   bool operator==(const Fingerprint&) const = default;
 };
 
@@ -43,10 +54,12 @@ std::vector<std::string> differing_fields(const Fingerprint& a, const Fingerprin
 
 // Compares the fingerprints of every rank of a collective (index = group rank; nullopt = the
 // rank never arrived, named by global_ranks[index] or the index when that is empty). Returns the
-// DesyncError text, or nullopt when they agree.
+// DesyncError text, or nullopt when they agree. only_pairs_of >= 0: all_to_all splits are checked
+// only for the pairs that include that group rank (fingerprints from decode_record).
 std::optional<std::string> check_collective(const std::vector<std::optional<Fingerprint>>& fps,
                                             Millis waited,
-                                            const std::vector<int>& global_ranks = {});
+                                            const std::vector<int>& global_ranks = {},
+                                            int only_pairs_of = -1);
 // Compares a send with its matching recv (either may be missing: nullopt).
 std::optional<std::string> check_p2p(const std::optional<Fingerprint>& send,
                                      const std::optional<Fingerprint>& recv, int sender,

@@ -6,9 +6,12 @@
 #include <functional>
 #include <thread>
 
+#include "comm/registry.h"
+#include "comm/rendezvous.h"
 #include "core/error.h"
 #include "debug/desync_checking_process_group.h"
 #include "debug/fake_backend.h"
+#include "debug/fingerprint_exchange.h"
 
 namespace collie {
 namespace {
@@ -16,20 +19,32 @@ namespace {
 using testing::fake_info;
 using testing::FakeBackend;
 
+// How the collectives' fingerprints travel: the store, or a real Gloo side group (threads).
+enum class Via { Store, SideGroup };
+
 // Runs fn(rank, pg) on `n` threads; returns each rank's error text ("" = no error).
-std::vector<std::string> run_ranks(int n, Millis timeout, uint64_t sample,
+std::vector<std::string> run_ranks(Via via, int n, Millis timeout, uint64_t sample,
                                    const std::function<void(int, ProcessGroup&)>& fn) {
   auto store = std::make_shared<HashStore>(timeout);
   std::vector<std::string> errors(n);
   std::vector<std::thread> ts;
   for (int r = 0; r < n; ++r) {
     ts.emplace_back([&, r] {
-      auto pg = std::make_shared<DesyncCheckingProcessGroup>(
-          std::make_shared<FakeBackend>(fake_info(r, n, store, timeout)), sample);
       try {
-        fn(r, *pg);
-      } catch (const DesyncError& e) {
-        errors[r] = e.what();
+        auto backend = std::make_shared<FakeBackend>(fake_info(r, n, store, timeout));
+        auto side = via == Via::SideGroup ? make_side_group(*backend, "desync_side") : nullptr;
+        auto pg =
+            std::make_shared<DesyncCheckingProcessGroup>(backend, sample, nullptr, std::move(side));
+        try {
+          fn(r, *pg);
+        } catch (const DesyncError& e) {
+          errors[r] = e.what();
+        }
+        // As real ranks do before closing: nobody tears its side group down while a peer still
+        // connects or reads from it.
+        store_barrier(*store, "desync_test_exit", r, n, Millis(10000));
+      } catch (const std::exception& e) {
+        errors[r] = std::string("setup: ") + e.what();
       }
     });
   }
@@ -37,12 +52,21 @@ std::vector<std::string> run_ranks(int n, Millis timeout, uint64_t sample,
   return errors;
 }
 
+void PrintTo(Via v, std::ostream* os) { *os << (v == Via::Store ? "store" : "side group"); }
+
+class DesyncCheck : public ::testing::TestWithParam<Via> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == Via::SideGroup && !find_backend("gloo")) GTEST_SKIP() << "no gloo backend";
+  }
+};
+
 TensorView view(std::vector<float>& v) {
   return TensorView::cpu(v.data(), v.size(), DType::Float32);
 }
 
-TEST(DesyncCheck, MatchingCollectivesPass) {
-  auto errs = run_ranks(3, Millis(2000), 1, [](int, ProcessGroup& pg) {
+TEST_P(DesyncCheck, MatchingCollectivesPass) {
+  auto errs = run_ranks(GetParam(), 3, Millis(2000), 1, [](int, ProcessGroup& pg) {
     std::vector<float> a(16);
     for (int i = 0; i < 5; ++i) pg.all_reduce(view(a))->wait();
     BroadcastOptions bo;
@@ -53,8 +77,8 @@ TEST(DesyncCheck, MatchingCollectivesPass) {
   for (const auto& e : errs) EXPECT_EQ(e, "");
 }
 
-TEST(DesyncCheck, OpMismatchRaisesOnEveryRankAndNothingRuns) {
-  auto errs = run_ranks(3, Millis(2000), 1, [](int r, ProcessGroup& pg) {
+TEST_P(DesyncCheck, OpMismatchRaisesOnEveryRankAndNothingRuns) {
+  auto errs = run_ranks(GetParam(), 3, Millis(2000), 1, [](int r, ProcessGroup& pg) {
     std::vector<float> a(1024);
     pg.all_reduce(view(a))->wait();
     if (r == 2) {
@@ -74,9 +98,9 @@ TEST(DesyncCheck, OpMismatchRaisesOnEveryRankAndNothingRuns) {
   }
 }
 
-TEST(DesyncCheck, MissingRankIsNamedWithinTheTimeout) {
+TEST_P(DesyncCheck, MissingRankIsNamedWithinTheTimeout) {
   const auto start = std::chrono::steady_clock::now();
-  auto errs = run_ranks(3, Millis(300), 1, [](int r, ProcessGroup& pg) {
+  auto errs = run_ranks(GetParam(), 3, Millis(300), 1, [](int r, ProcessGroup& pg) {
     std::vector<float> a(4);
     pg.all_reduce(view(a))->wait();
     if (r != 1) pg.all_reduce(view(a))->wait();
@@ -86,9 +110,9 @@ TEST(DesyncCheck, MissingRankIsNamedWithinTheTimeout) {
   EXPECT_EQ(errs[1], "");
 }
 
-TEST(DesyncCheck, SamplingChecksEveryNthSeqOnly) {
+TEST_P(DesyncCheck, SamplingChecksEveryNthSeqOnly) {
   // seq 2 differs but is not sampled with N = 2 (seqs 1, 3, 5 are); seq 3 differs and is.
-  auto errs = run_ranks(2, Millis(1000), 2, [](int r, ProcessGroup& pg) {
+  auto errs = run_ranks(GetParam(), 2, Millis(1000), 2, [](int r, ProcessGroup& pg) {
     std::vector<float> a(8), b(4);
     pg.all_reduce(view(a))->wait();
     pg.all_reduce(r == 0 ? view(a) : view(b))->wait();
@@ -98,9 +122,9 @@ TEST(DesyncCheck, SamplingChecksEveryNthSeqOnly) {
   EXPECT_NE(errs[1].find("Differs in: element count"), std::string::npos) << errs[1];
 }
 
-TEST(DesyncCheck, SendRecvCheckedPairwiseWithoutDeadlock) {
+TEST_P(DesyncCheck, SendRecvCheckedPairwiseWithoutDeadlock) {
   // Both ranks send first: legal with buffered sends, must not deadlock in the checker.
-  auto errs = run_ranks(2, Millis(1000), 1, [](int r, ProcessGroup& pg) {
+  auto errs = run_ranks(GetParam(), 2, Millis(1000), 1, [](int r, ProcessGroup& pg) {
     std::vector<float> a(8), b(8);
     auto s = pg.send(view(a), 1 - r);
     auto q = pg.recv(view(b), 1 - r);
@@ -111,8 +135,8 @@ TEST(DesyncCheck, SendRecvCheckedPairwiseWithoutDeadlock) {
   EXPECT_EQ(errs[1], "");
 }
 
-TEST(DesyncCheck, SendRecvCountMismatchAndUnmatchedSend) {
-  auto errs = run_ranks(2, Millis(500), 1, [](int r, ProcessGroup& pg) {
+TEST_P(DesyncCheck, SendRecvCountMismatchAndUnmatchedSend) {
+  auto errs = run_ranks(GetParam(), 2, Millis(500), 1, [](int r, ProcessGroup& pg) {
     std::vector<float> a(8), b(4);
     if (r == 0) {
       pg.send(view(a), 1)->wait();
@@ -126,13 +150,44 @@ TEST(DesyncCheck, SendRecvCountMismatchAndUnmatchedSend) {
             std::string::npos)
       << errs[0];
   EXPECT_NE(errs[1].find("Differs in: element count"), std::string::npos) << errs[1];
-  errs = run_ranks(2, Millis(300), 1, [](int r, ProcessGroup& pg) {
+  errs = run_ranks(GetParam(), 2, Millis(300), 1, [](int r, ProcessGroup& pg) {
     std::vector<float> a(8);
     if (r == 0) pg.send(view(a), 1)->wait();
   });
   EXPECT_NE(errs[0].find("rank 1 posted no matching recv within 300 ms"), std::string::npos)
       << errs[0];
 }
+
+TEST_P(DesyncCheck, AllToAllSplitsMismatchNamesThePairOnBothOfItsRanks) {
+  // Rank 0 sends 3 elements to rank 1, which expects 2; every other pair agrees.
+  auto errs = run_ranks(GetParam(), 3, Millis(2000), 1, [](int r, ProcessGroup& pg) {
+    std::vector<int64_t> in_splits = {2, 2, 2}, out_splits = {2, 2, 2};
+    if (r == 0) in_splits = {2, 3, 1};
+    if (r == 2) out_splits = {1, 2, 2};
+    std::vector<float> in(6), out(r == 2 ? 5 : 6);
+    AllToAllOptions o;
+    o.input_splits = in_splits;
+    o.output_splits = out_splits;
+    pg.all_to_all(view(in), view(out), o)->wait();
+  });
+  for (int r : {0, 1}) {
+    EXPECT_NE(errs[r].find("Differs in: all_to_all splits (rank 0 sends 3 elements to rank 1, "
+                           "which expects 2)"),
+              std::string::npos)
+        << "rank " << r << ": " << errs[r];
+  }
+  // The store shows rank 2 every pair; the side group only its own pairs, which agree.
+  if (GetParam() == Via::Store) {
+    EXPECT_NE(errs[2], "");
+  } else {
+    EXPECT_EQ(errs[2], "");
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Exchange, DesyncCheck, ::testing::Values(Via::Store, Via::SideGroup),
+                         [](const auto& info) {
+                           return info.param == Via::Store ? "Store" : "SideGroup";
+                         });
 
 }  // namespace
 }  // namespace collie

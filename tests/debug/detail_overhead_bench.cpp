@@ -3,8 +3,9 @@
 //   raw        the backend itself (no wrapper)
 //   OFF        the always-on tracing wrapper (flight recorder, watchdog, metrics)
 //   INFO       the same stack with the debug level set to INFO at run time
-//   DETAIL     desync checks under tracing
-//   DETAIL/16  desync checks on every 16th op (COLLIE_DESYNC_SAMPLE=16)
+//   DETAIL     desync checks under tracing, fingerprints on a side Gloo group (the default)
+//   DETAIL/16  the same on every 16th op (COLLIE_DESYNC_SAMPLE=16)
+//   DET/store  desync checks with fingerprints through the store (the fallback without Gloo)
 // Modes run in short blocks in an order that rotates every round, so this shared machine's noise
 // falls on all of them alike; each ratio is the median over rounds of the two modes' block times
 // in the same round. Run through scripts/bench/detail_overhead.sh.
@@ -32,8 +33,8 @@ struct Size {
   size_t bytes;
   int iters;  // per block
 };
-const std::vector<Size> kSizes = {{8, 200}, {64 << 10, 40}, {16 << 20, 2}};
-const std::vector<std::string> kModes = {"raw", "OFF", "INFO", "DETAIL", "DETAIL/16"};
+const std::vector<Size> kSizes = {{8, 1000}, {64 << 10, 100}, {16 << 20, 3}};
+const std::vector<std::string> kModes = {"raw", "OFF", "INFO", "DETAIL", "DETAIL/16", "DET/store"};
 
 double per_op_us(ProcessGroup& pg, std::vector<float>& buf, size_t count, int iters) {
   TensorView t = TensorView::cpu(buf.data(), count, DType::Float32);
@@ -57,12 +58,17 @@ std::string measure(testing::RankContext& ctx, int rounds) {
   ProcessGroup& backend = backend_of(*ctx.pg);
   std::shared_ptr<ProcessGroup> raw(ctx.pg, &backend);  // aliases ctx.pg's ownership
   auto store = ctx.pg->info().store;
-  auto detail = std::make_shared<TracingProcessGroup>(std::make_shared<DesyncCheckingProcessGroup>(
-      raw, 1, std::make_shared<PrefixStore>("bench_detail", store)));
-  auto detail16 =
-      std::make_shared<TracingProcessGroup>(std::make_shared<DesyncCheckingProcessGroup>(
-          raw, 16, std::make_shared<PrefixStore>("bench_detail16", store)));
-  ProcessGroup* stacks[] = {raw.get(), ctx.pg.get(), ctx.pg.get(), detail.get(), detail16.get()};
+  // Built as the "desync" wrapper builds DETAIL groups; each checker gets its own namespace.
+  auto checked = [&](uint64_t sample, const std::string& tag, bool side) {
+    return std::make_shared<TracingProcessGroup>(std::make_shared<DesyncCheckingProcessGroup>(
+        raw, sample, std::make_shared<PrefixStore>(tag, store),
+        side ? make_side_group(*raw, tag + "_side") : nullptr));
+  };
+  auto detail = checked(1, "bench_detail", true);
+  auto detail16 = checked(16, "bench_detail16", true);
+  auto detail_store = checked(1, "bench_detail_store", false);
+  ProcessGroup* stacks[] = {raw.get(),    ctx.pg.get(),   ctx.pg.get(),
+                            detail.get(), detail16.get(), detail_store.get()};
   const size_t nm = kModes.size();
 
   std::vector<float> buf((16 << 20) / sizeof(float), 1.0f);
@@ -86,7 +92,7 @@ std::string measure(testing::RankContext& ctx, int rounds) {
     out += fmt::format("{}", s.bytes);
     for (size_t m = 0; m < nm; ++m) out += fmt::format(" {}", median(times[m]));
     for (size_t m = 1; m < nm; ++m) out += fmt::format(" {}", ratio(m, 0));
-    out += fmt::format(" {} {}\n", ratio(3, 1), ratio(4, 1));
+    out += fmt::format(" {} {} {}\n", ratio(3, 1), ratio(4, 1), ratio(5, 1));
   }
   return out;
 }
@@ -139,17 +145,28 @@ int main(int argc, char** argv) {
       "# per-op time in us (median of %d blocks per mode, modes interleaved);\n"
       "# ratios: median over rounds of the per-round ratio (same round, same noise)\n",
       rounds);
-  std::printf("%10s %9s %9s %9s %9s %10s | %7s %8s %7s %9s | %7s %9s\n", "bytes", "raw", "OFF",
-              "INFO", "DETAIL", "DETAIL/16", "OFF/raw", "INFO/raw", "DET/raw", "DET16/raw",
-              "DET/OFF", "DET16/OFF");
+  // Columns: bytes, per-mode medians (kModes order), each mode's ratio to raw, and the DETAIL
+  // modes' ratios to OFF.
+  std::printf("%10s", "bytes");
+  for (const auto& m : kModes) std::printf(" %10s", m.c_str());
+  std::printf(" |");
+  for (size_t m = 1; m < kModes.size(); ++m) std::printf(" %10s", (kModes[m] + "/raw").c_str());
+  std::printf(" |");
+  for (size_t m = 3; m < kModes.size(); ++m) std::printf(" %10s", (kModes[m] + "/OFF").c_str());
+  std::printf("\n");
   std::ifstream f(out_file);
   size_t bytes;
-  double v[11];
+  const size_t nm = kModes.size(), nv = nm + (nm - 1) + (nm - 3);
+  std::vector<double> v(nv);
   std::vector<std::pair<size_t, double>> raw_us;
   while (f >> bytes) {
     for (double& x : v) f >> x;
-    std::printf("%10zu %9.2f %9.2f %9.2f %9.2f %10.2f | %7.3f %8.3f %7.3f %9.3f | %7.3f %9.3f\n",
-                bytes, v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10]);
+    std::printf("%10zu", bytes);
+    for (size_t i = 0; i < nv; ++i) {
+      if (i == nm || i == 2 * nm - 1) std::printf(" |");
+      std::printf(i < nm ? " %10.2f" : " %10.3f", v[i]);
+    }
+    std::printf("\n");
     raw_us.emplace_back(bytes, v[0]);
   }
   std::remove(out_file.c_str());

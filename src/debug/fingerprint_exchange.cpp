@@ -1,0 +1,155 @@
+#include "debug/fingerprint_exchange.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <utility>
+
+#include "comm/process_group.h"
+#include "comm/registry.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "store/prefix_store.h"
+#include "store/store.h"
+
+namespace collie {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+class StoreExchange : public FingerprintExchange {
+ public:
+  StoreExchange(std::shared_ptr<Store> store, int rank, int size)
+      : store_(std::move(store)), rank_(rank), size_(size) {}
+
+  Gathered exchange(const Fingerprint& mine, Millis timeout) override {
+    std::vector<std::string> keys;
+    keys.reserve(static_cast<size_t>(size_));
+    for (int r = 0; r < size_; ++r) keys.push_back(fmt::format("desync/c/{}/{}", mine.seq, r));
+    Gathered g;
+    g.fps.resize(static_cast<size_t>(size_));
+    try {
+      // One round trip: drop our key of two checks ago, publish ours, gather everyone's.
+      auto vals = store_->set_and_gather(old_keys_[0], keys[rank_], mine.encode(), keys, timeout);
+      for (int r = 0; r < size_; ++r) g.fps[r] = Fingerprint::decode(vals[r]);
+      old_keys_[0] = std::move(old_keys_[1]);
+      old_keys_[1] = keys[rank_];
+    } catch (const StoreError&) {
+      // Someone did not arrive in time: read what did arrive so the error names the missing.
+      for (int r = 0; r < size_; ++r) {
+        if (store_->check({keys[r]})) g.fps[r] = Fingerprint::decode(store_->get(keys[r]));
+      }
+    }
+    return g;
+  }
+
+ private:
+  std::shared_ptr<Store> store_;
+  const int rank_, size_;
+  // This rank's keys of its last two checks. A rank sets its key of check k only after its
+  // gather of check k-1 was answered, so once check k has gathered every key nobody reads the
+  // keys of check k-1 any more: the next check drops ours (old_keys_[0]).
+  std::string old_keys_[2];
+};
+
+class SideGroupExchange : public FingerprintExchange {
+ public:
+  SideGroupExchange(std::shared_ptr<ProcessGroup> side, std::shared_ptr<Store> store)
+      : side_(std::move(side)), store_(std::move(store)) {}
+
+  Gathered exchange(const Fingerprint& mine, Millis timeout) override {
+    ++count_;
+    const auto start = Clock::now();
+    const int n = side_->size(), me = side_->rank();
+    const size_t bytes = static_cast<size_t>(n) * Fingerprint::kRecordBytes;
+    send_.resize(bytes);
+    recv_.resize(bytes);
+    mine.encode_records(n, send_.data());
+    try {
+      AllToAllOptions o;
+      o.timeout = timeout;
+      side_
+          ->all_to_all(TensorView::cpu(send_.data(), bytes, DType::UInt8),
+                       TensorView::cpu(recv_.data(), bytes, DType::UInt8), o)
+          ->wait();
+    } catch (const std::exception& e) {
+      log(LogLevel::Warning, "DETAIL fingerprint exchange #{} failed ({}); asking the store",
+          count_, e.what());
+      return through_store(mine, timeout, start);
+    }
+    Gathered g;
+    g.splits_pairs_of = me;
+    g.fps.resize(static_cast<size_t>(n));
+    for (int r = 0; r < n; ++r) {
+      g.fps[r] =
+          r == me ? mine
+                  : Fingerprint::decode_record(
+                        recv_.data() + static_cast<size_t>(r) * Fingerprint::kRecordBytes, me, n);
+    }
+    return g;
+  }
+
+  void shutdown() override { side_->shutdown(); }
+
+ private:
+  // After a failed all_to_all: the ranks that came publish their fingerprints; wait until the
+  // timeout has passed since this rank arrived (at least a short grace) for the others'.
+  Gathered through_store(const Fingerprint& mine, Millis timeout, Clock::time_point start) {
+    const int n = side_->size(), me = side_->rank();
+    auto key = [&](int r) { return fmt::format("desync/x/{}/{}", count_, r); };
+    std::vector<std::string> keys;
+    for (int r = 0; r < n; ++r) keys.push_back(key(r));
+    Gathered g;
+    g.fps.resize(static_cast<size_t>(n));
+    try {
+      store_->set(keys[me], mine.encode());
+      const Millis grace = std::clamp(timeout / 4, Millis(200), Millis(2000));
+      const auto deadline = std::max(start + timeout, Clock::now() + grace);
+      const auto left = std::chrono::duration_cast<Millis>(deadline - Clock::now());
+      try {
+        store_->wait(keys, std::max(left, Millis(1)));
+      } catch (const StoreError&) {
+      }
+      for (int r = 0; r < n; ++r) {
+        if (store_->check({keys[r]})) g.fps[r] = Fingerprint::decode(store_->get(keys[r]));
+      }
+    } catch (const StoreError& e) {
+      // The store is gone too (its host died): only this rank's own fingerprint is known.
+      log(LogLevel::Warning, "DETAIL: the store is unreachable as well ({})", e.what());
+      g.fps[me] = mine;
+    }
+    return g;
+  }
+
+  std::shared_ptr<ProcessGroup> side_;
+  std::shared_ptr<Store> store_;
+  uint64_t count_ = 0;  // exchanges so far: the same on every rank
+  std::vector<uint8_t> send_, recv_;
+};
+
+}  // namespace
+
+std::unique_ptr<FingerprintExchange> make_store_exchange(std::shared_ptr<Store> store, int rank,
+                                                         int size) {
+  return std::make_unique<StoreExchange>(std::move(store), rank, size);
+}
+
+std::unique_ptr<FingerprintExchange> make_side_group_exchange(std::shared_ptr<ProcessGroup> side,
+                                                              std::shared_ptr<Store> store) {
+  return std::make_unique<SideGroupExchange>(std::move(side), std::move(store));
+}
+
+std::shared_ptr<ProcessGroup> make_side_group(const ProcessGroup& pg, const std::string& tag) {
+  const BackendRegistration* gloo = find_backend("gloo");
+  if (!gloo) return nullptr;
+  BackendArgs a;
+  a.info = pg.info();
+  a.info.backend = "gloo";
+  a.info.name = pg.info().name + "/" + tag;
+  a.info.desc = "DETAIL fingerprint exchange";
+  a.info.store = std::make_shared<PrefixStore>(tag, pg.info().store);
+  return gloo->create(a);
+}
+
+}  // namespace collie
