@@ -292,7 +292,8 @@ Baseline load_baseline(const std::string& path) {
   }
 }
 
-AcceptReport run_accept(ProbeContext& ctx, const AcceptSpec& spec) {
+AcceptReport run_accept(ProbeContext& ctx, const AcceptSpec& spec,
+                        const std::function<void(const AcceptReport&)>& save_if_hung) {
   AcceptReport rep;
   rep.name = spec.name;
   rep.backend = ctx.backend;  // --backend may override the spec's
@@ -301,8 +302,29 @@ AcceptReport run_accept(ProbeContext& ctx, const AcceptSpec& spec) {
   rep.baseline = spec.baseline;
   Baseline base;
   if (!spec.baseline.empty()) base = load_baseline(spec.baseline);
-  for (const auto& c : spec.checks) {
+  for (size_t i = 0; i < spec.checks.size(); ++i) {
+    const CheckSpec& c = spec.checks[i];
     const auto t0 = std::chrono::steady_clock::now();
+    if (ctx.rank == 0 && save_if_hung) {
+      // Runs on the perf watchdog's thread while this one is stuck: build from copies.
+      ctx.on_hang = [&rep, &spec, &save_if_hung, i, t0](const std::string& why) {
+        AcceptReport partial = rep;
+        for (size_t j = i; j < spec.checks.size(); ++j) {
+          CheckOutcome o;
+          o.name = spec.checks[j].name;
+          o.kind = spec.checks[j].kind;
+          if (j == i) {
+            o.fail("hung: " + why + "; the process was ended (backend past its deadline)");
+            o.seconds =
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          } else {
+            o.fail("not run: an earlier check hung");
+          }
+          partial.checks.push_back(std::move(o));
+        }
+        save_if_hung(partial);
+      };
+    }
     CheckOutcome o;
     try {
       const json& p = c.params;
@@ -354,6 +376,7 @@ AcceptReport run_accept(ProbeContext& ctx, const AcceptSpec& spec) {
                    o.passed ? "pass" : "FAIL", o.seconds);
       std::fflush(stderr);
     }
+    ctx.on_hang = nullptr;
     rep.checks.push_back(std::move(o));
   }
   return rep;

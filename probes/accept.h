@@ -3,6 +3,7 @@
 // their rules into an AcceptReport (reports/accept_report.h) naming failing hosts, ranks, links
 // and sizes with the evidence. The evaluate_* functions are pure (used by the tests);
 // run_accept drives the probes and the perf engine.
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,10 @@ CheckOutcome evaluate_perf(const CheckSpec& c, const PerfCheckResult& r,
 // Runs every check in order on every rank (REQUIRES: same spec everywhere). The report is
 // complete on rank 0; other ranks get the check names only. A check that throws is a failed
 // check (its error is the evidence); the run goes on with the next one.
-AcceptReport run_accept(ProbeContext& ctx, const AcceptSpec& spec);
+// `save_if_hung` (rank 0, may be empty) gets the report so far, the hung check failed with the
+// reason and the checks not run listed as failed, when a perf step outlives its deadline and the
+// perf watchdog is about to end the process: write it out, so a hang still leaves a report.
+AcceptReport run_accept(ProbeContext& ctx, const AcceptSpec& spec,
+                        const std::function<void(const AcceptReport&)>& save_if_hung = {});
 
 }  // namespace collie::probes

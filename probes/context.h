@@ -3,6 +3,7 @@
 // apart from the data plane (process groups over the backend) so that a rank whose data link is
 // broken still reports its results through the store and finishes; nothing waits past `timeout`.
 // Thread safety: a context is used by one thread per rank; the store is thread-safe.
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -27,6 +28,9 @@ struct ProbeContext {
   std::vector<std::string> hosts;            // hostname of each rank (filled by exchange_hosts)
   const Env* env = nullptr;                  // nullptr = the process environment
   int next_tag = 0;                          // same sequence on every rank: unique store prefixes
+  // Set by a driver that must save its results if a perf step hangs past its deadline (the perf
+  // watchdog then ends the process): called on the watchdog thread with the reason.
+  std::function<void(const std::string& why)> on_hang;
 
   // "probe<N>": a fresh prefix for one probe run; every rank must call it in the same order.
   std::string tag();

@@ -91,6 +91,7 @@ PerfCheckResult run_perf_check(ProbeContext& ctx, const CheckSpec& c) {
   try {
     perf::PerfOptions o = perf_check_options(c, ctx.timeout);
     o.hooks = perf::TestHooks::from_env(ctx.env ? *ctx.env : Env::process());
+    o.on_hang = ctx.on_hang;
     std::shared_ptr<ProcessGroup> pg = world_group(ctx, tag);
     perf::PerfOutcome out = perf::run_perf(*pg, o, nullptr, COLLIE_VERSION);
     destroy_process_group(*pg);

@@ -2,6 +2,7 @@
 // acceptance (probes/accept.h), reports through reports/accept_report.h.
 // Exit status: 0 accepted, 1 rejected, 2 unusable spec or flags.
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 
@@ -23,18 +24,29 @@ struct AcceptFlags {
   std::string md, junit, html;
 };
 
+// Prints the verdict and writes every requested report file (atomically).
+void write_reports(const AcceptFlags& f, const AcceptReport& rep) {
+  std::fputs(reports::accept_text(rep).c_str(), stdout);
+  std::fflush(stdout);
+  if (!f.run.json.empty())
+    reports::write_file_atomic(f.run.json, reports::accept_json(rep).dump(2) + "\n");
+  if (!f.md.empty()) reports::write_file_atomic(f.md, reports::accept_markdown(rep));
+  if (!f.junit.empty()) reports::write_file_atomic(f.junit, reports::accept_junit(rep));
+  if (!f.html.empty()) reports::write_file_atomic(f.html, reports::accept_html(rep));
+}
+
 int run_accept_rank(const AcceptFlags& f, const AcceptSpec& spec, ProbeContext& ctx) {
-  const AcceptReport rep = run_accept(ctx, spec);
+  // A perf step stuck past its deadline ends the process; the reports so far are written first
+  // and the exit status is "rejected".
+  const AcceptReport rep = run_accept(ctx, spec, [&f](const AcceptReport& partial) {
+    write_reports(f, partial);
+    std::fflush(nullptr);
+    std::_Exit(kExitFailure);
+  });
   // Every rank exits with rank 0's verdict, so any launcher reports the same status.
   const std::string key = "accept/verdict";
   if (ctx.rank == 0) {
-    std::fputs(reports::accept_text(rep).c_str(), stdout);
-    std::fflush(stdout);
-    if (!f.run.json.empty())
-      reports::write_file_atomic(f.run.json, reports::accept_json(rep).dump(2) + "\n");
-    if (!f.md.empty()) reports::write_file_atomic(f.md, reports::accept_markdown(rep));
-    if (!f.junit.empty()) reports::write_file_atomic(f.junit, reports::accept_junit(rep));
-    if (!f.html.empty()) reports::write_file_atomic(f.html, reports::accept_html(rep));
+    write_reports(f, rep);
     ctx.store->set(key, rep.passed() ? "pass" : "fail");
     return rep.passed() ? kExitOk : kExitFailure;
   }

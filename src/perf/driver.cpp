@@ -73,8 +73,9 @@ class Driver {
         sink_(pg.rank() == 0 ? sink : nullptr),
         stop_(stop),
         timeout_(o.timeout == kUseGroupTimeout ? pg.info().timeout : o.timeout),
-        steps_(pg.info().store, pg.rank(), pg.size(), timeout_, kWatchdogExitCode,
-               [&pg] { return pg.last_collective_seq(); }) {}
+        steps_(
+            pg.info().store, pg.rank(), pg.size(), timeout_, kWatchdogExitCode,
+            [&pg] { return pg.last_collective_seq(); }, o.on_hang) {}
 
   PerfOutcome run(const std::string& version) {
     try {

@@ -1,6 +1,7 @@
 #pragma once
 // Settings of one perf run (the nccl-tests flags) and the test-only hooks. Plain values.
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -67,6 +68,10 @@ struct PerfOptions {
   Placement placement = Placement::Both;
   uint64_t seed = 0;
   TestHooks hooks;
+  // Called on the step watchdog's thread just before it ends the process because a step
+  // outlived the timeout plus grace (the backend ignored its deadline): the last chance for a
+  // caller to save what it has. Gets the one-line reason; must not block for long.
+  std::function<void(const std::string& why)> on_hang;
 };
 
 inline constexpr int64_t kItersScaleBytes = 1 << 20;

@@ -12,13 +12,15 @@
 namespace collie::perf {
 
 StepTracker::StepTracker(std::shared_ptr<Store> store, int rank, int world_size, Millis timeout,
-                         int exit_code, std::function<uint64_t()> last_seq)
+                         int exit_code, std::function<uint64_t()> last_seq,
+                         std::function<void(const std::string&)> on_hang)
     : store_(std::move(store)),
       rank_(rank),
       world_(world_size),
       timeout_(timeout),
       exit_code_(exit_code),
       last_seq_(std::move(last_seq)),
+      on_hang_(std::move(on_hang)),
       step_start_(std::chrono::steady_clock::now()),
       watched_label_("rendezvous") {
   thread_ = std::thread([this] { watch(); });
@@ -118,12 +120,21 @@ void StepTracker::watch() {
     if (std::chrono::steady_clock::now() < step_start_ + timeout_ + grace) continue;
     lk.unlock();
     const std::string who = laggards();
+    const std::string why =
+        fmt::format("[Rank {}] step '{}' did not finish within {} ms{}{}", rank_, current(),
+                    timeout_.count(), who.empty() ? "" : ": ", who);
     std::fprintf(stderr,
-                 "collie perf: timeout: [Rank %d] step '%s' did not finish within %lld ms%s%s; "
-                 "rerun with COLLIE_DEBUG=DETAIL or inspect the ranks with `collie analyze`\n",
-                 rank_, current().c_str(), static_cast<long long>(timeout_.count()),
-                 who.empty() ? "" : ": ", who.c_str());
+                 "collie perf: timeout: %s; rerun with COLLIE_DEBUG=DETAIL or inspect the ranks "
+                 "with `collie analyze`\n",
+                 why.c_str());
     std::fflush(stderr);
+    if (on_hang_) {
+      try {
+        on_hang_(why);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "collie perf: saving results before exit failed: %s\n", e.what());
+      }
+    }
     std::fflush(stdout);
     std::_Exit(exit_code_);
   }

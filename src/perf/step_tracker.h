@@ -30,8 +30,10 @@ class StepTracker {
  public:
   // `store` may be null (no check-ins, only the watchdog). REQUIRES: timeout > 0.
   // `last_seq` returns this rank's last submitted collective sequence number (thread-safe).
+  // `on_hang` (may be empty) runs on the watchdog thread before the process ends.
   StepTracker(std::shared_ptr<Store> store, int rank, int world_size, Millis timeout, int exit_code,
-              std::function<uint64_t()> last_seq);
+              std::function<uint64_t()> last_seq,
+              std::function<void(const std::string&)> on_hang = {});
   ~StepTracker();
   StepTracker(const StepTracker&) = delete;
   StepTracker& operator=(const StepTracker&) = delete;
@@ -51,6 +53,7 @@ class StepTracker {
   const Millis timeout_;
   const int exit_code_;
   std::function<uint64_t()> last_seq_;
+  std::function<void(const std::string&)> on_hang_;
   bool answered_ = false;
   std::atomic<int64_t> index_{0};
   std::mutex mu_;

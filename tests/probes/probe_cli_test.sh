@@ -10,7 +10,8 @@
 #   accept:  the shipped YAML spec (with its perf sweep; without pairwise, see local_spec)
 #            accepts 3 real Gloo ranks, reports in
 #            every format (JUnit validated against the XSD); corrupted data and a slowed sweep
-#            against a baseline are rejected naming the size and rank; YAML errors exit 2
+#            against a baseline are rejected naming the size and rank; a perf step hung past
+#            its deadline still leaves the reports (exit 1); YAML errors exit 2
 # Exit: 0 pass, 1 fail, 77 skipped (mpirun case without mpirun / MPI backend).
 set -u
 COLLIE=${1:?collie binary}
@@ -173,6 +174,38 @@ EOF
   [ "$rc" = 1 ] || { show "$W/rel.log"; fail "slowed sweep vs baseline: exit $rc, expected 1"; }
   expect "$W/rel.log" "size 1M: busbw@1M fell [0-9]+% below the baseline" "size not named"
   [ "$(json "$W/rel.json" "j['passed']")" = False ] || fail "JSON report should say rejected"
+
+  # Rank 0 stuck in a perf step past -T plus the perf watchdog's grace (as with a backend that
+  # ignores its deadline): the watchdog ends the process, but the reports say which check hung
+  # and which were not run, and the exit status is 1 (rejected).
+  cat > "$W/hang.yaml" <<EOF
+timeout: 1s
+checks:
+  - probe: env
+    rules:
+      consistent: true
+      ignore: [env.NCCL_DEBUG*]
+  - perf: all_reduce
+    min_bytes: 8
+    max_bytes: 8
+    iters: 2
+    rules:
+      min_busbw_gbps: {8: 0}
+  - probe: connectivity
+    rules:
+      all_reachable: true
+EOF
+  rc=0
+  COLLIE_PERF_TEST_DELAY_US=0:6000000 timeout 60 "$COLLIE" accept --spec "$W/hang.yaml" -np 2 \
+    -J "$W/hang.json" --junit "$W/hang.xml" > "$W/hang.log" 2>&1 || rc=$?
+  [ "$rc" = 1 ] || { show "$W/hang.log"; fail "hung perf step: exit $rc, expected 1"; }
+  expect "$W/hang.log" "^PASS env" "the check before the hang is lost"
+  expect "$W/hang.log" "rule broken: hung: \\[Rank 0\\] step 'all_reduce" "the hung check not named"
+  expect "$W/hang.log" "not run: an earlier check hung" "the check after the hang not listed"
+  [ "$(json "$W/hang.json" "[c['passed'] for c in j['checks']]")" = "[True, False, False]" ] ||
+    fail "hang JSON report: $(cat "$W/hang.json")"
+  xmllint --noout --schema "$SRC/tests/reports/report_junit.xsd" "$W/hang.xml" ||
+    fail "hang JUnit does not validate"
 
   # Unusable YAML: exit 2, one line naming file, line and key; no rank is started.
   printf 'checks:\n  - perf: all_reduce\n    rules:\n      min_busbw_gbps: {64M: 1}\n      floor: 2\n' \
