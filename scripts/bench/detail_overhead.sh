@@ -2,13 +2,14 @@
 # Per-op all_reduce time on Gloo for the raw backend and COLLIE_DEBUG=OFF / INFO / DETAIL /
 # DETAIL sampled (every 16th op) at 8 B, 64 KiB and 16 MiB. All modes run in the same two
 # processes, interleaved in short blocks; ratios are medians of same-round ratios.
-# Usage: scripts/bench/detail_overhead.sh [BUILD_DIR] [ROUNDS]   (ROUNDS default 15)
+# Usage: scripts/bench/detail_overhead.sh [BUILD_DIR] [ROUNDS] [NP]   (defaults 15 rounds, 2 ranks)
 set -euo pipefail
 build=${1:-build}
 rounds=${2:-15}
+np=${3:-2}
 bin="$build/tests/debug/collie_detail_overhead_bench"
 if [[ ! -x "$bin" ]]; then
   echo "detail_overhead.sh: $bin not found; build first (cmake --build $build)" >&2
   exit 2
 fi
-exec "$bin" "$rounds"
+exec "$bin" "$rounds" "$np"

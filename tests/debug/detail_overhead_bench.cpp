@@ -1,5 +1,5 @@
-// Per-op time of all_reduce on Gloo (2 processes over loopback) for every debug mode, all
-// measured in the same two processes over the same backend group:
+// Per-op time of all_reduce on Gloo (NP processes over loopback, default 2) for every debug mode,
+// all measured in the same two processes over the same backend group:
 //   raw        the backend itself (no wrapper)
 //   OFF        the always-on tracing wrapper (flight recorder, watchdog, metrics)
 //   INFO       the same stack with the debug level set to INFO at run time
@@ -119,8 +119,9 @@ double tracing_only(int reps) {
 
 int main(int argc, char** argv) {
   const int rounds = argc > 1 ? std::atoi(argv[1]) : 15;
-  if (rounds < 1) {
-    std::fprintf(stderr, "detail_overhead_bench: ROUNDS must be a positive integer\n");
+  const int np = argc > 2 ? std::atoi(argv[2]) : 2;
+  if (rounds < 1 || np < 2) {
+    std::fprintf(stderr, "detail_overhead_bench: ROUNDS must be >= 1 and NP >= 2\n");
     return 2;
   }
   const std::string out_file = fmt::format("/tmp/collie_detail_bench_{}.txt", ::getpid());
@@ -130,7 +131,7 @@ int main(int argc, char** argv) {
   o.group_timeout = Millis(60000);
   o.env = {{"COLLIE_DEBUG", "OFF"}};
   auto r = testing::run_ranks(
-      2,
+      np,
       [&](testing::RankContext& ctx) {
         const std::string text = measure(ctx, rounds);
         if (ctx.rank == 0) std::ofstream(out_file) << text;
@@ -141,10 +142,10 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::printf(
-      "# all_reduce float32 on gloo, 2 processes over loopback, all modes in the same processes;\n"
+      "# all_reduce float32 on gloo, %d processes over loopback, all modes in the same processes;\n"
       "# per-op time in us (median of %d blocks per mode, modes interleaved);\n"
       "# ratios: median over rounds of the per-round ratio (same round, same noise)\n",
-      rounds);
+      np, rounds);
   // Columns: bytes, per-mode medians (kModes order), each mode's ratio to raw, and the DETAIL
   // modes' ratios to OFF.
   std::printf("%10s", "bytes");
