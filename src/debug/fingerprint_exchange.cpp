@@ -18,6 +18,14 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// The fingerprints of the keys present in the store now (never waits); nullopt for the others.
+void read_present(Store& store, const std::vector<std::string>& keys,
+                  std::vector<std::optional<Fingerprint>>& out) {
+  for (size_t r = 0; r < keys.size(); ++r) {
+    if (store.check({keys[r]})) out[r] = Fingerprint::decode(store.get(keys[r]));
+  }
+}
+
 class StoreExchange : public FingerprintExchange {
  public:
   StoreExchange(std::shared_ptr<Store> store, int rank, int size)
@@ -37,9 +45,7 @@ class StoreExchange : public FingerprintExchange {
       old_keys_[1] = keys[rank_];
     } catch (const StoreError&) {
       // Someone did not arrive in time: read what did arrive so the error names the missing.
-      for (int r = 0; r < size_; ++r) {
-        if (store_->check({keys[r]})) g.fps[r] = Fingerprint::decode(store_->get(keys[r]));
-      }
+      read_present(*store_, keys, g.fps);
     }
     return g;
   }
@@ -111,9 +117,7 @@ class SideGroupExchange : public FingerprintExchange {
         store_->wait(keys, std::max(left, Millis(1)));
       } catch (const StoreError&) {
       }
-      for (int r = 0; r < n; ++r) {
-        if (store_->check({keys[r]})) g.fps[r] = Fingerprint::decode(store_->get(keys[r]));
-      }
+      read_present(*store_, keys, g.fps);
     } catch (const StoreError& e) {
       // The store is gone too (its host died): only this rank's own fingerprint is known.
       log(LogLevel::Warning, "DETAIL: the store is unreachable as well ({})", e.what());
