@@ -12,6 +12,7 @@
 
 #include "comm/registry.h"
 #include "core/error.h"
+#include "core/exit_codes.h"
 #include "metrics/metrics.h"
 #include "perf/step_tracker.h"
 
@@ -21,8 +22,6 @@ namespace {
 using SteadyClock = std::chrono::steady_clock;
 using reports::ResultRow;
 
-// Timed-out steps exit with the CLI's timeout status (cli/command.h kExitTimeout).
-constexpr int kWatchdogExitCode = 3;
 
 // "SIGINT" for SIGINT: how results name the signal that stopped a run.
 std::string signal_name(int sig) {
@@ -80,7 +79,7 @@ class Driver {
         stop_(stop),
         timeout_(o.timeout == kUseGroupTimeout ? pg.info().timeout : o.timeout),
         steps_(
-            pg.info().store, pg.rank(), pg.size(), timeout_, kWatchdogExitCode,
+            pg.info().store, pg.rank(), pg.size(), timeout_, kExitTimeout,
             [&pg] { return pg.last_collective_seq(); }, o.on_hang) {}
 
   PerfOutcome run(const std::string& version) {
