@@ -6,6 +6,7 @@
 #include <atomic>
 #include <set>
 
+#include "comm/launcher_rendezvous.h"
 #include "comm/registry.h"
 #include "comm/rendezvous.h"
 #include "core/env.h"
@@ -61,7 +62,7 @@ std::shared_ptr<ProcessGroup> init_process_group(const InitOptions& opts) {
           "with an explicit store, pass rank and world size (got rank {}, world size {})",
           opts.rank, opts.world_size));
     }
-    rdzv = Rendezvous{opts.store, opts.rank, opts.world_size, "store"};
+    rdzv = Rendezvous{opts.store, opts.rank, opts.world_size, "store", ""};
     if (!opts.global_ranks.empty() &&
         (static_cast<int>(opts.global_ranks.size()) != opts.world_size ||
          std::set<int>(opts.global_ranks.begin(), opts.global_ranks.end()).size() !=
@@ -76,8 +77,16 @@ std::shared_ptr<ProcessGroup> init_process_group(const InitOptions& opts) {
       throw InvalidArgument("global_ranks needs an explicit store (InitOptions::store)");
     std::optional<SelfRendezvous> self;
     if (method.empty() && reg.self_rendezvous) self = reg.self_rendezvous(env, timeout);
+    std::string self_name = reg.name;
+    if (!self && method.empty() && plan_env_rendezvous(env).kind == RendezvousPlan::Kind::Mpi) {
+      // mpirun with nothing set and a backend that needs a store: bootstrap it over MPI.
+      if (const auto* mpi = find_backend("mpi"); mpi && mpi->self_rendezvous) {
+        self = mpi->self_rendezvous(env, timeout);
+        self_name = "mpi";
+      }
+    }
     if (self) {
-      rdzv = Rendezvous{self->store, self->rank, self->world_size, reg.name};
+      rdzv = Rendezvous{self->store, self->rank, self->world_size, self_name, self->store_host};
     } else {
       rdzv = rendezvous(RendezvousRequest{method, opts.rank, opts.world_size, timeout}, env);
     }
@@ -94,6 +103,7 @@ std::shared_ptr<ProcessGroup> init_process_group(const InitOptions& opts) {
   info.size = rdzv.world_size;
   info.timeout = timeout;
   info.store = std::make_shared<PrefixStore>("pg/0", rdzv.store);
+  info.store_host = rdzv.store_host;
   info.global_ranks = opts.global_ranks;  // empty: ProcessGroup fills 0..size-1
   return create(reg, std::move(info), env);
 }
@@ -141,6 +151,7 @@ std::shared_ptr<ProcessGroup> new_group(ProcessGroup& parent, const std::vector<
   for (int r : ranks) info.global_ranks.push_back(p.global_ranks.at(r));
   info.timeout = opts.timeout == kUseGroupTimeout ? p.timeout : opts.timeout;
   info.store = store;
+  info.store_host = p.store_host;
   // Look the backend up before moving `info`: argument evaluation order is unspecified, and GCC
   // moves `info` first, which made every new_group fail with "unknown backend ''".
   const BackendRegistration& reg = lookup(info.backend);
