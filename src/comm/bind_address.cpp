@@ -16,6 +16,12 @@ std::string iface_of(const std::string& address) {
   return "";
 }
 
+// What `host` resolves to here, for messages ("127.0.1.1" rather than the route's source).
+std::string resolved(const std::string& host, const std::string& fallback) {
+  const auto r = net::resolve(host);
+  return r.empty() ? fallback : r.front();
+}
+
 BindChoice loopback(std::string reason) { return BindChoice{"127.0.0.1", "lo", std::move(reason)}; }
 
 }  // namespace
@@ -65,7 +71,8 @@ BindChoice choose_gloo_bind(const Env& env, const std::string& rendezvous_host) 
   // The rendezvous host is this host under a name that maps to loopback here, or a name this
   // host cannot resolve: bind the first real interface, never loopback.
   const std::string cause =
-      src ? fmt::format("{} {} resolves to {} here (this host)", via, host, *src) : why;
+      src ? fmt::format("{} {} resolves to {} here (this host)", via, host, resolved(host, *src))
+          : why;
   if (auto nl = net::first_non_loopback()) {
     return BindChoice{nl->address, nl->iface,
                       fmt::format("{}; using {}'s address", cause, nl->iface)};
@@ -81,7 +88,8 @@ BindChoice choose_store_bind(const std::string& host) {
     return BindChoice{*src, iface_of(*src), fmt::format("this host's address toward {}", host)};
   }
   return BindChoice{"0.0.0.0", "",
-                    src ? fmt::format("{} maps to {} here; listening on every interface", host, *src)
+                    src ? fmt::format("{} maps to {} here; listening on every interface", host,
+                                      resolved(host, *src))
                         : why + "; listening on every interface"};
 }
 

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "comm/launcher_rendezvous.h"
+#include "comm/network_choices.h"
 #include "comm/registry.h"
 #include "comm/rendezvous.h"
 #include "core/env.h"
@@ -47,6 +48,23 @@ std::shared_ptr<ProcessGroup> create(const BackendRegistration& reg, GroupInfo i
 
 }  // namespace
 
+std::optional<SelfRendezvous> launcher_self_rendezvous(const BackendRegistration& reg,
+                                                       const std::string& init_method,
+                                                       const Env& env, Millis timeout) {
+  if (!init_method.empty()) return std::nullopt;
+  std::optional<SelfRendezvous> self;
+  if (reg.self_rendezvous) {
+    self = reg.self_rendezvous(env, timeout);
+  } else if (plan_env_rendezvous(env).kind == RendezvousPlan::Kind::Mpi) {
+    // mpirun with nothing set and a backend that needs a store: bootstrap it over MPI.
+    if (const auto* mpi = find_backend("mpi"); mpi && mpi->self_rendezvous) {
+      self = mpi->self_rendezvous(env, timeout);
+    }
+  }
+  if (self && !self->store_host.empty()) set_rendezvous_host(self->store_host);
+  return self;
+}
+
 std::shared_ptr<ProcessGroup> init_process_group(const InitOptions& opts) {
   const Env& env = opts.env ? *opts.env : Env::process();
   configure_logging_from_env(env);
@@ -62,7 +80,7 @@ std::shared_ptr<ProcessGroup> init_process_group(const InitOptions& opts) {
           "with an explicit store, pass rank and world size (got rank {}, world size {})",
           opts.rank, opts.world_size));
     }
-    rdzv = Rendezvous{opts.store, opts.rank, opts.world_size, "store", ""};
+    rdzv = Rendezvous{opts.store, opts.rank, opts.world_size, "store", rendezvous_host()};
     if (!opts.global_ranks.empty() &&
         (static_cast<int>(opts.global_ranks.size()) != opts.world_size ||
          std::set<int>(opts.global_ranks.begin(), opts.global_ranks.end()).size() !=
@@ -75,18 +93,10 @@ std::shared_ptr<ProcessGroup> init_process_group(const InitOptions& opts) {
   } else {
     if (!opts.global_ranks.empty())
       throw InvalidArgument("global_ranks needs an explicit store (InitOptions::store)");
-    std::optional<SelfRendezvous> self;
-    if (method.empty() && reg.self_rendezvous) self = reg.self_rendezvous(env, timeout);
-    std::string self_name = reg.name;
-    if (!self && method.empty() && plan_env_rendezvous(env).kind == RendezvousPlan::Kind::Mpi) {
-      // mpirun with nothing set and a backend that needs a store: bootstrap it over MPI.
-      if (const auto* mpi = find_backend("mpi"); mpi && mpi->self_rendezvous) {
-        self = mpi->self_rendezvous(env, timeout);
-        self_name = "mpi";
-      }
-    }
+    std::optional<SelfRendezvous> self = launcher_self_rendezvous(reg, method, env, timeout);
     if (self) {
-      rdzv = Rendezvous{self->store, self->rank, self->world_size, self_name, self->store_host};
+      rdzv = Rendezvous{self->store, self->rank, self->world_size,
+                        reg.self_rendezvous ? reg.name : "mpi", self->store_host};
     } else {
       rdzv = rendezvous(RendezvousRequest{method, opts.rank, opts.world_size, timeout}, env);
     }

@@ -11,6 +11,11 @@ std::vector<NetworkChoice>& choices() {
   return v;
 }
 
+std::string& host_of_rendezvous() {
+  static std::string h;
+  return h;
+}
+
 }  // namespace
 
 void record_network_choice(const NetworkChoice& c) {
@@ -22,6 +27,16 @@ void record_network_choice(const NetworkChoice& c) {
     }
   }
   choices().push_back(c);
+}
+
+void set_rendezvous_host(const std::string& host) {
+  std::lock_guard<std::mutex> lk(g_mu);
+  host_of_rendezvous() = host;
+}
+
+std::string rendezvous_host() {
+  std::lock_guard<std::mutex> lk(g_mu);
+  return host_of_rendezvous();
 }
 
 std::vector<NetworkChoice> network_choices() {

@@ -17,4 +17,9 @@ struct NetworkChoice {
 void record_network_choice(const NetworkChoice& c);
 std::vector<NetworkChoice> network_choices();
 
+// The host this process's world rendezvous dialled ("" before any): groups built later on an
+// explicit store (the probes' pair groups) bind toward it too.
+void set_rendezvous_host(const std::string& host);
+std::string rendezvous_host();
+
 }  // namespace collie

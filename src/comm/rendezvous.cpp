@@ -225,6 +225,7 @@ Rendezvous rendezvous(const RendezvousRequest& in, const Env& env) {
     throw InvalidArgument(fmt::format(
         "unknown init method '{}' (use env://, tcp://HOST:PORT or file:///PATH)", m));
   }
+  if (!out.store_host.empty()) set_rendezvous_host(out.store_host);
   // Check in: claim the rank, agree on the world size, wait for everyone.
   Store& s = *out.store;
   if (s.add(fmt::format("rdzv/rank/{}", req.rank), 1) != 1) {
