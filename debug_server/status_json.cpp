@@ -5,6 +5,7 @@
 #include <array>
 #include <string_view>
 
+#include "comm/network_choices.h"
 #include "comm/registry.h"
 #include "core/log.h"
 #include "metrics/live_status.h"
@@ -106,6 +107,11 @@ nlohmann::json config_json(const DebugServerOptions& opts) {
     if (!relevant) continue;
     env[std::string(name)] = secret_name(name) ? "<redacted>" : std::string(kv.substr(eq + 1));
   }
+  // What this rank bound and how it found the others (comm/network_choices.h).
+  nlohmann::json network = nlohmann::json::object();
+  for (const auto& c : network_choices()) {
+    network[c.what] = {{"value", c.value}, {"reason", c.reason}};
+  }
   return {{"version", COLLIE_VERSION},
           {"backends", std::move(backends)},
           {"backend", opts.backend},
@@ -114,6 +120,7 @@ nlohmann::json config_json(const DebugServerOptions& opts) {
           {"group_timeout_ms", opts.group_timeout.count()},
           {"fanout_timeout_ms", opts.fanout_timeout.count()},
           {"stall_after_s", opts.stall_after_s},
+          {"network", std::move(network)},
           {"env", std::move(env)}};
 }
 

@@ -13,7 +13,8 @@ namespace collie {
 nlohmann::json status_json(const DebugServerOptions& opts, const LiveStatus& live,
                            const std::string& url);
 
-// {version, backends: [{name, version}], debug_level, log_level, group_timeout_ms, env: {...}}
+// {version, backends: [{name, version}], debug_level, log_level, group_timeout_ms,
+//  network: {rendezvous|store_bind|gloo: {value, reason}}, env: {...}}
 // Environment variables that configure collie and its launchers; values of names containing
 // TOKEN, SECRET or PASSWORD are redacted.
 nlohmann::json config_json(const DebugServerOptions& opts);

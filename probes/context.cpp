@@ -41,8 +41,7 @@ ProbeContext make_context(const ContextOptions& opts) {
     throw InvalidArgument(
         fmt::format("backend '{}' is not in this build (built: {})", opts.backend, known));
   }
-  std::optional<SelfRendezvous> self;
-  if (method.empty() && reg->self_rendezvous) self = reg->self_rendezvous(env, opts.timeout);
+  std::optional<SelfRendezvous> self = launcher_self_rendezvous(*reg, method, env, opts.timeout);
   if (self) {
     ctx.store = self->store;
     ctx.rank = self->rank;

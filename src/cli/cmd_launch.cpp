@@ -1,5 +1,6 @@
 // `collie launch -np N [--master-addr A] [--master-port P] [--timeout T] -- CMD ARGS...`:
 // runs N local ranks of CMD (see launch/launch.h for the environment and failure handling).
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -34,7 +35,8 @@ COLLIE_COMMAND(Command{
           ->capture_default_str();
       sub.add_option("--timeout", f->timeout,
                      "stop every rank after this long (30s, 10m, ...; default: no limit)");
-      sub.add_option("--grace", f->grace, "SIGTERM to SIGKILL delay when stopping ranks")
+      sub.add_option("--grace", f->grace, "SIGTERM to SIGKILL delay after Ctrl-C (a failed rank stops the others "
+                     "within min(3s, this))")
           ->capture_default_str();
       sub.add_flag("--no-prefix", f->no_prefix, "do not prefix output lines with [rank]");
       sub.add_option("command", f->command, "command and arguments, after --")->required();
@@ -47,6 +49,7 @@ COLLIE_COMMAND(Command{
         spec.master_port = static_cast<uint16_t>(f->master_port);
         if (!f->timeout.empty()) spec.timeout = parse_duration(f->timeout);
         spec.kill_grace = parse_duration(f->grace);
+        spec.failure_grace = std::min(spec.failure_grace, spec.kill_grace);
         spec.prefix_output = !f->no_prefix;
         const launch::LaunchResult r = launch::run(spec);
         return r.timed_out && r.signal == 0 ? kExitTimeout : r.exit_code;

@@ -1,6 +1,7 @@
 // `collie perf [COLLECTIVE...|all] [flags]`: the nccl-tests-compatible benchmark. Thin: parses
 // and checks flags, launches local ranks when not under a launcher, creates the process group
 // and hands everything else to perf/ (engine) and reports/ (output).
+#include <fmt/format.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -188,6 +189,21 @@ int launch_local(int np) {
   return launch::run(spec).exit_code;
 }
 
+// "srun -n N collie perf ARGS" for this command line, without -np.
+std::string srun_command(int ranks) {
+  std::vector<std::string> args = launch::self_argv();
+  std::string out = fmt::format("srun -n {} collie", ranks);
+  for (size_t i = 1; i < args.size(); ++i) {
+    if (args[i] == "--np" || args[i] == "-np") {
+      ++i;
+      continue;
+    }
+    if (args[i].rfind("--np=", 0) == 0) continue;
+    out += " " + args[i];
+  }
+  return out;
+}
+
 int run_rank(const PerfFlags& f, const PerfOptions& o,
              const std::map<std::string, std::string>& flags) {
   InitOptions init;
@@ -315,6 +331,14 @@ COLLIE_COMMAND(Command{
             return kExitUsage;
           }
           const int ranks = f->np_given ? f->np : kDefaultLocalRanks;
+          if (auto job = Env::process().first_of({"SLURM_JOB_ID", "SLURM_JOBID"})) {
+            // An sbatch script or salloc shell: the ranks belong in a job step on the nodes.
+            std::fprintf(stderr,
+                         "collie perf: error: inside Slurm job %s but not in a job step; run "
+                         "the ranks with srun: %s\n",
+                         job->c_str(), srun_command(ranks).c_str());
+            return kExitUsage;
+          }
           return launch_local(ranks);
         }
         if (f->np_given && le.world_size && *le.world_size != f->np) {

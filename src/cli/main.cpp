@@ -5,6 +5,8 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "comm/end_slurm_step.h"
+#include "core/env.h"
 #include "core/error.h"
 #include "core/log.h"
 
@@ -84,9 +86,14 @@ int main(int argc, char** argv) {
     return kExitUsage;
   }
   if (!chosen) return kExitUsage;
+  int rc = kExitRuntime;
   try {
-    return chosen();
+    rc = chosen();
   } catch (...) {
-    return report_exception(chosen_name);
+    rc = report_exception(chosen_name);
   }
+  // A failed task under srun ends its step, so the other tasks do not wait for it forever.
+  std::fflush(stdout);
+  collie::end_slurm_step_on_failure(collie::Env::process(), rc);
+  return rc;
 }

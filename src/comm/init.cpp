@@ -6,6 +6,8 @@
 #include <atomic>
 #include <set>
 
+#include "comm/launcher_rendezvous.h"
+#include "comm/network_choices.h"
 #include "comm/registry.h"
 #include "comm/rendezvous.h"
 #include "core/env.h"
@@ -46,6 +48,23 @@ std::shared_ptr<ProcessGroup> create(const BackendRegistration& reg, GroupInfo i
 
 }  // namespace
 
+std::optional<SelfRendezvous> launcher_self_rendezvous(const BackendRegistration& reg,
+                                                       const std::string& init_method,
+                                                       const Env& env, Millis timeout) {
+  if (!init_method.empty()) return std::nullopt;
+  std::optional<SelfRendezvous> self;
+  if (reg.self_rendezvous) {
+    self = reg.self_rendezvous(env, timeout);
+  } else if (plan_env_rendezvous(env).kind == RendezvousPlan::Kind::Mpi) {
+    // mpirun with nothing set and a backend that needs a store: bootstrap it over MPI.
+    if (const auto* mpi = find_backend("mpi"); mpi && mpi->self_rendezvous) {
+      self = mpi->self_rendezvous(env, timeout);
+    }
+  }
+  if (self && !self->store_host.empty()) set_rendezvous_host(self->store_host);
+  return self;
+}
+
 std::shared_ptr<ProcessGroup> init_process_group(const InitOptions& opts) {
   const Env& env = opts.env ? *opts.env : Env::process();
   configure_logging_from_env(env);
@@ -61,7 +80,7 @@ std::shared_ptr<ProcessGroup> init_process_group(const InitOptions& opts) {
           "with an explicit store, pass rank and world size (got rank {}, world size {})",
           opts.rank, opts.world_size));
     }
-    rdzv = Rendezvous{opts.store, opts.rank, opts.world_size, "store"};
+    rdzv = Rendezvous{opts.store, opts.rank, opts.world_size, "store", rendezvous_host()};
     if (!opts.global_ranks.empty() &&
         (static_cast<int>(opts.global_ranks.size()) != opts.world_size ||
          std::set<int>(opts.global_ranks.begin(), opts.global_ranks.end()).size() !=
@@ -74,10 +93,10 @@ std::shared_ptr<ProcessGroup> init_process_group(const InitOptions& opts) {
   } else {
     if (!opts.global_ranks.empty())
       throw InvalidArgument("global_ranks needs an explicit store (InitOptions::store)");
-    std::optional<SelfRendezvous> self;
-    if (method.empty() && reg.self_rendezvous) self = reg.self_rendezvous(env, timeout);
+    std::optional<SelfRendezvous> self = launcher_self_rendezvous(reg, method, env, timeout);
     if (self) {
-      rdzv = Rendezvous{self->store, self->rank, self->world_size, reg.name};
+      rdzv = Rendezvous{self->store, self->rank, self->world_size,
+                        reg.self_rendezvous ? reg.name : "mpi", self->store_host};
     } else {
       rdzv = rendezvous(RendezvousRequest{method, opts.rank, opts.world_size, timeout}, env);
     }
@@ -94,6 +113,7 @@ std::shared_ptr<ProcessGroup> init_process_group(const InitOptions& opts) {
   info.size = rdzv.world_size;
   info.timeout = timeout;
   info.store = std::make_shared<PrefixStore>("pg/0", rdzv.store);
+  info.store_host = rdzv.store_host;
   info.global_ranks = opts.global_ranks;  // empty: ProcessGroup fills 0..size-1
   return create(reg, std::move(info), env);
 }
@@ -141,6 +161,7 @@ std::shared_ptr<ProcessGroup> new_group(ProcessGroup& parent, const std::vector<
   for (int r : ranks) info.global_ranks.push_back(p.global_ranks.at(r));
   info.timeout = opts.timeout == kUseGroupTimeout ? p.timeout : opts.timeout;
   info.store = store;
+  info.store_host = p.store_host;
   // Look the backend up before moving `info`: argument evaluation order is unspecified, and GCC
   // moves `info` first, which made every new_group fail with "unknown backend ''".
   const BackendRegistration& reg = lookup(info.backend);

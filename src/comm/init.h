@@ -2,6 +2,7 @@
 // Creating and destroying process groups (torch.distributed's init_process_group / new_group).
 // Both return the group fully wrapped (tracing always; desync checks at COLLIE_DEBUG=DETAIL).
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,15 @@ struct InitOptions {
 // contradictory settings, TimeoutError naming the missing ranks, NetworkError/StoreError when
 // the store cannot be reached, BackendError when the backend fails to start.
 std::shared_ptr<ProcessGroup> init_process_group(const InitOptions& opts = {});
+
+struct BackendRegistration;
+struct SelfRendezvous;
+// With no init method: `reg`'s own rendezvous (MPI under mpirun), else, under mpirun with no
+// MASTER_ADDR/MASTER_PORT, the MPI bootstrap for any backend (when this build has MPI); nullopt
+// when neither applies (use rendezvous()). Records the store host (comm/network_choices.h).
+std::optional<SelfRendezvous> launcher_self_rendezvous(const BackendRegistration& reg,
+                                                       const std::string& init_method,
+                                                       const Env& env, Millis timeout);
 
 struct NewGroupOptions {
   Millis timeout = kUseGroupTimeout;  // kUseGroupTimeout = the parent's

@@ -38,6 +38,9 @@ LaunchEnv detect_launch_env(const Env& env) {
     auto rank = get(env, s.rank);
     auto size = get(env, s.size);
     if (!rank && !size) continue;
+    // An sbatch script or salloc shell carries SLURM_PROCID/SLURM_NTASKS of the allocation but is
+    // not one of its tasks: only a job step (srun) is.
+    if (std::string(s.name) == "slurm" && !env.first_of({"SLURM_STEP_ID", "SLURM_STEPID"})) continue;
     if (out.source.empty()) {
       out.rank = rank;
       out.world_size = size;

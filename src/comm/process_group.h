@@ -32,6 +32,8 @@ struct GroupInfo {
   std::vector<int> global_ranks;  // group rank -> world rank
   Millis timeout = kDefaultTimeout;
   std::shared_ptr<Store> store;  // group-scoped (prefixed) control-plane store
+  std::string store_host;        // host the ranks dialled for the store ("" = unknown); backends
+                                 // bind toward it (comm/bind_address.h)
 };
 
 class ProcessGroup {

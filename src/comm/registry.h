@@ -27,6 +27,7 @@ struct SelfRendezvous {
   int rank = 0;
   int world_size = 1;
   std::shared_ptr<Store> store;
+  std::string store_host;  // host the other ranks dial for the store
 };
 
 struct BackendRegistration {

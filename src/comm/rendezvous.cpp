@@ -6,9 +6,13 @@
 #include <charconv>
 #include <thread>
 
+#include "comm/bind_address.h"
 #include "comm/launch_env.h"
+#include "comm/launcher_rendezvous.h"
+#include "comm/network_choices.h"
 #include "core/env.h"
 #include "core/error.h"
+#include "core/log.h"
 #include "store/file_store.h"
 #include "store/tcp_store.h"
 
@@ -41,13 +45,67 @@ void resolve_rank_and_size(RendezvousRequest& req, const Env& env) {
   }
 }
 
-std::shared_ptr<Store> tcp_store(const std::string& host, uint16_t port, int rank, Millis timeout) {
+// Rank `serve`'s store binds the address choose_store_bind picks for `host`; clients dial `host`.
+std::shared_ptr<Store> tcp_store(const std::string& host, uint16_t port, bool serve,
+                                 Millis timeout) {
   TcpStoreOptions o;
   o.host = host;
   o.port = port;
-  o.is_server = rank == 0;
+  o.is_server = serve;
   o.timeout = timeout;
+  if (serve) {
+    const BindChoice b = choose_store_bind(host);
+    o.bind_host = b.address;
+    record_network_choice({"store_bind", fmt::format("{}:{}", b.address, port), b.reason});
+    log(LogLevel::Info, "store: serving on {}:{} ({}); clients dial {}", b.address, port, b.reason,
+        host);
+  }
   return std::make_shared<TcpStore>(o);
+}
+
+// A Slurm step's store: the serving task takes the first free candidate port and marks the store
+// with the step id; the others try the candidates in turn until one answers with that id.
+std::shared_ptr<Store> slurm_store(const RendezvousPlan& plan, Millis timeout) {
+  const std::string mark = "collie/slurm_step";
+  if (plan.serve) {
+    std::string last;
+    for (uint16_t port : plan.ports) {
+      try {
+        auto s = tcp_store(plan.host, port, true, timeout);
+        s->set(mark, to_bytes(plan.id));
+        return s;
+      } catch (const NetworkError& e) {
+        last = e.what();  // port taken: next candidate
+      }
+    }
+    throw NetworkError(fmt::format("slurm step {}: no free store port among {} on {} (last: {}); "
+                                   "set MASTER_ADDR and MASTER_PORT",
+                                   plan.id, fmt::join(plan.ports, ", "), plan.host, last));
+  }
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    for (uint16_t port : plan.ports) {
+      try {
+        TcpStoreOptions o;
+        o.host = plan.host;
+        o.port = port;
+        o.timeout = Millis(300);
+        TcpStore probe(o);
+        if (probe.check({mark}) && to_string(probe.get(mark)) == plan.id) {
+          o.timeout = timeout;
+          return std::make_shared<TcpStore>(o);
+        }
+      } catch (const Error&) {
+        // nothing there yet, or another service: try the next candidate
+      }
+    }
+    if (std::chrono::steady_clock::now() >= deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  throw TimeoutError(fmt::format(
+      "slurm step {}: no store of this step answered on {} ports {} within {} ms (did the "
+      "step's first task on {} start?); set MASTER_ADDR and MASTER_PORT to override",
+      plan.id, plan.host, fmt::join(plan.ports, ", "), timeout.count(), plan.host));
 }
 
 }  // namespace
@@ -102,20 +160,45 @@ void store_barrier(Store& store, const std::string& name, int rank, int world, M
 Rendezvous rendezvous(const RendezvousRequest& in, const Env& env) {
   RendezvousRequest req = in;
   if (req.init_method.empty()) req.init_method = env.get("COLLIE_INIT_METHOD").value_or("env://");
+  const std::string& m = req.init_method;
+  // env:// decides where to meet first: its errors (an sbatch body, nothing set) say more than
+  // "world size unknown" would.
+  RendezvousPlan plan;
+  if (m == "env://") {
+    plan = plan_env_rendezvous(env);
+    if (plan.kind == RendezvousPlan::Kind::SlurmAllocation ||
+        plan.kind == RendezvousPlan::Kind::None) {
+      throw InvalidArgument(fmt::format(
+          "env:// needs MASTER_ADDR and MASTER_PORT ({}; collie launch, torchrun, srun and "
+          "mpirun provide them or the equivalent; or use tcp://HOST:PORT)",
+          plan.reason));
+    }
+  }
   resolve_rank_and_size(req, env);
   Rendezvous out;
   out.rank = req.rank;
   out.world_size = req.world_size;
-  const std::string& m = req.init_method;
   if (m == "env://") {
-    auto addr = env.get("MASTER_ADDR");
-    auto port = env.get("MASTER_PORT");
-    if (!addr || addr->empty() || !port || port->empty()) {
-      throw InvalidArgument(
-          "env:// needs MASTER_ADDR and MASTER_PORT (collie launch sets them; or use "
-          "tcp://HOST:PORT)");
+    switch (plan.kind) {
+      case RendezvousPlan::Kind::Explicit:
+        out.store = tcp_store(plan.host, plan.ports.front(), req.rank == 0, req.timeout);
+        break;
+      case RendezvousPlan::Kind::SlurmStep:
+        out.store = slurm_store(plan, req.timeout);
+        break;
+      case RendezvousPlan::Kind::Mpi:
+        throw InvalidArgument(
+            "env:// under mpirun needs MASTER_ADDR and MASTER_PORT: this build has no MPI "
+            "backend to bootstrap the store with");
+      case RendezvousPlan::Kind::SlurmAllocation:
+      case RendezvousPlan::Kind::None:
+        break;  // rejected above
     }
-    out.store = tcp_store(*addr, parse_port(*port, "MASTER_PORT"), req.rank, req.timeout);
+    out.store_host = plan.host;
+    record_network_choice({"rendezvous", fmt::format("env:// {}:{}", plan.host,
+                                                     dynamic_cast<TcpStore&>(*out.store).port()),
+                           plan.reason});
+    log(LogLevel::Info, "rendezvous: env:// at {} ({})", plan.host, plan.reason);
     out.method = "env";
   } else if (m.rfind("tcp://", 0) == 0) {
     std::string hp = m.substr(6);
@@ -127,7 +210,9 @@ Rendezvous rendezvous(const RendezvousRequest& in, const Env& env) {
     if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
       host = host.substr(1, host.size() - 2);
     }
-    out.store = tcp_store(host, parse_port(hp.substr(colon + 1), "port"), req.rank, req.timeout);
+    out.store = tcp_store(host, parse_port(hp.substr(colon + 1), "port"), req.rank == 0, req.timeout);
+    out.store_host = host;
+    record_network_choice({"rendezvous", m, "init method"});
     out.method = "tcp";
   } else if (m.rfind("file://", 0) == 0) {
     std::string path = m.substr(7);
@@ -140,6 +225,7 @@ Rendezvous rendezvous(const RendezvousRequest& in, const Env& env) {
     throw InvalidArgument(fmt::format(
         "unknown init method '{}' (use env://, tcp://HOST:PORT or file:///PATH)", m));
   }
+  if (!out.store_host.empty()) set_rendezvous_host(out.store_host);
   // Check in: claim the rank, agree on the world size, wait for everyone.
   Store& s = *out.store;
   if (s.add(fmt::format("rdzv/rank/{}", req.rank), 1) != 1) {

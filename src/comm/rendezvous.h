@@ -1,7 +1,10 @@
 #pragma once
 // Rendezvous: turns an init method into (store, rank, world size).
-//   env://          MASTER_ADDR, MASTER_PORT (+ rank/world from args or the launcher env)
+//   env://          MASTER_ADDR, MASTER_PORT (+ rank/world from args or the launcher env); with
+//                   neither set, a Slurm job step's own variables (comm/launcher_rendezvous.h)
 //   tcp://HOST:PORT rank 0 serves the TcpStore on HOST:PORT, others connect
+// The store server binds the address choose_store_bind() picks (comm/bind_address.h): never a
+// loopback address that remote ranks cannot reach.
 //   file:///PATH    a FileStore at PATH shared by all ranks
 // After the store is up every rank checks in: duplicate ranks and disagreeing world sizes are
 // InvalidArgument, and ranks that do not arrive within the timeout are named in a TimeoutError.
@@ -21,6 +24,7 @@ struct Rendezvous {
   int rank = 0;
   int world_size = 1;
   std::string method;  // "env", "tcp", "file", "store", or a backend's name (self rendezvous)
+  std::string store_host;  // host the ranks dialled for the store ("" = none / unknown)
 };
 
 struct RendezvousRequest {

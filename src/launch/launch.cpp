@@ -290,7 +290,7 @@ class Launcher {
     result_.signal = sig;
     say(fmt::format("received {}; forwarding it to every rank", strsignal(sig)));
     signal_all(sig);
-    arm_kill_deadline();
+    arm_kill_deadline(spec_.kill_grace);
   }
 
   void reap() {
@@ -308,7 +308,7 @@ class Launcher {
               : fmt::format("rank {} was killed by {}; stopping the other ranks", c.rank,
                             strsignal(WTERMSIG(st))));
       signal_all(SIGTERM);
-      arm_kill_deadline();
+      arm_kill_deadline(spec_.failure_grace);
     }
     if (!any_running() && any_open() && !drain_deadline_) {
       // Every rank exited but something they started still holds the pipes.
@@ -322,8 +322,10 @@ class Launcher {
     for (auto& c : children_) kill(-c.pid, sig);  // ESRCH for finished groups is fine
   }
 
-  void arm_kill_deadline() {
-    if (!kill_deadline_) kill_deadline_ = Steady::now() + spec_.kill_grace;
+  // An earlier deadline wins: a user's stop during a failure's short grace does not lengthen it.
+  void arm_kill_deadline(Millis grace) {
+    const auto d = Steady::now() + grace;
+    if (!kill_deadline_ || d < *kill_deadline_) kill_deadline_ = d;
   }
 
   void on_deadlines() {
@@ -333,7 +335,7 @@ class Launcher {
       say(fmt::format("the job ran past its timeout of {} ms; stopping every rank",
                       spec_.timeout.count()));
       signal_all(SIGTERM);
-      arm_kill_deadline();
+      arm_kill_deadline(spec_.failure_grace);
     }
     if (kill_deadline_ && now >= *kill_deadline_) {
       kill_deadline_.reset();

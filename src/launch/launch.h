@@ -6,7 +6,8 @@
 // form a new world). Child stdin is /dev/null; child stdout/stderr go through pipes and are written
 // line by line to out_fd/err_fd, prefixed "[rank] " unless prefix_output is false. SIGINT/SIGTERM
 // received by the launcher are forwarded to every child. When a rank exits non-zero (or is killed),
-// the others get SIGTERM, then SIGKILL after kill_grace; run() returns that first rank's status.
+// the others get SIGTERM at once, then SIGKILL after failure_grace; run() returns that first
+// rank's status. Forwarded user signals get kill_grace instead.
 // Ranks are killed if the launcher process dies (PR_SET_PDEATHSIG).
 // Thread safety: run() installs SIGINT/SIGTERM/SIGCHLD handlers for its duration and restores
 // the old ones; only one run() may be active per process. It never waits forever when timeout
@@ -28,7 +29,11 @@ struct LaunchSpec {
   std::string master_addr = "127.0.0.1";
   uint16_t master_port = 0;                    // 0 = a free port on master_addr
   Millis timeout{0};                           // whole job; 0 = no limit
-  Millis kill_grace{std::chrono::seconds(3)};  // SIGTERM → SIGKILL delay
+  Millis kill_grace{std::chrono::seconds(3)};  // SIGTERM → SIGKILL delay after the user's
+                                               // SIGINT/SIGTERM (forwarded to the ranks)
+  // SIGTERM → SIGKILL delay when a rank failed or the job ran past `timeout`: short, so a frozen
+  // or wedged rank cannot hold the job (the others have written their dumps by then).
+  Millis failure_grace{std::chrono::seconds(3)};
   bool prefix_output = true;
   std::map<std::string, std::string> extra_env;  // set in every child
   int out_fd = STDOUT_FILENO;

@@ -86,6 +86,7 @@ class Driver {
     try {
       return run_all(version);
     } catch (const TimeoutError& e) {
+      steps_.report_position();  // rank 0 below tells "still here" from frozen
       const std::string who = pg_.rank() == 0 ? steps_.laggards() : "";
       throw TimeoutError(fmt::format("[Rank {}] perf step '{}' exceeded {} ms: {}{}{}", pg_.rank(),
                                      steps_.current(), timeout_.count(), e.what(),

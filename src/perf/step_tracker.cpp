@@ -3,10 +3,13 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
 
+#include "comm/end_slurm_step.h"
+#include "core/env.h"
 #include "store/store.h"
 
 namespace collie::perf {
@@ -70,11 +73,14 @@ std::string StepTracker::laggards() {
     // 2. Everyone is in this step: compare collective sequence numbers.
     store_->set("perf/report_request", "1");
     const uint64_t mine = last_seq_ ? last_seq_() : 0;
+    // One deadline for all answers: the launcher stops the job soon after a rank fails.
+    const auto deadline = std::chrono::steady_clock::now() + Millis(1500);
     for (int r = 0; r < world_; ++r) {
       if (r == rank_) continue;
       const std::string key = fmt::format("perf/seq/{}", r);
       try {
-        store_->wait({key}, Millis(1500));
+        const auto left = std::chrono::duration_cast<Millis>(deadline - std::chrono::steady_clock::now());
+        if (!store_->check({key})) store_->wait({key}, std::max(left, Millis(1)));
       } catch (const std::exception&) {
         behind.push_back(fmt::format("rank {} did not answer (hung in the backend or dead)", r));
         continue;
@@ -90,6 +96,16 @@ std::string StepTracker::laggards() {
     return fmt::format("rank {} waits in collective #{}; {}", rank_, mine, fmt::join(behind, "; "));
   } catch (const std::exception& e) {
     return fmt::format("(could not read the other ranks' check-ins: {})", e.what());
+  }
+}
+
+void StepTracker::report_position() {
+  if (!store_ || rank_ == 0) return;
+  try {
+    store_->set(fmt::format("perf/seq/{}", rank_),
+                fmt::format("{}|{}", last_seq_ ? last_seq_() : 0, current()));
+  } catch (const std::exception&) {
+    // the store is gone (rank 0 exited); nothing left to report to
   }
 }
 
@@ -136,6 +152,7 @@ void StepTracker::watch() {
       }
     }
     std::fflush(stdout);
+    end_slurm_step_on_failure(Env::process(), exit_code_);
     std::_Exit(exit_code_);
   }
 }

@@ -42,8 +42,12 @@ class StepTracker {
   std::string current();
   // Names the ranks behind this one: by step check-in, else by collective sequence number
   // ("rank 1 is at collective #4 in '<step>' while rank 0 waits in #5"). Empty when it cannot
-  // tell. Asks the other ranks for their sequence numbers (waits at most ~1.5 s).
+  // tell. Asks the other ranks for their sequence numbers (waits at most ~1.5 s in all).
   std::string laggards();
+  // A non-zero rank whose step failed publishes its position before it exits, so that rank 0's
+  // laggards() tells it (still present, at the same collective) from a frozen or dead rank.
+  // Never throws. Thread-safe.
+  void report_position();
 
  private:
   void watch();

@@ -136,7 +136,8 @@ TcpStore::TcpStore(const TcpStoreOptions& opts)
     : Store(opts.timeout), host_(opts.host), max_message_bytes_(opts.max_message_bytes) {
   port_ = opts.port;
   if (opts.is_server) {
-    server_ = std::make_unique<TcpStoreServer>(opts.host, opts.port, opts.max_message_bytes);
+    server_ = std::make_unique<TcpStoreServer>(
+        opts.bind_host.empty() ? opts.host : opts.bind_host, opts.port, opts.max_message_bytes);
     port_ = server_->port();
   }
   conn_ = std::make_unique<Connection>(host_, port_, opts.timeout, opts.max_message_bytes);

@@ -13,6 +13,7 @@
 #include <sstream>
 #include <thread>
 
+#include "comm/launcher_rendezvous.h"
 #include "core/env.h"
 #include "core/error.h"
 #include "launch/launch.h"
@@ -251,6 +252,56 @@ TEST(StoreBarrier, ReleasesEveryRankAndNamesLateOnes) {
   });
   for (auto& o : out) EXPECT_EQ(o.error, "");
   EXPECT_EQ(format_ranks({5, 1, 2, 3, 9, 10}), "1-3, 5, 9, 10");
+}
+
+}  // namespace
+}  // namespace collie
+
+namespace collie {
+namespace {
+
+MapEnv slurm_task_env(long long job, int procid, int world) {
+  return MapEnv(MapEnv::Map{{"SLURM_JOB_ID", std::to_string(job)},
+                            {"SLURM_STEP_ID", "0"},
+                            {"SLURM_STEP_NODELIST", "127.0.0.1"},
+                            {"SLURMD_NODENAME", "127.0.0.1"},
+                            {"SLURM_PROCID", std::to_string(procid)},
+                            {"SLURM_LOCALID", std::to_string(procid)},
+                            {"SLURM_NTASKS", std::to_string(world)}});
+}
+
+// A Slurm step with no MASTER_*: the ranks meet on a port derived from the job and step ids.
+// The first candidate port is held by a foreign listener that never answers; the serving task
+// moves to the next candidate and the others find it there.
+TEST(Rendezvous, SlurmStepMeetsOnDerivedPortSkippingATakenOne) {
+  const long long job = 700000 + getpid() % 100000;
+  const auto ports = slurm_step_ports(job, 0);
+  uint16_t bound = 0;
+  int foreign = -1;
+  try {
+    foreign = net::listen_on("127.0.0.1", ports[0], &bound);
+  } catch (const NetworkError&) {
+    // already taken by something else: the test still covers the fallback
+  }
+  auto out = run_ranks(3, [&](int r) {
+    return rendezvous(RendezvousRequest{"", -1, -1, 20s}, slurm_task_env(job, r, 3));
+  });
+  if (foreign >= 0) close(foreign);
+  expect_connected(out, 3, "env");
+  for (int r = 0; r < 3; ++r) EXPECT_EQ(out[r].rdzv.store_host, "127.0.0.1");
+}
+
+TEST(Rendezvous, SbatchBodyIsOneLineSayingToUseSrun) {
+  const MapEnv env(MapEnv::Map{{"SLURM_JOB_ID", "12"}, {"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "4"}});
+  try {
+    rendezvous(RendezvousRequest{"", -1, -1, 1s}, env);
+    FAIL() << "accepted";
+  } catch (const InvalidArgument& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("not in a job step"), std::string::npos) << m;
+    EXPECT_NE(m.find("srun"), std::string::npos) << m;
+    EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+  }
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <thread>
 
+#include "comm/network_choices.h"
 #include "core/error.h"
 #include "debug_server/test_cluster.h"
 
@@ -60,6 +61,13 @@ TEST(DebugServer, StatusConfigAndMetrics) {
   EXPECT_EQ(cfg->body.find("hunter2"), std::string::npos);
   EXPECT_TRUE(conf.contains("debug_level"));
   EXPECT_TRUE(conf.contains("version"));
+  // The process's network choices (what Gloo bound and why) are served as recorded.
+  record_network_choice({"gloo", "10.9.8.7 (eth9)", "route to rendezvous host n1 leaves through eth9"});
+  cfg = http_get(c.port(0), "/v1/config");
+  ASSERT_TRUE(cfg);
+  conf = Json::parse(cfg->body);
+  EXPECT_EQ(conf["network"]["gloo"]["value"], "10.9.8.7 (eth9)") << cfg->body;
+  EXPECT_EQ(conf["network"]["gloo"]["reason"], "route to rendezvous host n1 leaves through eth9");
 
   auto m = http_get(c.port(0), "/metrics");
   ASSERT_TRUE(m);

@@ -115,7 +115,8 @@ expect_in() {  # expect_in JOB PATTERN WHAT
 # run_mpi NAME TIMEOUT_S ARGS...: `collie ARGS` as one Open MPI job, 2 ranks on each host.
 # mpirun runs in host0; for the other hosts its rsh agent ($WORK/agent.sh) enters the host's
 # namespace, as ssh would log into a node. Open MPI's control traffic stays on the control
-# bridge, its TCP BTL on the data bridge; the MPI backend's store is rank 0's on host0. Each
+# bridge, its TCP BTL on the data bridge; the MPI backend's store is rank 0's on host0, found
+# through the addresses rank 0 broadcasts (no COLLIE_MPI_STORE_HOST). Each
 # "host" has 2 slots, so Open MPI would busy-poll; the 8 ranks share 2 real cores, so they yield.
 # The job's output goes to $WORK/NAME.0.log; sets RC0.
 run_mpi() {
@@ -130,7 +131,6 @@ run_mpi() {
     --mca oob_tcp_if_include 10.77.0.0/24 \
     --mca btl self,vader,tcp --mca btl_tcp_if_include 10.77.1.0/24 \
     --mca mpi_yield_when_idle 1 \
-    -x COLLIE_MPI_STORE_HOST=10.77.0.1 \
     "$COLLIE" "$@" >"$WORK/$name.0.log" 2>&1 &
   local pid=$!
   PIDS+=($pid)

@@ -127,6 +127,33 @@ TEST(Launch, FailingRankStopsTheOthersQuicklyAndSetsTheStatus) {
   EXPECT_NE(err.text().find("rank 2 exited with status 7"), std::string::npos) << err.text();
 }
 
+// The long grace is for a user's Ctrl-C only: a failed rank (or the job deadline) gets a rank
+// that ignores SIGTERM (or is frozen) killed after failure_grace, not kill_grace.
+TEST(Launch, FailureUsesTheShortGraceNotTheInterruptGrace) {
+  Capture out, err;
+  LaunchSpec s = sh(3,
+                    "if [ $RANK = 1 ]; then sleep 0.2; exit 3; fi; "
+                    "if [ $RANK = 2 ]; then kill -STOP $$; fi; trap '' TERM; sleep 60",
+                    out, err);
+  s.kill_grace = 30s;
+  s.failure_grace = 1s;
+  auto start = Steady::now();
+  LaunchResult r = run(s);
+  EXPECT_LT(Steady::now() - start, 4s);
+  EXPECT_GE(Steady::now() - start, 1s);
+  EXPECT_EQ(r.failed_rank, 1);
+  EXPECT_EQ(r.exit_code, 3);
+  // The same for the job deadline.
+  s = sh(2, "trap '' TERM; sleep 60", out, err);
+  s.kill_grace = 30s;
+  s.failure_grace = 1s;
+  s.timeout = 300ms;
+  start = Steady::now();
+  r = run(s);
+  EXPECT_LT(Steady::now() - start, 4s);
+  EXPECT_TRUE(r.timed_out);
+}
+
 TEST(Launch, KilledRankReportsTheSignal) {
   Capture out, err;
   const LaunchResult r = run(sh(2, "if [ $RANK = 1 ]; then kill -9 $$; fi; sleep 30", out, err));

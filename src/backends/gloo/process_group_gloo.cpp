@@ -7,9 +7,11 @@
 #include <map>
 
 #include "backends/gloo/gloo_collectives.h"
+#include "backends/gloo/gloo_connect.h"
 #include "backends/gloo/gloo_device.h"
 #include "backends/gloo/gloo_p2p.h"
 #include "backends/gloo/gloo_store.h"
+#include "comm/network_choices.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "store/prefix_store.h"
@@ -22,7 +24,7 @@ namespace {
 std::shared_ptr<gloo::transport::Device> shared_device(const GlooDeviceChoice& choice, int rank) {
   static std::mutex mu;
   static std::map<std::string, std::weak_ptr<gloo::transport::Device>> devices;
-  const std::string key = choice.hostname + "|" + choice.iface;
+  const std::string key = choice.address;
   std::lock_guard<std::mutex> lk(mu);
   if (auto d = devices[key].lock()) return d;
   auto d = create_gloo_device(choice, rank);
@@ -56,24 +58,15 @@ ProcessGroupGloo::ProcessGroupGloo(GroupInfo info, const Env& env)
     throw InvalidArgument(fmt::format("[Rank {}] gloo: {} has no store to rendezvous through",
                                       i.rank, group_label(i)));
   }
-  const GlooDeviceChoice choice = choose_gloo_device(env);
+  const GlooDeviceChoice choice = choose_gloo_device(env, i.store_host);
   auto device = shared_device(choice, i.rank);
-  auto ctx = std::make_shared<gloo::rendezvous::Context>(i.rank, i.size);
-  ctx->setTimeout(i.timeout);
-  GlooStoreAdapter store(std::make_shared<PrefixStore>("gloo", i.store));
-  try {
-    ctx->connectFullMesh(store, device);
-  } catch (const Error&) {
-    throw;  // the store's own errors already name the missing keys
-  } catch (const std::exception& e) {
-    const std::string msg = fmt::format(
-        "[Rank {}] gloo: connecting {} ({} ranks) over {} ({}) failed: {}; check that every rank "
-        "started and that this address is reachable from the others (set GLOO_SOCKET_IFNAME or "
-        "COLLIE_GLOO_HOST)",
-        i.rank, group_label(i), i.size, device->str(), choice.reason, e.what());
-    if (looks_like_gloo_timeout(e.what())) throw TimeoutError(msg);
-    throw NetworkError(msg);
+  if (i.name == "0") {
+    record_network_choice({"gloo", choice.address + (choice.iface.empty() ? "" : " (" + choice.iface + ")"),
+                           choice.reason});
+    log(LogLevel::Info, "gloo: binding {}{} ({})", choice.address,
+        choice.iface.empty() ? "" : " on " + choice.iface, choice.reason);
   }
+  auto ctx = connect_full_mesh_bounded(i, device, choice.address, choice.reason);
   context_ = std::move(ctx);
   log(LogLevel::Debug, "gloo: {} connected, {} ranks, device {} ({})", group_label(i), i.size,
       device->str(), choice.reason);

@@ -10,37 +10,26 @@
 namespace collie {
 namespace {
 
-TEST(GlooDevice, ChoiceFollowsPrecedence) {
-  EXPECT_EQ(choose_gloo_device(MapEnv(MapEnv::Map{})).hostname, "127.0.0.1");
-  EXPECT_EQ(choose_gloo_device(MapEnv(MapEnv::Map{{"MASTER_ADDR", "127.0.0.1"}})).hostname,
-            "127.0.0.1");
-  EXPECT_EQ(choose_gloo_device(MapEnv(MapEnv::Map{{"MASTER_ADDR", "localhost"}})).hostname,
-            "127.0.0.1");
-  auto remote = choose_gloo_device(MapEnv(MapEnv::Map{{"MASTER_ADDR", "10.1.2.3"}}));
-  EXPECT_NE(remote.hostname, "127.0.0.1");
-  EXPECT_EQ(remote.reason, "hostname");
-  auto iface = choose_gloo_device(
-      MapEnv(MapEnv::Map{{"MASTER_ADDR", "10.1.2.3"}, {"GLOO_SOCKET_IFNAME", "eth1,eth2"}}));
-  EXPECT_EQ(iface.iface, "eth1");
-  EXPECT_TRUE(iface.hostname.empty());
-  auto host = choose_gloo_device(
-      MapEnv(MapEnv::Map{{"GLOO_SOCKET_IFNAME", "eth1"}, {"COLLIE_GLOO_HOST", "node7.example"}}));
-  EXPECT_EQ(host.hostname, "node7.example");
-  EXPECT_TRUE(host.iface.empty());
+TEST(GlooDevice, ChoiceIsAlwaysANumericAddress) {
+  // The full precedence is tested in tests/comm/bind_address_test.cpp; here the device side.
+  EXPECT_EQ(choose_gloo_device(MapEnv(MapEnv::Map{}), "").address, "127.0.0.1");
+  auto c = choose_gloo_device(MapEnv(MapEnv::Map{{"COLLIE_GLOO_HOST", "localhost"}}), "");
+  EXPECT_EQ(c.address.rfind("127.", 0) == 0 || c.address == "::1", true) << c.address;
+  EXPECT_EQ(c.reason, "COLLIE_GLOO_HOST (localhost)");
 }
 
-TEST(GlooDevice, UnknownInterfaceIsBackendErrorNamingTheSetting) {
+TEST(GlooDevice, AddressNotOnThisHostIsBackendErrorNamingTheSetting) {
   GlooDeviceChoice c;
-  c.iface = "no-such-if0";
-  c.reason = "GLOO_SOCKET_IFNAME";
+  c.address = "198.51.100.7";  // TEST-NET-2: never assigned to a host
+  c.reason = "COLLIE_GLOO_HOST";
   try {
     create_gloo_device(c, 3);
     FAIL() << "expected BackendError";
   } catch (const BackendError& e) {
     const std::string m = e.what();
     EXPECT_NE(m.find("[Rank 3]"), std::string::npos) << m;
-    EXPECT_NE(m.find("no-such-if0"), std::string::npos) << m;
-    EXPECT_NE(m.find("GLOO_SOCKET_IFNAME"), std::string::npos) << m;
+    EXPECT_NE(m.find("198.51.100.7"), std::string::npos) << m;
+    EXPECT_NE(m.find("COLLIE_GLOO_HOST"), std::string::npos) << m;
   }
 }
 

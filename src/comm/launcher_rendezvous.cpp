@@ -1,0 +1,99 @@
+#include "comm/launcher_rendezvous.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+
+#include "comm/hostlist.h"
+#include "core/env.h"
+#include "core/error.h"
+
+namespace collie {
+namespace {
+
+uint16_t parse_port(const std::string& s) {
+  int port = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), port);
+  if (ec != std::errc() || p != s.data() + s.size() || port <= 0 || port > 65535) {
+    throw InvalidArgument(fmt::format("MASTER_PORT '{}' is not a TCP port (1-65535)", s));
+  }
+  return static_cast<uint16_t>(port);
+}
+
+std::string nonempty(const Env& env, const char* name) { return env.get(name).value_or(""); }
+
+}  // namespace
+
+std::vector<uint16_t> slurm_step_ports(long long job, long long step, int count) {
+  std::vector<uint16_t> out;
+  const unsigned long long h = static_cast<unsigned long long>(job) * 131u +
+                               static_cast<unsigned long long>(step) * 7919u;
+  for (int k = 0; static_cast<int>(out.size()) < count; ++k) {
+    const auto p = static_cast<uint16_t>(20000 + (h + static_cast<unsigned long long>(k) * 4099u) % 40000);
+    if (std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
+  }
+  return out;
+}
+
+RendezvousPlan plan_env_rendezvous(const Env& env) {
+  RendezvousPlan plan;
+  const std::string addr = nonempty(env, "MASTER_ADDR");
+  const std::string port = nonempty(env, "MASTER_PORT");
+  if (!addr.empty() || !port.empty()) {
+    if (addr.empty() || port.empty()) {
+      throw InvalidArgument(fmt::format(
+          "{} is set but {} is not; set both (or neither, under srun or mpirun)",
+          addr.empty() ? "MASTER_PORT" : "MASTER_ADDR", addr.empty() ? "MASTER_ADDR" : "MASTER_PORT"));
+    }
+    plan.kind = RendezvousPlan::Kind::Explicit;
+    plan.host = addr;
+    plan.ports = {parse_port(port)};
+    plan.reason = fmt::format("MASTER_ADDR={} MASTER_PORT={}", addr, port);
+    return plan;
+  }
+  const std::string job = env.first_of({"SLURM_JOB_ID", "SLURM_JOBID"}).value_or("");
+  const std::string step = env.first_of({"SLURM_STEP_ID", "SLURM_STEPID"}).value_or("");
+  if (!step.empty() && !job.empty()) {
+    const std::string var = env.get("SLURM_STEP_NODELIST") ? "SLURM_STEP_NODELIST" : "SLURM_NODELIST";
+    const std::string list = nonempty(env, var.c_str());
+    if (list.empty()) {
+      throw InvalidArgument(fmt::format(
+          "Slurm step {}.{} without SLURM_STEP_NODELIST; set MASTER_ADDR and MASTER_PORT", job,
+          step));
+    }
+    const auto hosts = expand_hostlist(list);
+    const auto job_id = env.get_int("SLURM_JOB_ID").value_or(env.get_int("SLURM_JOBID").value_or(0));
+    const auto step_id = env.get_int(env.get("SLURM_STEP_ID") ? "SLURM_STEP_ID" : "SLURM_STEPID").value_or(0);
+    plan.kind = RendezvousPlan::Kind::SlurmStep;
+    plan.host = hosts.front();
+    plan.ports = slurm_step_ports(job_id, step_id);
+    plan.id = fmt::format("{}.{}", job, step);
+    // The step's first task on the first host serves; with Slurm's default block distribution
+    // that is task 0. SLURMD_NODENAME is the node name Slurm runs this task on.
+    const std::string node = nonempty(env, "SLURMD_NODENAME");
+    const std::string local = nonempty(env, "SLURM_LOCALID");
+    plan.serve = node.empty() ? nonempty(env, "SLURM_PROCID") == "0"
+                              : node == plan.host && (local.empty() || local == "0");
+    plan.reason = fmt::format("slurm step {} ({}={}): store on {}", plan.id, var, list, plan.host);
+    return plan;
+  }
+  if (env.first_of({"OMPI_COMM_WORLD_SIZE", "PMIX_RANK"})) {
+    plan.kind = RendezvousPlan::Kind::Mpi;
+    plan.reason = env.get("OMPI_COMM_WORLD_SIZE") ? "Open MPI launcher (OMPI_COMM_WORLD_SIZE)"
+                                                   : "PMIx launcher (PMIX_RANK)";
+    return plan;
+  }
+  if (!job.empty()) {
+    plan.kind = RendezvousPlan::Kind::SlurmAllocation;
+    plan.reason = fmt::format(
+        "inside Slurm job {} but not in a job step (an sbatch script or salloc shell): start the "
+        "ranks with srun -n N",
+        job);
+    return plan;
+  }
+  plan.reason = "no MASTER_ADDR/MASTER_PORT and no srun or mpirun launcher";
+  return plan;
+}
+
+}  // namespace collie

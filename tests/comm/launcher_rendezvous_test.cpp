@@ -1,0 +1,127 @@
+// Pure parts of launcher detection: Slurm hostlist expansion and the rendezvous plan chosen from
+// an environment map (torchrun / collie launch, srun steps, mpirun, sbatch bodies).
+#include <gtest/gtest.h>
+
+#include "comm/hostlist.h"
+#include "comm/launch_env.h"
+#include "comm/launcher_rendezvous.h"
+#include "core/env.h"
+#include "core/error.h"
+
+namespace collie {
+namespace {
+
+using V = std::vector<std::string>;
+
+TEST(Hostlist, ExpandsRangesListsAndPadding) {
+  EXPECT_EQ(expand_hostlist("node1"), V{"node1"});
+  EXPECT_EQ(expand_hostlist("node[01-04,7]"), (V{"node01", "node02", "node03", "node04", "node7"}));
+  EXPECT_EQ(expand_hostlist("a[1-2]-ib,b3"), (V{"a1-ib", "a2-ib", "b3"}));
+  EXPECT_EQ(expand_hostlist("n[08-10]"), (V{"n08", "n09", "n10"}));
+  EXPECT_EQ(expand_hostlist("r[1-2]n[1-2]"), (V{"r1n1", "r1n2", "r2n1", "r2n2"}));
+  EXPECT_EQ(expand_hostlist("x,y[3],z"), (V{"x", "y3", "z"}));
+}
+
+TEST(Hostlist, MalformedIsInvalidArgumentNamingTheExpression) {
+  for (const char* bad : {"node[1-", "node]1", "node[a-b]", "node[5-3]", "", "a,,b", "n[[1]]",
+                          "n[1-99999999]"}) {
+    try {
+      expand_hostlist(bad);
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const InvalidArgument& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string("'") + bad + "'"), std::string::npos)
+          << e.what();
+    }
+  }
+}
+
+using K = RendezvousPlan::Kind;
+
+MapEnv::Map slurm_step(const std::string& node, const std::string& procid,
+                       const std::string& localid) {
+  return {{"SLURM_JOB_ID", "4711"},     {"SLURM_STEP_ID", "3"},
+          {"SLURM_STEP_NODELIST", "node[02-03]"}, {"SLURMD_NODENAME", node},
+          {"SLURM_PROCID", procid},     {"SLURM_LOCALID", localid},
+          {"SLURM_NTASKS", "4"}};
+}
+
+TEST(RendezvousPlan, MasterAddrAndPortWinOverEverything) {
+  auto env = slurm_step("node02", "0", "0");
+  env["MASTER_ADDR"] = "10.0.0.9";
+  env["MASTER_PORT"] = "29500";
+  env["OMPI_COMM_WORLD_SIZE"] = "4";
+  const auto p = plan_env_rendezvous(MapEnv(env));
+  EXPECT_EQ(p.kind, K::Explicit);
+  EXPECT_EQ(p.host, "10.0.0.9");
+  EXPECT_EQ(p.ports, std::vector<uint16_t>{29500});
+}
+
+TEST(RendezvousPlan, OnlyOneOfMasterAddrPortIsAnErrorNamingBoth) {
+  for (const char* var : {"MASTER_ADDR", "MASTER_PORT"}) {
+    try {
+      plan_env_rendezvous(MapEnv(MapEnv::Map{{var, "29500"}}));
+      ADD_FAILURE() << var;
+    } catch (const InvalidArgument& e) {
+      const std::string m = e.what();
+      EXPECT_NE(m.find("MASTER_ADDR"), std::string::npos) << m;
+      EXPECT_NE(m.find("MASTER_PORT"), std::string::npos) << m;
+    }
+  }
+  EXPECT_THROW(plan_env_rendezvous(MapEnv(MapEnv::Map{{"MASTER_ADDR", "h"}, {"MASTER_PORT", "0"}})),
+               InvalidArgument);
+}
+
+TEST(RendezvousPlan, SlurmStepUsesFirstHostAndOneServingTask) {
+  const auto p0 = plan_env_rendezvous(MapEnv(slurm_step("node02", "0", "0")));
+  EXPECT_EQ(p0.kind, K::SlurmStep);
+  EXPECT_EQ(p0.host, "node02");
+  EXPECT_EQ(p0.id, "4711.3");
+  EXPECT_TRUE(p0.serve);
+  EXPECT_EQ(p0.ports, slurm_step_ports(4711, 3));
+  EXPECT_NE(p0.reason.find("node[02-03]"), std::string::npos) << p0.reason;
+  EXPECT_FALSE(plan_env_rendezvous(MapEnv(slurm_step("node02", "1", "1"))).serve);
+  EXPECT_FALSE(plan_env_rendezvous(MapEnv(slurm_step("node03", "2", "0"))).serve);
+  // Without SLURMD_NODENAME, task 0 serves.
+  auto env = slurm_step("", "0", "0");
+  env.erase("SLURMD_NODENAME");
+  EXPECT_TRUE(plan_env_rendezvous(MapEnv(env)).serve);
+}
+
+TEST(RendezvousPlan, SlurmStepPortsAreDistinctInRangeAndDifferPerStep) {
+  const auto a = slurm_step_ports(4711, 3);
+  ASSERT_EQ(a.size(), 8u);
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_GE(a[i], 20000);
+    EXPECT_LT(a[i], 60000);
+    for (size_t j = 0; j < i; ++j) EXPECT_NE(a[i], a[j]);
+  }
+  EXPECT_NE(slurm_step_ports(4711, 4).front(), a.front());
+  EXPECT_NE(slurm_step_ports(4712, 3).front(), a.front());
+  EXPECT_EQ(slurm_step_ports(4711, 3), a);
+}
+
+TEST(RendezvousPlan, MpiLauncherAndSlurmAllocationAndNothing) {
+  EXPECT_EQ(plan_env_rendezvous(MapEnv(MapEnv::Map{{"OMPI_COMM_WORLD_SIZE", "2"},
+                                                   {"OMPI_COMM_WORLD_RANK", "1"}}))
+                .kind,
+            K::Mpi);
+  // An sbatch body: allocation variables, no step.
+  const MapEnv sbatch(MapEnv::Map{{"SLURM_JOB_ID", "12"}, {"SLURM_PROCID", "0"},
+                                  {"SLURM_NTASKS", "4"}, {"SLURM_NODELIST", "node[1-2]"}});
+  const auto p = plan_env_rendezvous(sbatch);
+  EXPECT_EQ(p.kind, K::SlurmAllocation);
+  EXPECT_NE(p.reason.find("srun"), std::string::npos) << p.reason;
+  // ...and it is not a launcher world of 4 ranks.
+  EXPECT_EQ(detect_launch_env(sbatch).source, "");
+  EXPECT_EQ(plan_env_rendezvous(MapEnv(MapEnv::Map{})).kind, K::None);
+}
+
+TEST(RendezvousPlan, SlurmStepIsALauncherWorld) {
+  const auto le = detect_launch_env(MapEnv(slurm_step("node03", "3", "1")));
+  EXPECT_EQ(le.source, "slurm");
+  EXPECT_EQ(le.rank, 3);
+  EXPECT_EQ(le.world_size, 4);
+}
+
+}  // namespace
+}  // namespace collie

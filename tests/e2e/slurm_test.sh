@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# collie under a real two-node Slurm cluster (shared/tools/slurm/up.sh: munge, slurmctld, two
+# slurmd in network namespaces whose /etc/hosts map their own names to 127.0.1.1, as stock
+# Debian does), with no rendezvous variables set:
+#   1. srun -N 2 -n 4 collie perf          (store on node1, port from the job/step ids)
+#   2. an sbatch script: srun collie probe connectivity, srun collie perf -J; and a bare
+#      `collie perf -np 4` in the script body, which must say to use srun (exit 2)
+#   3. srun -N 2 -n 4 collie perf -T 8 with task 2 frozen (SIGSTOP): the step ends by itself
+#      (the failing tasks cancel it), without --kill-on-bad-exit
+#   usage: slurm_test.sh COLLIE_BINARY [SLURM_TOOLS_DIR]
+# Brings the cluster up when it is not (and down again afterwards); leaves one it found running.
+# Exit: 0 pass, 1 fail, 77 skipped (not root, no Slurm, or the cluster cannot start; printed).
+set -u
+COLLIE=${1:?collie binary}
+TOOLS=${2:-/work/shared/tools/slurm}
+WORK=$(mktemp -d /tmp/collie_slurm_test.XXXXXX)
+chmod 755 "$WORK"
+STARTED=""
+skip() { echo "SKIP: $*"; exit 77; }
+fail() { echo "FAIL: $*"; exit 1; }
+cleanup() {
+  [ -n "${FROZEN:-}" ] && kill -KILL "$FROZEN" 2>/dev/null
+  if [ -n "$STARTED" ]; then "$TOOLS/down.sh" >/dev/null 2>&1; fi
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap "exit 1" INT TERM
+
+[ "$(id -u)" = 0 ] || skip "needs root to start slurmd/munge"
+[ -x "$TOOLS/up.sh" ] || skip "no Slurm tools at $TOOLS"
+command -v srun >/dev/null || skip "srun is not installed"
+BASE=${COLLIE_SLURM_DIR:-/tmp/collie-slurm}
+[ -f "$BASE/state" ] || STARTED=1
+if ! COLLIE_SLURM_DEBIAN_HOSTS=1 "$TOOLS/up.sh" >"$WORK/up.log" 2>&1; then
+  cat "$WORK/up.log"
+  skip "the Slurm cluster could not start (see above)"
+fi
+grep -q "nodes node1 node2" "$WORK/up.log" || { cat "$WORK/up.log"; skip "Slurm came up without two namespaced nodes"; }
+export SLURM_CONF=$BASE/etc/slurm.conf
+# Nothing a launcher-less user would not have.
+unset MASTER_ADDR MASTER_PORT RANK WORLD_SIZE LOCAL_RANK COLLIE_INIT_METHOD COLLIE_GLOO_HOST \
+  GLOO_SOCKET_IFNAME COLLIE_MPI_STORE_HOST
+export COLLIE_LOG_LEVEL=INFO
+
+PERF=(perf -b 1K -e 64K -f 4 -n 3 -w 1 -c 1 -T 20)
+
+echo "== 1. srun -N 2 -n 4 collie perf"
+timeout -k 5 120 srun -N 2 -n 4 -t 2 "$COLLIE" "${PERF[@]}" >"$WORK/srun.log" 2>&1
+rc=$?
+[ $rc = 0 ] || { cat "$WORK/srun.log"; fail "srun collie perf: exit $rc"; }
+grep -q "backend gloo world size 4" "$WORK/srun.log" || { cat "$WORK/srun.log"; fail "no table"; }
+grep -E "rendezvous: env:// at node1 \(slurm step" "$WORK/srun.log" | head -1 ||
+  { cat "$WORK/srun.log"; fail "the ranks did not meet through the Slurm step"; }
+for a in 10.231.0.11 10.231.0.12; do
+  [ "$(grep -c "gloo: binding $a" "$WORK/srun.log")" = 2 ] ||
+    { cat "$WORK/srun.log"; fail "two tasks should have bound $a"; }
+done
+grep -E "gloo: binding|store: serving" "$WORK/srun.log" | sort -u | head -4
+
+echo "== 2. sbatch: probe connectivity, perf -J, and a bare perf -np 4 in the body"
+cat >"$WORK/job.sh" <<JOB
+#!/bin/bash
+#SBATCH -N 2 -n 4 -t 3 -o $WORK/sbatch.out
+"$COLLIE" perf -np 4 -b 1K -e 1K
+echo "bare perf exit \$?"
+srun "$COLLIE" probe connectivity -T 20
+echo "probe exit \$?"
+srun "$COLLIE" ${PERF[*]} -J $WORK/perf.json
+echo "perf exit \$?"
+JOB
+jobid=$(sbatch --parsable "$WORK/job.sh") || fail "sbatch refused the script"
+for _ in $(seq 120); do
+  squeue -h -j "$jobid" 2>/dev/null | grep -q . || break
+  sleep 1
+done
+cat "$WORK/sbatch.out"
+grep -q "bare perf exit 2" "$WORK/sbatch.out" || fail "bare perf -np 4 in the sbatch body did not exit 2"
+grep -q "not in a job step; run the ranks with srun: srun -n 4 collie perf" "$WORK/sbatch.out" ||
+  fail "bare perf did not say how to run it"
+grep -q "probe exit 0" "$WORK/sbatch.out" || fail "srun collie probe connectivity failed in sbatch"
+grep -q "perf exit 0" "$WORK/sbatch.out" || fail "srun collie perf -J failed in sbatch"
+grep -q '"world_size": 4' "$WORK/perf.json" || fail "perf -J did not record 4 ranks"
+
+echo "== 3. a task frozen with SIGSTOP ends the step"
+T=8
+srun -N 2 -n 4 -t 2 "$COLLIE" perf -b 1K -e 1K -n 200 -w 1 -N 0 -T $T >"$WORK/frozen.log" 2>&1 &
+SPID=$!
+FROZEN=""
+for _ in $(seq 300); do
+  if [ "$(grep -c '^ *1024' "$WORK/frozen.log")" -ge 2 ]; then
+    for p in $(pgrep -x collie); do
+      tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx SLURM_PROCID=2 &&
+        tr '\0' '\n' <"/proc/$p/environ" | grep -q "^SLURM_STEP_ID=" && FROZEN=$p
+    done
+    [ -n "$FROZEN" ] && break
+  fi
+  sleep 0.1
+done
+[ -n "$FROZEN" ] || { kill "$SPID"; cat "$WORK/frozen.log"; fail "task 2 not found running rows"; }
+kill -STOP "$FROZEN"
+t0=$(date +%s)
+limit=$((T + 15))
+for _ in $(seq $((limit * 10))); do
+  kill -0 "$SPID" 2>/dev/null || break
+  sleep 0.1
+done
+if kill -0 "$SPID" 2>/dev/null; then
+  kill -KILL "$SPID"
+  cat "$WORK/frozen.log"
+  fail "the step still runs $limit s after task 2 froze"
+fi
+wait "$SPID"
+rc=$?
+took=$(($(date +%s) - t0))
+echo "srun exited $rc, $took s after the freeze"
+[ $rc != 0 ] || fail "srun exited 0 with a frozen task"
+grep -q "cancelling Slurm step" "$WORK/frozen.log" || { cat "$WORK/frozen.log"; fail "no task cancelled the step"; }
+grep -qE "rank 2\b|ranks? [0-9, ]*2\b" "$WORK/frozen.log" || { cat "$WORK/frozen.log"; fail "rank 2 not named"; }
+grep -E "cancelling Slurm step|srun: error" "$WORK/frozen.log" | head -3
+grep -oE "[^:;]*rank 2\b[^;]*" "$WORK/frozen.log" | head -2
+kill -0 "$FROZEN" 2>/dev/null && fail "the frozen task is still alive"
+FROZEN=""
+echo "PASS"
