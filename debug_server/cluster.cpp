@@ -48,6 +48,9 @@ RankView fetch_one(int rank, const std::string& url, Millis timeout, const std::
     v.status = nlohmann::json::parse(get_body(cli, url, "/v1/status", headers));
     const std::string fr = fmt::format("/v1/flight_recorder?entries={}", kClusterViewEntries);
     v.dump = parse_dump(get_body(cli, url, fr.c_str(), headers));
+    if (v.dump->rank != rank) {
+      throw std::runtime_error(fmt::format("{} served the dump of rank {}", url, v.dump->rank));
+    }
     v.reachable = true;
   } catch (const std::exception& e) {
     v.status = nullptr;

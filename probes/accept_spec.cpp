@@ -9,6 +9,7 @@
 
 #include "core/env.h"
 #include "core/error.h"
+#include "core/size.h"
 #include "probes/perf_check.h"
 #include "probes/spec_yaml.h"
 
@@ -16,6 +17,8 @@ namespace collie::probes {
 namespace {
 
 using json = nlohmann::json;
+
+constexpr int64_t kMaxSpecInt = 1000000000;
 
 enum class T { Bool, Number, Int, Bytes, Duration, String, Object, Strings };
 
@@ -103,10 +106,14 @@ void check_type(const json& v, T t, const Loc& at) {
       if (!v.is_boolean()) fail("true or false");
       break;
     case T::Number:
-      if (!v.is_number() || v.get<double>() < 0) fail("a non-negative number");
+      if (!v.is_number() || !(v.get<double>() >= 0) || !std::isfinite(v.get<double>()))
+        fail("a non-negative number");
       break;
     case T::Int:
-      if (!v.is_number_integer() || v.get<int64_t>() < 0) fail("a non-negative integer");
+      // Counts (iters, repeats, work) end up in int arithmetic: 1e9 is more than any probe needs.
+      if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > kMaxSpecInt ||
+          (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(kMaxSpecInt)))
+        fail("a non-negative integer (at most 1000000000)");
       break;
     case T::Bytes:
       try {
@@ -129,7 +136,7 @@ void check_type(const json& v, T t, const Loc& at) {
     case T::Object:
       if (!v.is_object() || v.empty()) fail("a non-empty object");
       for (const auto& [k, x] : v.items())
-        if (!x.is_number() || x.get<double>() < 0)
+        if (!x.is_number() || !(x.get<double>() >= 0) || !std::isfinite(x.get<double>()))
           throw SpecError(fmt::format("{}.{} must be a non-negative number", where, k),
                           at.key(k).ptr);
       break;
@@ -154,30 +161,32 @@ void check_keys(const json& obj, const std::vector<KeySpec>& allowed, const Loc&
   }
 }
 
+// JSON nested at most 64 deep (a spec needs 4); the file is already at most 1 MiB.
+constexpr int kMaxJsonDepth = 64;
+
+json parse_json_limited(const std::string& text) {
+  return json::parse(text, [](int depth, json::parse_event_t event, json&) {
+    if ((event == json::parse_event_t::object_start || event == json::parse_event_t::array_start) &&
+        depth >= kMaxJsonDepth)
+      throw SpecError(fmt::format("nested deeper than {} levels", kMaxJsonDepth));
+    return true;
+  });
+}
+
 }  // namespace
 
 int64_t parse_bytes(const json& v, const std::string& what) {
-  if (v.is_number_integer() && v.get<int64_t>() >= 0) return v.get<int64_t>();
+  if (v.is_number_integer() && v.get<int64_t>() >= 0 && v.get<int64_t>() <= kMaxByteSize &&
+      !(v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(kMaxByteSize)))
+    return v.get<int64_t>();
   if (!v.is_string())
-    throw SpecError(
-        fmt::format("{} must be a size such as 8, \"64K\", \"4M\" (got {})", what, v.dump()));
-  const std::string s = v.get<std::string>();
-  size_t pos = 0;
-  double num = 0;
+    throw SpecError(fmt::format("{} must be a size such as 8, \"64K\", \"4M\" (at most 1T; got {})",
+                                what, v.dump()));
   try {
-    num = std::stod(s, &pos);
-  } catch (const std::exception&) {
-    pos = 0;
+    return parse_byte_size(v.get<std::string>(), what + ":");
+  } catch (const InvalidArgument& e) {
+    throw SpecError(e.what());
   }
-  const std::string suffix = s.substr(pos);
-  double unit = -1;
-  if (suffix.empty()) unit = 1;
-  if (suffix == "K" || suffix == "k" || suffix == "KiB") unit = 1024.0;
-  if (suffix == "M" || suffix == "m" || suffix == "MiB") unit = 1024.0 * 1024;
-  if (suffix == "G" || suffix == "g" || suffix == "GiB") unit = 1024.0 * 1024 * 1024;
-  if (pos == 0 || unit < 0 || num < 0 || !std::isfinite(num))
-    throw SpecError(fmt::format("{}: '{}' is not a size (use e.g. 8, 64K, 4M, 1G)", what, s));
-  return static_cast<int64_t>(num * unit);
 }
 
 AcceptSpec parse_spec(const json& j) {
@@ -264,17 +273,24 @@ AcceptSpec parse_spec(const json& j) {
 }
 
 AcceptSpec load_spec(const std::string& path) {
-  std::ifstream in(path);
+  std::ifstream in(path, std::ios::binary);
   if (!in) throw SpecError(fmt::format("cannot read spec file '{}'", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
+  // A spec is a page of text; a larger file is a mistake, not a spec.
+  constexpr std::streamsize kMaxSpecBytes = 1 << 20;
+  std::string text(static_cast<size_t>(kMaxSpecBytes) + 1, '\0');
+  in.read(text.data(), kMaxSpecBytes + 1);
+  text.resize(static_cast<size_t>(in.gcount()));
+  if (static_cast<std::streamsize>(text.size()) > kMaxSpecBytes)
+    throw SpecError(fmt::format("{} is larger than 1 MiB; not a spec", path));
   const bool yaml = path.ends_with(".yaml") || path.ends_with(".yml");
   if (!yaml) {
     json j;
     try {
-      j = json::parse(ss.str());
-    } catch (const json::parse_error& e) {
+      j = parse_json_limited(text);
+    } catch (const json::exception& e) {  // parse_error, and out_of_range for 1e999
       throw SpecError(fmt::format("{} is not valid JSON: {}", path, e.what()));
+    } catch (const SpecError& e) {
+      throw SpecError(fmt::format("{}: {}", path, e.what()));
     }
     try {
       return parse_spec(j);
@@ -283,7 +299,7 @@ AcceptSpec load_spec(const std::string& path) {
     }
   }
   YamlLines lines;
-  const json j = yaml_to_json(ss.str(), path, lines);
+  const json j = yaml_to_json(text, path, lines);
   try {
     return parse_spec(j);
   } catch (const SpecError& e) {

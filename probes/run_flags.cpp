@@ -8,13 +8,15 @@
 #include "comm/launch_env.h"
 #include "core/env.h"
 #include "core/error.h"
+#include "core/output_path.h"
 #include "launch/launch.h"
 #include "perf/options.h"
 
 namespace collie::probes {
 
 int launch_or_run(const RunFlags& f, const std::string& command,
-                  const std::function<int(ProbeContext&)>& body) {
+                  const std::function<int(ProbeContext&)>& body,
+                  const std::vector<std::pair<std::string, std::string>>& extra_outputs) {
   // The same checks, messages and meanings as `collie perf`'s flags.
   auto usage = [&](const std::string& what) {
     std::fprintf(stderr, "collie %s: error: %s\n", command.c_str(), what.c_str());
@@ -23,9 +25,17 @@ int launch_or_run(const RunFlags& f, const std::string& command,
   if (f.backend != "gloo" && f.backend != "mpi" && f.backend != "nccl")
     return usage("--backend must be gloo, mpi or nccl");
   if (f.timeout_s < 0) return usage("-T must be >= 0 seconds (0 = the default)");
-  if (f.np < 1) return usage("-np must be >= 1");
+  if (f.np < 1 || f.np > launch::kMaxLocalRanks)
+    return usage(fmt::format("-np must be in 1..{}", launch::kMaxLocalRanks));
   if (f.debug_port < -1 || f.debug_port > 65535)
     return usage("--debug-port must be a port in 0..65535 (0 = ephemeral)");
+  // Output paths are checked before any rank starts (rank 0 writes them after the run).
+  try {
+    check_output_file(f.json, "-J");
+    for (const auto& [flag, path] : extra_outputs) check_output_file(path, flag);
+  } catch (const InvalidArgument& e) {
+    return usage(e.what());
+  }
   // The debug server starts itself in every rank when this is set (debug_server/auto_start).
   if (f.debug_port >= 0) ::setenv("COLLIE_DEBUG_PORT", std::to_string(f.debug_port).c_str(), 1);
   const LaunchEnv le = detect_launch_env(Env::process());

@@ -5,6 +5,8 @@
 // plain env:// variables).
 #include <functional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "probes/context.h"
 
@@ -33,8 +35,11 @@ void add_run_flags(App& app, RunFlags& f) {
 
 // Under a launcher: builds the context and returns body(ctx) on every rank. Without one:
 // starts `np` local ranks of this same command line (src/launch) and returns their status.
-// Returns 2 (usage) for contradictory flags, after one line on stderr naming `command`.
+// Returns 2 (usage) for contradictory flags, -np outside 1..4096, or an output file (-J, and
+// the command's own `extra_outputs`: {flag, path}) that cannot be written, after one line on
+// stderr naming `command`; all of this before any rank starts.
 int launch_or_run(const RunFlags& f, const std::string& command,
-                  const std::function<int(ProbeContext&)>& body);
+                  const std::function<int(ProbeContext&)>& body,
+                  const std::vector<std::pair<std::string, std::string>>& extra_outputs = {});
 
 }  // namespace collie::probes

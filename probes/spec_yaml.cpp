@@ -55,15 +55,25 @@ json scalar(const YAML::Node& n) {
   return s;
 }
 
+// Aliases make a YAML document a graph: a few hundred bytes of nested aliases name billions of
+// nodes (the "billion laughs"). Conversion counts every node it produces and stops at these.
+constexpr size_t kMaxNodes = 100000;
+constexpr int kMaxDepth = 64;
+
 struct Converter {
   const std::string& path;
   YamlLines& lines;
+  size_t nodes = 0;
 
   [[noreturn]] void fail(const YAML::Mark& m, const std::string& what) const {
     throw SpecError(fmt::format("{}:{}:{}: {}", path, m.line + 1, m.column + 1, what));
   }
 
-  json convert(const YAML::Node& n, const std::string& ptr, int line) {
+  json convert(const YAML::Node& n, const std::string& ptr, int line, int depth = 0) {
+    if (++nodes > kMaxNodes) {
+      fail(n.Mark(), fmt::format("the spec has more than {} values (nested aliases?)", kMaxNodes));
+    }
+    if (depth > kMaxDepth) fail(n.Mark(), fmt::format("nested deeper than {} levels", kMaxDepth));
     lines.by_pointer.emplace(ptr, line);
     switch (n.Type()) {
       case YAML::NodeType::Map: {
@@ -74,7 +84,8 @@ struct Converter {
           const std::string key = k.Scalar();
           if (obj.contains(key)) fail(k.Mark(), fmt::format("duplicate key '{}'", key));
           obj[key] =
-              convert(entry.second, (json::json_pointer(ptr) / key).to_string(), k.Mark().line + 1);
+              convert(entry.second, (json::json_pointer(ptr) / key).to_string(), k.Mark().line + 1,
+                      depth + 1);
         }
         return obj;
       }
@@ -82,7 +93,8 @@ struct Converter {
         json arr = json::array();
         for (const auto& item : n) {
           const YAML::Node v = item;
-          arr.push_back(convert(v, fmt::format("{}/{}", ptr, arr.size()), v.Mark().line + 1));
+          arr.push_back(
+              convert(v, fmt::format("{}/{}", ptr, arr.size()), v.Mark().line + 1, depth + 1));
         }
         return arr;
       }

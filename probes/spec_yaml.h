@@ -17,7 +17,8 @@ struct YamlLines {
   int line_of(std::string pointer) const;
 };
 
-// Throws SpecError ("PATH:LINE:COL: ..." for YAML syntax errors and duplicate keys).
+// Throws SpecError ("PATH:LINE:COL: ..." for YAML syntax errors and duplicate keys, and for a
+// document of more than 100000 values once aliases are expanded or nested deeper than 64).
 nlohmann::json yaml_to_json(const std::string& text, const std::string& path, YamlLines& lines);
 
 }  // namespace collie::probes

@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "core/error.h"
+#include "core/size.h"
 
 namespace collie::reports {
 namespace {
@@ -61,17 +62,7 @@ std::string size_label(int64_t bytes) {
 }
 
 int64_t parse_size_label(const std::string& flag, const std::string& text) {
-  char* end = nullptr;
-  const double v = std::strtod(text.c_str(), &end);
-  const std::string suffix = end ? end : "";
-  double unit = -1;
-  if (suffix.empty()) unit = 1;
-  if (suffix == "K" || suffix == "k") unit = 1024.0;
-  if (suffix == "M" || suffix == "m") unit = 1024.0 * 1024;
-  if (suffix == "G" || suffix == "g") unit = 1024.0 * 1024 * 1024;
-  if (end == text.c_str() || unit < 0 || v < 0 || !std::isfinite(v))
-    throw InvalidArgument(flag + " '" + text + "' is not a size (use e.g. 8, 64K, 1M, 2G)");
-  return static_cast<int64_t>(v * unit);
+  return parse_byte_size(text, flag);
 }
 
 std::string num(double v, int digits) {

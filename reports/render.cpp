@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <deque>
+#include <map>
+#include <tuple>
 #include <cstdio>
 #include <fstream>
 #include <set>
@@ -221,38 +224,55 @@ std::string render_junit(const std::vector<LoadedRun>& runs) {
   return junit_xml("collie perf", suites);
 }
 
+namespace {
+
+// One table line per size/dtype/op/root/cycle: out-of-place and in-place side by side. A row
+// joins the earliest line of its key that still lacks its placement, else starts one (the
+// pairing of a scan over the later rows, in O(n log n) instead of O(n^2)).
+std::vector<std::pair<const ResultRow*, const ResultRow*>> pair_rows(
+    const std::vector<const ResultRow*>& rows) {
+  using Key = std::tuple<int64_t, std::string, std::string, int, int>;
+  std::vector<std::pair<const ResultRow*, const ResultRow*>> lines;  // {out, in}
+  std::map<Key, std::deque<size_t>> lacks_out, lacks_in;
+  for (const ResultRow* r : rows) {
+    const Key k{r->size_bytes, r->dtype, r->redop, r->root, r->cycle};
+    const bool out = r->placement == "out", in = r->placement == "in";
+    auto& open = out ? lacks_out[k] : lacks_in[k];
+    if ((out || in) && !open.empty()) {
+      auto& line = lines[open.front()];
+      (out ? line.first : line.second) = r;
+      open.pop_front();
+      continue;
+    }
+    // Anything but "out" takes the in-place column, as before.
+    lines.emplace_back(out ? r : nullptr, out ? nullptr : r);
+    (out ? lacks_in[k] : lacks_out[k]).push_back(lines.size() - 1);
+  }
+  return lines;
+}
+
+}  // namespace
+
 std::string render_table(const std::vector<LoadedRun>& runs) {
   std::string s;
   for (const auto& run : runs) {
     const RunMeta& m = run.result.meta;
     s += fmt::format("# collie report: {} ({}), backend {}, {} ranks, collie {}\n", run.label,
                      run.path, m.backend, m.world_size, m.version);
-    std::vector<std::string> collectives;
-    for (const auto& r : run.result.rows)
-      if (std::find(collectives.begin(), collectives.end(), r.collective) == collectives.end())
-        collectives.push_back(r.collective);
+    std::vector<std::string> collectives;  // in order of first appearance
+    std::map<std::string, std::vector<const ResultRow*>> by_collective;
+    for (const auto& r : run.result.rows) {
+      auto& v = by_collective[r.collective];
+      if (v.empty()) collectives.push_back(r.collective);
+      v.push_back(&r);
+    }
     for (const auto& coll : collectives) {
       s += "#\n# Collective test starting: " + coll + "_perf\n#\n" + format_column_header();
+      const std::vector<const ResultRow*>& ptrs = by_collective[coll];
+      for (const auto& [out, in] : pair_rows(ptrs)) s += format_row(out, in) + "\n";
       std::vector<ResultRow> rows;
-      for (const auto& r : run.result.rows)
-        if (r.collective == coll) rows.push_back(r);
-      // One line per size/dtype/op/root/cycle with out-of-place and in-place side by side.
-      std::vector<bool> done(rows.size(), false);
-      for (size_t i = 0; i < rows.size(); ++i) {
-        if (done[i]) continue;
-        done[i] = true;
-        const ResultRow* out = rows[i].placement == "out" ? &rows[i] : nullptr;
-        const ResultRow* in = out ? nullptr : &rows[i];
-        for (size_t j = i + 1; j < rows.size(); ++j) {
-          const ResultRow& o = rows[j];
-          if (done[j] || o.size_bytes != rows[i].size_bytes || o.dtype != rows[i].dtype ||
-              o.redop != rows[i].redop || o.root != rows[i].root || o.cycle != rows[i].cycle)
-            continue;
-          if (o.placement == "in" && !in) in = &o, done[j] = true;
-          if (o.placement == "out" && !out) out = &o, done[j] = true;
-        }
-        s += format_row(out, in) + "\n";
-      }
+      rows.reserve(ptrs.size());
+      for (const ResultRow* r : ptrs) rows.push_back(*r);
       const Summary sum = summarize(rows, m.world_size);
       s += format_straggler_line(rows, sum) + format_trailer(coll, sum);
     }

@@ -90,13 +90,15 @@ std::string format_straggler_line(const std::vector<ResultRow>& rows, const Summ
   if (s.stragglers.empty()) return "";
   std::string ranks;
   double worst = 0;
+  std::vector<double> medians;  // once per row, not once per row and straggler
+  medians.reserve(rows.size());
+  for (const auto& row : rows) medians.push_back(median(row.rank_time_us));
   for (int r : s.stragglers) {
     if (!ranks.empty()) ranks.append(", ");
     ranks.append(std::to_string(r));
-    for (const auto& row : rows) {
-      if (static_cast<size_t>(r) >= row.rank_time_us.size()) continue;
-      const double med = median(row.rank_time_us);
-      if (med > 0) worst = std::max(worst, row.rank_time_us[r] / med - 1);
+    for (size_t i = 0; i < rows.size(); ++i) {
+      if (r < 0 || static_cast<size_t>(r) >= rows[i].rank_time_us.size()) continue;
+      if (medians[i] > 0) worst = std::max(worst, rows[i].rank_time_us[r] / medians[i] - 1);
     }
   }
   return fmt::format(

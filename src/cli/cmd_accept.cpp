@@ -86,9 +86,10 @@ COLLIE_COMMAND(Command{
         if (backend->count() == 0) f->run.backend = spec.backend;
         if (timeout->count() == 0 || f->run.timeout_s == 0)
           f->run.timeout_s = static_cast<int>((spec.timeout.count() + 999) / 1000);
-        return launch_or_run(f->run, "accept", [f, spec](ProbeContext& ctx) {
-          return run_accept_rank(*f, spec, ctx);
-        });
+        return launch_or_run(
+            f->run, "accept",
+            [f, spec](ProbeContext& ctx) { return run_accept_rank(*f, spec, ctx); },
+            {{"--md", f->md}, {"--junit", f->junit}, {"--html", f->html}});
       };
     }});
 

@@ -76,6 +76,11 @@ int run_live(const AnalyzeArgs& f) {
 int run_analyze(const AnalyzeArgs& a) {
   std::vector<std::string> errors;
   const std::vector<RankDump> dumps = load_dump_dir(a.dir, errors);
+  if (dumps.empty() && !errors.empty()) {
+    // Every dump was unusable: say why, one line per file, and nothing else.
+    for (const auto& e : errors) std::fprintf(stderr, "collie analyze: %s\n", e.c_str());
+    return kExitUsage;
+  }
   for (const auto& e : errors) std::fprintf(stderr, "collie analyze: skipped %s\n", e.c_str());
   if (dumps.empty()) {
     std::fprintf(stderr,
@@ -105,6 +110,10 @@ COLLIE_COMMAND(Command{
       sub.add_option("--world-size", args->world,
                      "expected number of ranks (default: from the dumps)");
       return [args, dir, live] {
+        if (args->world != -1 && (args->world < 1 || args->world > kMaxAnalyzeWorld)) {
+          throw InvalidArgument(fmt::format("--world-size {} is not in 1..{}", args->world,
+                                            kMaxAnalyzeWorld));
+        }
         if (live->count() > 0) return run_live(*args);
         if (dir->count() == 0) {
           std::fprintf(stderr, "collie analyze: give a DUMP_DIR or --live STORE_HOST:PORT\n");

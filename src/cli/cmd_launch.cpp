@@ -27,7 +27,7 @@ COLLIE_COMMAND(Command{
       auto f = std::make_shared<LaunchFlags>();
       sub.add_option("--np", f->np, "number of ranks (-np works too)")
           ->required()
-          ->check(CLI::Range(1, 4096));
+          ->check(CLI::Range(1, launch::kMaxLocalRanks));
       sub.add_option("--master-addr", f->master_addr, "MASTER_ADDR given to the ranks")
           ->capture_default_str();
       sub.add_option("--master-port", f->master_port, "MASTER_PORT (0 = pick a free port)")

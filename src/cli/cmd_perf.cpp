@@ -19,6 +19,8 @@
 #include "comm/launch_env.h"
 #include "core/env.h"
 #include "core/error.h"
+#include "core/output_path.h"
+#include "core/size.h"
 #include "debug_server/auto_start.h"
 #include "launch/launch.h"
 #include "perf/collective.h"
@@ -51,25 +53,6 @@ struct PerfFlags {
   uint64_t seed = 0;
 };
 
-// "8", "64K", "1.5M", "2G" (binary units, as nccl-tests). Throws InvalidArgument.
-int64_t parse_size(const std::string& flag, const std::string& v) {
-  char* end = nullptr;
-  const double num = std::strtod(v.c_str(), &end);
-  double unit = 1;
-  std::string suffix = end ? std::string(end) : "";
-  if (suffix == "K" || suffix == "k")
-    unit = 1024.0;
-  else if (suffix == "M" || suffix == "m")
-    unit = 1024.0 * 1024;
-  else if (suffix == "G" || suffix == "g")
-    unit = 1024.0 * 1024 * 1024;
-  else if (!suffix.empty() || end == v.c_str())
-    unit = -1;
-  if (unit < 0 || num < 0 || !std::isfinite(num))
-    throw InvalidArgument(flag + " '" + v + "' is not a size (use e.g. 8, 64K, 1M, 2G)");
-  return static_cast<int64_t>(num * unit);
-}
-
 std::vector<std::string> split_commas(const std::string& s) {
   std::vector<std::string> out;
   size_t start = 0;
@@ -100,9 +83,9 @@ PerfOptions to_options(const PerfFlags& f, bool iters_given) {
     }
   }
   if (o.collectives.empty()) o.collectives = {"all_reduce"};
-  o.min_bytes = parse_size("-b", f.min_bytes);
-  o.max_bytes = parse_size("-e", f.max_bytes);
-  o.step_bytes = parse_size("-i", f.step_bytes);
+  o.min_bytes = parse_byte_size(f.min_bytes, "-b");
+  o.max_bytes = parse_byte_size(f.max_bytes, "-e");
+  o.step_bytes = parse_byte_size(f.step_bytes, "-i");
   if (o.min_bytes > o.max_bytes)
     throw InvalidArgument("-b " + f.min_bytes + " is larger than -e " + f.max_bytes);
   if (f.step_factor < 1) throw InvalidArgument("-f must be >= 1");
@@ -311,6 +294,13 @@ COLLIE_COMMAND(Command{
           o = to_options(*f, n->count() > 0);
           // --duration alone means "until the time is up", not one cycle.
           if (cycles->count() > 0 && app.get_option("-N")->count() == 0) o.cycles = 0;
+          if (f->np_given && (f->np < 1 || f->np > launch::kMaxLocalRanks))
+            throw InvalidArgument("-np must be in 1.." + std::to_string(launch::kMaxLocalRanks));
+          check_finite(f->min_busbw, "--min-busbw", 0, 1e9);
+          // Before any rank starts: rank 0 writes these only after the sweep.
+          check_output_file(f->json, "-J");
+          check_output_file(f->csv, "--csv");
+          check_output_file(f->jsonl, "--jsonl");
         } catch (const InvalidArgument& e) {
           std::fprintf(stderr, "collie perf: error: %s\n", e.what());
           return kExitUsage;

@@ -100,11 +100,15 @@ COLLIE_COMMAND(Command{
           "pairwise --bytes 16M -J pairs.json\n  mpirun -np 16 collie probe env --backend mpi");
       return [f, np]() -> int {
         f->run.np_given = np->count() > 0;
-        if (f->repeats < 1 || f->iters < 1 || f->coll_iters < 1 || f->interval_s < 0 ||
-            f->slow_threshold <= 0 || f->slow_threshold >= 1) {
+        // Written so NaN fails every comparison.
+        if (f->repeats < 1 || f->iters < 1 || f->coll_iters < 1 ||
+            !(f->interval_s >= 0 && f->interval_s <= 3600) ||
+            !(f->slow_threshold > 0 && f->slow_threshold < 1) ||
+            !(f->late_us >= 0 && f->late_us <= 1e9) || f->work < 0) {
           std::fprintf(stderr,
                        "collie probe: error: --repeats, -n and --coll-iters must be >= 1, "
-                       "--interval >= 0, --slow-threshold in (0, 1)\n");
+                       "--interval in 0..3600, --slow-threshold in (0, 1), --late-us in "
+                       "0..1e9, --work >= 0\n");
           return kExitUsage;
         }
         try {

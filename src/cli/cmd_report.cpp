@@ -10,6 +10,7 @@
 
 #include "cli/command.h"
 #include "core/error.h"
+#include "core/size.h"
 #include "reports/baseline.h"
 #include "reports/compare_writers.h"
 #include "reports/html_report.h"
@@ -41,12 +42,13 @@ void write_output(const std::string& path, const std::string& text) {
 
 // "5%" or "5" = 5 percent; the fraction 0.05 is returned.
 double parse_percent(const std::string& text) {
-  char* end = nullptr;
-  const double v = std::strtod(text.c_str(), &end);
-  const std::string rest = end ? end : "";
-  if (end == text.c_str() || (!rest.empty() && rest != "%") || v < 0 || v > 1e6)
-    throw InvalidArgument("--max-regression '" + text + "' is not a percentage (e.g. 5%)");
-  return v / 100;
+  const std::string num = text.ends_with('%') ? text.substr(0, text.size() - 1) : text;
+  try {
+    return parse_finite(num, "--max-regression", 0, 1e6) / 100;
+  } catch (const InvalidArgument&) {
+    throw InvalidArgument("--max-regression '" + text +
+                          "' is not a percentage in 0..1000000 (e.g. 5%)");
+  }
 }
 
 int run_render(const ReportFlags& f) {
@@ -70,7 +72,7 @@ int run_compare(const ReportFlags& f) {
   o.max_regression = parse_percent(f.max_regression);
   o.min_size = parse_size_label("--min-size", f.min_size);
   o.metric = f.metric == "time" ? Metric::Time : Metric::BusBw;
-  o.alpha = f.alpha;
+  o.alpha = check_finite(f.alpha, "--alpha", 1e-9, 0.5);  // CLI::Range lets NaN through
   const LoadedRun base = load_run(f.baseline);
   const LoadedRun cur = load_run(f.current);
   const CompareReport rep = compare_runs(base, cur, o);

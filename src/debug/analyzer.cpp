@@ -4,12 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
-#include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <sstream>
 
 #include "comm/rendezvous.h"
 #include "core/error.h"
@@ -20,22 +17,17 @@ namespace {
 
 using nlohmann::json;
 
-std::string op_of(const std::string& profiling_name) {
-  auto colon = profiling_name.find(':');
-  std::string op = colon == std::string::npos ? profiling_name : profiling_name.substr(colon + 1);
-  auto space = op.find(' ');
-  return space == std::string::npos ? op : op.substr(0, space);
-}
-
-template <typename T>
-T get_or(const json& j, const char* key, T def) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return def;
-  return it->get<T>();
-}
-
 std::string rank_word(const std::vector<int>& r) {
   return fmt::format("{} {}", r.size() == 1 ? "rank" : "ranks", format_ranks(r));
+}
+
+// format_ranks, cut after ~200 characters (the message is copied into every rank's verdict).
+std::string capped_ranks(const std::vector<int>& r) {
+  std::string s = format_ranks(r);
+  constexpr size_t kMax = 200;
+  if (s.size() <= kMax) return s;
+  s.resize(s.rfind(", ", kMax));
+  return s + ", ...";
 }
 
 struct GroupView {
@@ -52,7 +44,7 @@ struct GroupView {
   double age_s(int r, const DumpEntry& e) const {
     const int64_t at = dumps.at(r)->dump_time_ns;
     if (at == 0 || e.time_created_ns == 0) return std::numeric_limits<double>::infinity();
-    return static_cast<double>(at - e.time_created_ns) / 1e9;
+    return (static_cast<double>(at) - static_cast<double>(e.time_created_ns)) / 1e9;
   }
   bool old_enough(int r, const DumpEntry& e) const { return age_s(r, e) >= stall_after_s; }
 };
@@ -138,13 +130,21 @@ void analyze_collectives(const GroupView& g, std::vector<Finding>& out) {
     max_seq = std::max(max_seq, last_seq[r]);
   }
   // Seqs below every ring's oldest entry have no evidence left (a long-running job).
-  uint64_t start = max_seq + 1;
+  uint64_t start = max_seq;
   for (const auto& [r, m] : g.coll) {
     if (!m.empty()) start = std::min(start, first_seq[r]);
   }
+  // Only seqs some rank recorded can show a problem (both checks need a rank that joined), so
+  // the walk is over recorded seqs, never over the numbers between them.
+  std::set<uint64_t> seqs;
+  for (const auto& [r, m] : g.coll) {
+    for (const auto& [s, e] : m) {
+      if (s >= std::max<uint64_t>(start, 1)) seqs.insert(s);
+    }
+  }
   bool reported_join = false, reported_mismatch = false;
-  for (uint64_t s = std::max<uint64_t>(start, 1);
-       s <= max_seq && !(reported_join && reported_mismatch); ++s) {
+  for (auto si = seqs.begin(); si != seqs.end() && !(reported_join && reported_mismatch); ++si) {
+    const uint64_t s = *si;
     std::map<int, const DumpEntry*> at;
     std::vector<int> absent;
     for (const auto& [r, m] : g.coll) {
@@ -238,80 +238,6 @@ void analyze_p2p(const GroupView& g, std::vector<Finding>& out) {
 }
 
 }  // namespace
-
-RankDump parse_dump(const std::string& text) {
-  RankDump d;
-  try {
-    const json j = json::parse(text);
-    d.rank = j.at("rank").get<int>();
-    d.world_size = get_or<int>(j, "world_size", 0);
-    d.wrapped = get_or<bool>(j, "wrapped", false);
-    d.buffer_size = get_or<uint64_t>(j, "buffer_size", 0);
-    d.total_recorded = get_or<uint64_t>(j, "total_recorded", 0);
-    d.reason = get_or<std::string>(j, "reason", "");
-    d.dump_time_ns = get_or<int64_t>(j, "dump_time_ns", 0);
-    for (const auto& [id, c] : j.at("pg_config").items()) {
-      RankDump::Group g;
-      g.desc = get_or<std::string>(c, "desc", "");
-      g.ranks = c.at("ranks").get<std::vector<int>>();
-      if (auto st = j.at("pg_status").find(id); st != j.at("pg_status").end()) {
-        g.last_enqueued = get_or<uint64_t>(*st, "last_enqueued_collective", 0);
-        g.last_started = get_or<uint64_t>(*st, "last_started_collective", 0);
-        g.last_completed = get_or<uint64_t>(*st, "last_completed_collective", 0);
-      }
-      d.groups[id] = std::move(g);
-    }
-    for (const auto& e : j.at("entries")) {
-      DumpEntry x;
-      x.record_id = e.at("record_id").get<uint64_t>();
-      x.pg_id = e.at("pg_id").get<std::string>();
-      x.collective_seq_id = get_or<uint64_t>(e, "collective_seq_id", 0);
-      x.p2p_seq_id = get_or<uint64_t>(e, "p2p_seq_id", 0);
-      x.profiling_name = e.at("profiling_name").get<std::string>();
-      x.op = op_of(x.profiling_name);
-      x.sizes = e.value("input_sizes", json::array()).dump();
-      x.dtypes = e.value("input_dtypes", json::array()).dump();
-      x.state = e.at("state").get<std::string>();
-      x.failed = get_or<bool>(e, "failed", false);
-      x.is_p2p = get_or<bool>(e, "is_p2p", false);
-      x.root = get_or<int>(e, "root", -1);
-      x.peer = get_or<int>(e, "peer", -1);
-      x.time_created_ns = get_or<int64_t>(e, "time_created_ns", 0);
-      d.entries.push_back(std::move(x));
-    }
-  } catch (const json::exception& e) {
-    throw InvalidArgument(fmt::format("not a collie flight-recorder dump: {}", e.what()));
-  }
-  return d;
-}
-
-std::vector<RankDump> load_dump_dir(const std::string& dir, std::vector<std::string>& errors) {
-  namespace fs = std::filesystem;
-  std::vector<RankDump> out;
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) {
-    throw InvalidArgument(fmt::format("'{}' is not a directory (pass COLLIE_FR_DUMP_DIR)", dir));
-  }
-  std::vector<fs::path> files;
-  for (const auto& e : fs::directory_iterator(dir, ec)) {
-    const std::string name = e.path().filename().string();
-    if (name.rfind("collie_fr_rank_", 0) == 0 && e.path().extension() == ".json") {
-      files.push_back(e.path());
-    }
-  }
-  std::sort(files.begin(), files.end());
-  for (const auto& p : files) {
-    std::ifstream f(p);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    try {
-      out.push_back(parse_dump(ss.str()));
-    } catch (const std::exception& e) {
-      errors.push_back(fmt::format("{}: {}", p.string(), e.what()));
-    }
-  }
-  return out;
-}
 
 std::vector<int> Analysis::culprits() const {
   std::set<int> s;
@@ -416,11 +342,13 @@ Analysis analyze(const std::vector<RankDump>& dumps, const AnalyzeOptions& o) {
   }
   std::sort(a.ranks_with_dumps.begin(), a.ranks_with_dumps.end());
   for (const UnreachableRank& u : o.unreachable) a.world_size = std::max(a.world_size, u.rank + 1);
+  std::map<int, const UnreachableRank*> unreachable;
+  for (const UnreachableRank& u : o.unreachable) unreachable.emplace(u.rank, &u);
+  std::vector<int> missing;
   for (int r = 0; r < a.world_size; ++r) {
     if (std::binary_search(a.ranks_with_dumps.begin(), a.ranks_with_dumps.end(), r)) continue;
-    auto u = std::find_if(o.unreachable.begin(), o.unreachable.end(),
-                          [r](const UnreachableRank& x) { return x.rank == r; });
-    if (u != o.unreachable.end()) {
+    auto u = unreachable.find(r);
+    if (u != unreachable.end()) {
       a.findings.push_back(
           Finding{"",
                   "UNREACHABLE",
@@ -430,9 +358,23 @@ Analysis analyze(const std::vector<RankDump>& dumps, const AnalyzeOptions& o) {
                   fmt::format("Culprit rank {}; Error type: UNREACHABLE, its debug server did not "
                               "answer ({}): the process died, hangs with its server blocked, or "
                               "never started one; check its log and host",
-                              r, u->why)});
+                              r, u->second->why)});
       continue;
     }
+    missing.push_back(r);
+  }
+  // Many missing ranks are one finding (a dump claiming a large world needs no per-rank text).
+  constexpr size_t kMissingOneByOne = 8;
+  if (missing.size() > kMissingOneByOne) {
+    a.findings.push_back(Finding{
+        "", "MISSING_DUMP", missing, missing, 0,
+        fmt::format("Culprit ranks {}; Error type: MISSING_DUMP, {} of {} ranks left no "
+                    "flight-recorder dump: the processes died or hung before they could write "
+                    "one (or do not share COLLIE_FR_DUMP_DIR); check their logs and exit status",
+                    capped_ranks(missing), missing.size(), a.world_size)});
+    missing.clear();
+  }
+  for (int r : missing) {
     a.findings.push_back(Finding{
         "",
         "MISSING_DUMP",

@@ -51,9 +51,18 @@ struct RankDump {
   std::vector<DumpEntry> entries;  // oldest first
 };
 
-// Parses one dump (FlightRecorder::dump_json). Throws InvalidArgument on malformed input.
+// The most ranks a dump may name (world_size, ranks, peers); larger is rejected as malformed.
+inline constexpr int kMaxAnalyzeWorld = 65536;
+
+// Parses one dump (FlightRecorder::dump_json). Dumps are untrusted input: throws InvalidArgument
+// (one line) on malformed JSON, nesting deeper than 16, a negative or non-integer seq id, a rank
+// outside 0..kMaxAnalyzeWorld-1 (or not below world_size), an entry of a group absent from
+// pg_config. Time and memory grow with the input's size, never with a number inside it.
 RankDump parse_dump(const std::string& json_text);
-// Reads every collie_fr_rank_*.json in dir; unreadable files are reported in `errors`.
+// The same, streamed from a file (the file's text is never held whole).
+RankDump parse_dump_file(const std::string& path);
+// Reads every collie_fr_rank_*.json in dir; unreadable or malformed files, and a second file for
+// a rank that already has one, are reported in `errors` and skipped.
 std::vector<RankDump> load_dump_dir(const std::string& dir, std::vector<std::string>& errors);
 
 struct Finding {
@@ -106,6 +115,9 @@ struct Analysis {
   std::string summary() const;  // one line: "no problem found" / "culprit rank 2 (...)"
 };
 
+// Time and memory are bounded by the dumps' sizes (entries, groups) and the world size, which
+// parse_dump caps at kMaxAnalyzeWorld; seq ids are only compared, never counted through.
+// Precondition: options.expected_world <= kMaxAnalyzeWorld; unreachable ranks in [0, that).
 Analysis analyze(const std::vector<RankDump>& dumps, const AnalyzeOptions& options);
 // expected_world < 0: take it from the dumps.
 Analysis analyze(const std::vector<RankDump>& dumps, int expected_world = -1);

@@ -5,6 +5,7 @@
 
 #include "core/env.h"
 #include "core/log.h"
+#include "debug/crash_dump.h"
 #include "debug/flight_recorder.h"
 #include "store/store.h"
 
@@ -58,6 +59,7 @@ void DumpService::start(int rank, std::shared_ptr<Store> world_store) {
   sa.sa_flags = SA_RESTART;
   sigaction(SIGUSR1, &sa, nullptr);
   thread_ = std::thread([this] { loop(); });
+  if (!dir_.empty()) install_crash_dump(*this);
 }
 
 void DumpService::request_dump(const std::string& reason, bool all_ranks) {
@@ -111,6 +113,21 @@ std::string DumpService::dump_now(const std::string& reason) {
     return path;
   } catch (const std::exception& e) {
     log(LogLevel::Error, "{}", e.what());
+    return "";
+  }
+}
+
+std::string DumpService::dump_on_crash(const std::string& reason) {
+  if (dir_.empty()) return "";
+  std::unique_lock<std::mutex> lk(dump_mu_, std::defer_lock);
+  for (int i = 0; i < 100 && !lk.try_lock(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  try {
+    std::string path = fr_.dump_to_dir(dir_, rank_.load() < 0 ? 0 : rank_.load(), reason);
+    dumps_.fetch_add(1);
+    return path;
+  } catch (const std::exception&) {
     return "";
   }
 }

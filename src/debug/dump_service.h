@@ -32,7 +32,8 @@ class DumpService {
   // The process service over FlightRecorder::global(), dump dir from COLLIE_FR_DUMP_DIR.
   static DumpService& global();
 
-  // Starts the thread and installs the SIGUSR1 handler (idempotent). `world_store` (the world
+  // Starts the thread and installs the SIGUSR1 handler and, when a dump dir is set, the crash
+  // handlers of crash_dump.h (idempotent). `world_store` (the world
   // group's store, may be null) is watched for `dump_request`; `rank` names the dump file.
   void start(int rank, std::shared_ptr<Store> world_store);
   // Asks the thread to dump soon; never blocks. With all_ranks the thread also sets
@@ -44,6 +45,9 @@ class DumpService {
   void flush(std::chrono::milliseconds timeout);
   // Dumps on the calling thread; returns the file written, or "" when no dump dir is set.
   std::string dump_now(const std::string& reason);
+  // The crash handlers' dump (crash_dump.h): like dump_now, but waits at most 1 s for a dump in
+  // progress (its thread may be the one that crashed), and logs nothing.
+  std::string dump_on_crash(const std::string& reason);
 
   const std::string& dump_dir() const { return dir_; }
   int rank() const { return rank_.load(); }

@@ -23,6 +23,9 @@
 
 namespace collie::launch {
 
+// The most local ranks `collie launch`, and perf/probe/accept -np, start on one host.
+inline constexpr int kMaxLocalRanks = 4096;
+
 struct LaunchSpec {
   int nprocs = 1;                 // REQUIRES: >= 1
   std::vector<std::string> argv;  // REQUIRES: non-empty; argv[0] is looked up in PATH

@@ -4,8 +4,11 @@
 
 #include <thread>
 
+#include "core/clock.h"
 #include "core/error.h"
 #include "debug/flight_recorder.h"
+#include "fake_backend.h"
+#include "metrics/tracing_process_group.h"
 
 namespace collie {
 namespace {
@@ -82,6 +85,47 @@ TEST(Watchdog, ThreadNoticesExpiryDrivenByFakeClock) {
   // The thread re-checks at least every 100 ms of real time.
   EXPECT_THROW(work->wait(Millis(2000)), TimeoutError);
   EXPECT_NE(wait_error(*work).find("barrier #3"), std::string::npos);
+}
+
+// The process watchdog's own thread on the real clock, behind the real tracing wrapper, over a
+// backend that never finishes the op and has no timeout of its own. Only the watchdog thread
+// can end the wait early with its own message: if it does nothing, wait() runs into its own
+// 10 s limit with Work's message (no "watchdog:"), and both checks below fail (verified by
+// disabling the thread).
+TEST(Watchdog, ProcessWatchdogThreadEndsAStuckOpOnTheRealClock) {
+  auto backend = std::make_shared<testing::FakeBackend>(
+      testing::fake_info(0, 2, std::make_shared<HashStore>(), Millis(400)), /*hold=*/true);
+  FlightRecorder fr(16);
+  Watchdog wd(Clock::system());  // the thread runs, as in Watchdog::global()
+  std::vector<std::string> fired;
+  std::mutex mu;
+  wd.set_timeout_handler([&](const Watchdog::Expired& e) {
+    std::lock_guard<std::mutex> lk(mu);
+    fired.push_back(e.message);
+  });
+  auto pg = std::make_shared<TracingProcessGroup>(backend, &fr, &wd,
+                                                  std::vector<std::shared_ptr<OpObserver>>{});
+  std::vector<float> buf(8);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto w = pg->all_reduce(TensorView::cpu(buf.data(), buf.size(), DType::Float32));
+  std::string msg;
+  try {
+    w->wait(Millis(10000));
+  } catch (const TimeoutError& e) {
+    msg = e.what();
+  }
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_NE(msg.find("[Rank 0] watchdog: all_reduce #1 in group 0 'default_pg' (fake) did not "
+                     "complete within 500 ms"),
+            std::string::npos)
+      << msg;
+  // Deadline 400 ms + 100 ms grace; the thread looks at least every 100 ms.
+  EXPECT_GE(s, 0.45);
+  EXPECT_LT(s, 3.0);
+  std::lock_guard<std::mutex> lk(mu);
+  ASSERT_EQ(fired.size(), 1u);
+  EXPECT_EQ(fired[0], msg);
+  EXPECT_EQ(wd.pending(), 0u);
 }
 
 }  // namespace

@@ -1,0 +1,82 @@
+#include "core/size.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cmath>
+
+#include "core/error.h"
+
+namespace collie {
+namespace {
+
+// A plain decimal: digits with an optional fraction and exponent, nothing else (from_chars
+// would also take "inf", "nan" and a leading '-').
+bool plain_decimal(std::string_view s) {
+  size_t i = 0, digits = 0;
+  while (i < s.size() && s[i] >= '0' && s[i] <= '9') ++i, ++digits;
+  if (i < s.size() && s[i] == '.') {
+    ++i;
+    while (i < s.size() && s[i] >= '0' && s[i] <= '9') ++i, ++digits;
+  }
+  if (digits == 0) return false;
+  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+    ++i;
+    if (i < s.size() && (s[i] == '+' || s[i] == '-')) ++i;
+    const size_t start = i;
+    while (i < s.size() && s[i] >= '0' && s[i] <= '9') ++i;
+    if (i == start) return false;
+  }
+  return i == s.size();
+}
+
+// Parses the plain decimal `s`; false when it is not one or is not finite.
+bool to_double(std::string_view s, double& out) {
+  if (!plain_decimal(s)) return false;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  return ec == std::errc() && p == s.data() + s.size() && std::isfinite(out);
+}
+
+}  // namespace
+
+int64_t parse_byte_size(std::string_view text, std::string_view what, int64_t max) {
+  size_t num_end = text.size();
+  while (num_end > 0 && !(text[num_end - 1] >= '0' && text[num_end - 1] <= '9') &&
+         text[num_end - 1] != '.') {
+    --num_end;
+  }
+  const std::string_view suffix = text.substr(num_end);
+  double unit = -1;
+  if (suffix.empty()) unit = 1;
+  if (suffix == "K" || suffix == "k" || suffix == "KiB") unit = 1024.0;
+  if (suffix == "M" || suffix == "m" || suffix == "MiB") unit = 1024.0 * 1024;
+  if (suffix == "G" || suffix == "g" || suffix == "GiB") unit = 1024.0 * 1024 * 1024;
+  double num = 0;
+  if (unit < 0 || !to_double(text.substr(0, num_end), num)) {
+    throw InvalidArgument(
+        fmt::format("{} '{}' is not a size (use e.g. 8, 64K, 4M, 1G)", what, text));
+  }
+  const double bytes = num * unit;
+  if (!(bytes <= static_cast<double>(max))) {
+    throw InvalidArgument(fmt::format("{} '{}' is larger than {} bytes", what, text, max));
+  }
+  return static_cast<int64_t>(bytes);
+}
+
+double check_finite(double v, std::string_view what, double lo, double hi) {
+  if (!(v >= lo && v <= hi)) {  // false for NaN
+    throw InvalidArgument(fmt::format("{} {} is not a number in [{}, {}]", what, v, lo, hi));
+  }
+  return v;
+}
+
+double parse_finite(std::string_view text, std::string_view what, double lo, double hi) {
+  double v = 0;
+  if (!to_double(text, v) || !(v >= lo && v <= hi)) {
+    throw InvalidArgument(
+        fmt::format("{} '{}' is not a number in [{}, {}]", what, text, lo, hi));
+  }
+  return v;
+}
+
+}  // namespace collie

@@ -1,0 +1,171 @@
+// Every number from flags and specs is validated (finite, in range), YAML/JSON specs are
+// bounded (alias expansion, depth, size), -np is capped and output paths are checked before any
+// rank starts: each bad input is one line on stderr and exit 2 from the real `collie` binary,
+// quickly (issue 17).
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+
+#include "support/child_process.h"
+
+namespace collie {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::ChildProcess;
+
+struct CliRun {
+  int code = -1;
+  std::string out, err;
+  double seconds = 0;
+};
+
+CliRun collie(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {COLLIE_BIN};
+  argv.insert(argv.end(), args.begin(), args.end());
+  const auto t0 = std::chrono::steady_clock::now();
+  ChildProcess p(argv, {});
+  auto st = p.wait(std::chrono::seconds(30));
+  EXPECT_TRUE(st.has_value()) << args[0] << " did not finish in 30 s";
+  return {st.value_or(-1), p.out(), p.err(),
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()};
+}
+
+// Exit 2 with exactly one line on stderr containing `words`, nothing on stdout (no rank ran:
+// rank 0 prints the report header first), within a few seconds.
+void expect_usage(const std::vector<std::string>& args, const std::string& words) {
+  std::string cmd;
+  for (const auto& a : args) cmd += a + " ";
+  const CliRun r = collie(args);
+  EXPECT_EQ(r.code, 2) << cmd << "\n" << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << cmd << "\n" << r.err;
+  EXPECT_NE(r.err.find(words), std::string::npos) << cmd << "\n" << r.err;
+  EXPECT_EQ(r.out, "") << cmd;
+  EXPECT_LT(r.seconds, 10) << cmd;
+}
+
+struct TempDir {
+  fs::path dir = fs::temp_directory_path() / fmt::format("collie_c17a_cli_{}", ::getpid());
+  TempDir() {
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+  }
+  ~TempDir() { fs::remove_all(dir); }
+  std::string write(const std::string& name, const std::string& text) const {
+    std::ofstream(dir / name) << text;
+    return (dir / name).string();
+  }
+};
+
+TEST(CliBadInput, PerfSizesAndNumbers) {
+  expect_usage({"perf", "-b", "1e30"}, "-b '1e30' is larger than 1099511627776 bytes");
+  expect_usage({"perf", "-e", "1e30"}, "-e '1e30' is larger than");
+  expect_usage({"perf", "-b", "nan"}, "-b 'nan' is not a size");
+  expect_usage({"perf", "-b", "inf"}, "-b 'inf' is not a size");
+  expect_usage({"perf", "-b", "-8"}, "-b '-8' is not a size");
+  expect_usage({"perf", "-b", "0x10"}, "-b '0x10' is not a size");
+  expect_usage({"perf", "-b", "4X"}, "-b '4X' is not a size");
+  expect_usage({"perf", "--min-busbw", "nan"}, "--min-busbw nan is not a number");
+  expect_usage({"perf", "-np", "100000"}, "-np must be in 1..4096");
+}
+
+TEST(CliBadInput, OutputPathsAreCheckedBeforeAnyRankStarts) {
+  TempDir t;
+  const std::string missing = (t.dir / "no_such_dir" / "r.json").string();
+  // -N 0 would run forever: only a check before the launch can answer at once.
+  expect_usage({"perf", "-np", "2", "-N", "0", "-J", missing}, "directory '");
+  expect_usage({"perf", "-np", "2", "-N", "0", "--csv", t.dir.string()}, "is a directory");
+  expect_usage({"perf", "-np", "2", "-N", "0", "--jsonl", missing}, "--jsonl '");
+  expect_usage({"probe", "connectivity", "-np", "2", "-J", missing}, "-J '");
+  const std::string spec =
+      t.write("ok.yaml", "checks:\n  - probe: connectivity\n    rules: {all_reachable: true}\n");
+  expect_usage({"accept", "--spec", spec, "-np", "2", "--junit", missing}, "--junit '");
+  expect_usage({"accept", "--spec", spec, "-np", "2", "--html", t.dir.string()}, "--html '");
+  if (::geteuid() != 0) {  // root writes anywhere
+    const fs::path ro = t.dir / "ro";
+    fs::create_directories(ro);
+    fs::permissions(ro, fs::perms::owner_read | fs::perms::owner_exec);
+    expect_usage({"perf", "-np", "2", "-N", "0", "-J", (ro / "r.json").string()},
+                 "cannot be created");
+  }
+}
+
+TEST(CliBadInput, ProbeNumbersAndNp) {
+  expect_usage({"probe", "pairwise", "--slow-threshold", "nan"}, "--slow-threshold in (0, 1)");
+  expect_usage({"probe", "connectivity", "--interval", "nan"}, "--interval in 0..3600");
+  expect_usage({"probe", "stragglers", "--late-us", "inf"}, "--late-us in 0..1e9");
+  expect_usage({"probe", "pairwise", "--bytes", "1e30"}, "--bytes: '1e30' is larger than");
+  expect_usage({"probe", "pairwise", "-np", "5000"}, "-np must be in 1..4096");
+  expect_usage({"probe", "pairwise", "-np", "0"}, "-np must be in 1..4096");
+}
+
+TEST(CliBadInput, AcceptSpecNumbersAndLimits) {
+  TempDir t;
+  auto spec = [&](const std::string& name, const std::string& check) {
+    return t.write(name, "checks:\n  - " + check + "\n");
+  };
+  const std::string rule = "\n    rules: {min_busbw_gbps: {\"1K\": 1}}";
+  expect_usage({"accept", "--spec", spec("a.yaml", "perf: all_reduce\n    iters: 1e15" + rule)},
+               "iters must be a non-negative integer (at most 1000000000)");
+  expect_usage({"accept", "--spec",
+                spec("b.yaml", "perf: all_reduce\n    iters: 1000000000000000" + rule)},
+               "iters must be a non-negative integer (at most 1000000000)");
+  expect_usage(
+      {"accept", "--spec", spec("c.yaml", "perf: all_reduce\n    max_bytes: \"1e30\"" + rule)},
+      "max_bytes: '1e30' is larger than");
+  expect_usage({"accept", "--spec", spec("d.yaml", "perf: all_reduce\n    min_bytes: 1e30" + rule)},
+               "at most 1T");
+  expect_usage({"accept", "--spec",
+                spec("e.yaml", "probe: pairwise\n    slow_threshold: .nan\n    rules: "
+                               "{max_slow_hosts: 0}")},
+               "slow_threshold must be a non-negative number");
+  expect_usage({"accept", "--spec",
+                t.write("f.json", "{\"checks\": [{\"probe\": \"pairwise\", \"rules\": "
+                                  "{\"min_link_gbps\": 1e999}}]}")},
+               "not valid JSON");
+}
+
+TEST(CliBadInput, YamlAliasBombAndDeepSpecsAreRefused) {
+  TempDir t;
+  // 342 bytes naming 9^9 (387 million) strings once the aliases are expanded.
+  std::string bomb = "a: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n";
+  for (char c = 'b'; c <= 'i'; ++c) {
+    const char p = static_cast<char>(c - 1);
+    bomb += fmt::format("{0}: &{0} [*{1},*{1},*{1},*{1},*{1},*{1},*{1},*{1},*{1}]\n", c, p);
+  }
+  ASSERT_LT(bomb.size(), 400u);
+  expect_usage({"accept", "--spec", t.write("bomb.yaml", bomb)},
+               "the spec has more than 100000 values");
+  expect_usage({"accept", "--spec",
+                t.write("deep.json", std::string(100000, '[') + std::string(100000, ']'))},
+               "nested deeper than 64 levels");
+  expect_usage({"accept", "--spec",
+                t.write("deep.yaml", "a: " + std::string(100, '[') + std::string(100, ']'))},
+               "nested deeper than 64 levels");
+  expect_usage({"accept", "--spec", t.write("big.json", std::string(2 << 20, ' '))},
+               "is larger than 1 MiB");
+}
+
+TEST(CliBadInput, ReportCompareNumbers) {
+  const std::string g = std::string(COLLIE_SOURCE_DIR) + "/tests/reports/golden/report_input_gloo4.json";
+  auto compare = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a = {"report", "compare", g, g};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  };
+  expect_usage(compare({"--max-regression", "nan%"}), "--max-regression 'nan%' is not a percentage");
+  expect_usage(compare({"--max-regression", "inf"}), "is not a percentage");
+  expect_usage(compare({"--min-size", "1e30"}), "--min-size '1e30' is larger than");
+  expect_usage(compare({"--alpha", "nan"}), "--alpha nan is not a number");
+  // The same flags with good values pass (the file against itself).
+  const CliRun ok = collie(compare({"--max-regression", "5%", "--min-size", "1K"}));
+  EXPECT_EQ(ok.code, 0) << ok.err;
+}
+
+}  // namespace
+}  // namespace collie
