@@ -101,6 +101,12 @@ bool HashStore::delete_key(const std::string& key) {
   return s_->map.erase(key) > 0;
 }
 
+int64_t HashStore::value_size(const std::string& key) {
+  std::lock_guard<std::mutex> lk(s_->mu);
+  auto it = s_->map.find(key);
+  return it == s_->map.end() ? -1 : static_cast<int64_t>(it->second.size());
+}
+
 int64_t HashStore::num_keys() {
   std::lock_guard<std::mutex> lk(s_->mu);
   return static_cast<int64_t>(s_->map.size());
