@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <climits>
 #include <cstdlib>
 #include <fstream>
 #include <string>
@@ -417,6 +418,24 @@ TEST(TcpStoreLimits, StoreSizeCapRefusesGrowthButNotReplacement) {
   EXPECT_TRUE(d.delete_key("a"));
   d.set("b", Bytes(600 << 10, 3));  // room again after the delete
   EXPECT_FALSE(d.check({"a"}));
+}
+
+// Found by tests/fuzz/fuzz_store.cpp: ADD overflowing int64 was undefined behaviour on rank 0.
+TEST(TcpStoreLimits, AddOverflowIsAnErrorAndTheCounterIsUnchanged) {
+  TcpStore server(server_with(""));
+  TcpStore c(client_of(server, ""));
+  EXPECT_EQ(c.add("n", INT64_MAX), INT64_MAX);
+  try {
+    c.add("n", 1);
+    FAIL() << "ADD overflowed silently";
+  } catch (const StoreError& e) {
+    EXPECT_NE(std::string(e.what()).find("overflows a 64-bit counter"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(c.add("n2", INT64_MIN + 1), INT64_MIN + 1);
+  EXPECT_THROW(c.add("n2", -2), StoreError);
+  EXPECT_EQ(c.get_string("n"), std::to_string(INT64_MAX));  // still connected, value unchanged
+  EXPECT_EQ(c.add("n", -1), INT64_MAX - 1);
 }
 
 TEST(TcpStoreLimits, TotalBufferCapCutsTheClientThatPassesIt) {
