@@ -1,5 +1,6 @@
 #include "debug_server/auto_start.h"
 
+#include <algorithm>
 #include <atomic>
 #include <mutex>
 
@@ -42,6 +43,12 @@ void maybe_start(const ProcessGroup& pg, const BackendArgs& args) {
   o.local_rank = detect_launch_env(env).local_rank.value_or(port == 0 ? 0 : info.rank);
   o.bind_host = env.get("COLLIE_DEBUG_HOST").value_or("127.0.0.1");
   o.token = env.get("COLLIE_DEBUG_TOKEN").value_or("");
+  const std::string names = env.get("COLLIE_DEBUG_ALLOWED_HOSTS").value_or("");
+  for (size_t at = 0; at <= names.size();) {
+    const size_t comma = std::min(names.find(',', at), names.size());
+    if (comma > at) o.allowed_hosts.push_back(names.substr(at, comma - at));
+    at = comma + 1;
+  }
   o.base_port = port;
   o.backend = info.backend;
   o.group_timeout = info.timeout;

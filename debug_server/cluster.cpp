@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 #include <httplib.h>
 
+#include <algorithm>
+#include <cctype>
+#include <charconv>
 #include <chrono>
 #include <condition_variable>
 #include <memory>
@@ -62,6 +65,48 @@ RankView fetch_one(int rank, const std::string& url, Millis timeout, const std::
 
 }  // namespace
 
+bool is_member_url(const std::string& url, std::string* why) {
+  auto fail = [why](std::string w) {
+    if (why) *why = std::move(w);
+    return false;
+  };
+  constexpr std::string_view kScheme = "http://";
+  if (url.size() > 300) return fail("longer than 300 characters");
+  if (url.rfind(kScheme, 0) != 0) return fail("does not start with http://");
+  const std::string_view rest = std::string_view(url).substr(kScheme.size());
+  std::string_view host;
+  std::string_view port;
+  if (!rest.empty() && rest.front() == '[') {
+    const size_t close = rest.find(']');
+    if (close == std::string_view::npos || close + 1 >= rest.size() || rest[close + 1] != ':') {
+      return fail("malformed [IPv6]:port");
+    }
+    host = rest.substr(1, close - 1);
+    port = rest.substr(close + 2);
+    if (host.empty() || host.find_first_not_of("0123456789abcdefABCDEF:.") != std::string::npos) {
+      return fail("malformed IPv6 address");
+    }
+  } else {
+    const size_t colon = rest.rfind(':');
+    if (colon == std::string_view::npos) return fail("has no :port");
+    host = rest.substr(0, colon);
+    port = rest.substr(colon + 1);
+    const bool host_ok =
+        !host.empty() && host.front() != '-' && host.front() != '.' &&
+        std::all_of(host.begin(), host.end(), [](char c) {
+          return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' || c == '_';
+        });
+    if (!host_ok) return fail("host is not a plain name or address (no user@, path or query)");
+  }
+  int p = 0;
+  auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), p);
+  if (port.empty() || ec != std::errc() || end != port.data() + port.size() || p < 1 ||
+      p > 65535) {
+    return fail("port is not 1..65535 followed by nothing");
+  }
+  return true;
+}
+
 ClusterView fetch_cluster(Store& store, int world_size, Millis per_rank_timeout,
                           const std::string& token, const SelfData* self) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -91,7 +136,17 @@ ClusterView fetch_cluster(Store& store, int world_size, Millis per_rank_timeout,
         v.error = "no address in the store (debug server not started on that rank?)";
         continue;
       }
-      targets.emplace_back(r, store.get_string(key));
+      std::string url = store.get_string(key);
+      std::string why;
+      if (!is_member_url(url, &why)) {
+        // Never contact (or send the token to) something that is not a rank's debug server.
+        v.url = url.substr(0, 120);
+        v.error = fmt::format("{} = '{}' is not a debug server address http://HOST:PORT ({}); "
+                              "not contacted",
+                              key, v.url, why);
+        continue;
+      }
+      targets.emplace_back(r, std::move(url));
     } catch (const std::exception& e) {
       v.error = fmt::format("store lookup of {} failed: {}", key, e.what());
     }

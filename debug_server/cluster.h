@@ -44,6 +44,13 @@ struct SelfData {
   std::string flight_recorder;  // FlightRecorder::dump_json text
 };
 
+// True when `url` is exactly what a rank publishes under debug_server/<rank>: http://HOST:PORT
+// with a plain host name or IP (no user@, path, query or fragment) and a port in 1..65535;
+// otherwise false and `why` says what is wrong. fetch_cluster contacts (and sends the token to)
+// only such addresses; which ones exist is decided by who may write the store (the job's
+// members, when the store requires COLLIE_STORE_SECRET).
+bool is_member_url(const std::string& url, std::string* why);
+
 // Returns within `per_rank_timeout` plus a small margin even if ranks hang: requests still
 // running at the deadline are abandoned (they end on their own timeouts) and marked unreachable.
 ClusterView fetch_cluster(Store& store, int world_size, Millis per_rank_timeout,

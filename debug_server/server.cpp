@@ -2,7 +2,9 @@
 
 #include <arpa/inet.h>
 #include <fmt/format.h>
-#include <httplib.h>
+
+#include <algorithm>
+#include <cctype>
 
 #include "core/clock.h"
 #include "core/error.h"
@@ -10,11 +12,13 @@
 #include "debug/dump_service.h"
 #include "debug/flight_recorder.h"
 #include "debug_server/cluster.h"
+#include "debug_server/http_server.h"
 #include "debug_server/stacks.h"
 #include "debug_server/status_json.h"
 #include "metrics/live_status.h"
 #include "metrics/metrics.h"
 #include "store/store.h"
+#include "store/store_secret.h"
 
 namespace collie {
 namespace {
@@ -23,18 +27,18 @@ constexpr const char* kJson = "application/json";
 constexpr size_t kMaxPayload = 64 * 1024;
 constexpr int kMaxFanoutMs = 60000;
 
-void send_json(httplib::Response& res, const nlohmann::json& j, int status = 200) {
+void send_json(http::Response& res, const nlohmann::json& j, int status = 200) {
   res.status = status;
   res.set_content(j.dump(2) + "\n", kJson);
 }
 
-void send_error(httplib::Response& res, int status, const std::string& msg) {
+void send_error(http::Response& res, int status, const std::string& msg) {
   send_json(res, {{"error", msg}}, status);
 }
 
 // Parses an optional integer query parameter within [lo, hi]; on a bad value answers 400 and
 // returns false.
-bool int_param(const httplib::Request& req, httplib::Response& res, const char* name, long lo,
+bool int_param(const http::ServerRequest& req, http::Response& res, const char* name, long lo,
                long hi, long* value) {
   if (!req.has_param(name)) return true;
   const std::string s = req.get_param_value(name);
@@ -52,7 +56,28 @@ bool int_param(const httplib::Request& req, httplib::Response& res, const char* 
   return false;
 }
 
+bool is_ip_literal(const std::string& host) {
+  in_addr a4{};
+  in6_addr a6{};
+  return inet_pton(AF_INET, host.c_str(), &a4) == 1 || inet_pton(AF_INET6, host.c_str(), &a6) == 1;
+}
+
 }  // namespace
+
+std::string host_of_header(const std::string& host_header) {
+  std::string h = host_header;
+  for (char& c : h) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (!h.empty() && h.front() == '[') {
+    const size_t close = h.find(']');
+    return close == std::string::npos ? h : h.substr(1, close - 1);
+  }
+  const size_t colon = h.find(':');
+  if (colon != std::string::npos && h.find(':', colon + 1) == std::string::npos) {
+    h.resize(colon);
+  }
+  if (!h.empty() && h.back() == '.') h.pop_back();  // "localhost." is localhost
+  return h;
+}
 
 bool is_loopback_host(const std::string& host) {
   if (host == "localhost" || host == "::1") return true;
@@ -61,8 +86,28 @@ bool is_loopback_host(const std::string& host) {
   return (ntohl(a.s_addr) >> 24) == 127;
 }
 
-DebugServer::DebugServer(DebugServerOptions opts)
-    : opts_(std::move(opts)), http_(std::make_unique<httplib::Server>()) {}
+DebugServer::DebugServer(DebugServerOptions opts) : opts_(std::move(opts)) {
+  http::ServerOptions h;
+  h.threads = std::max(1, opts_.threads);
+  h.request_timeout = opts_.io_timeout;
+  h.write_timeout = opts_.io_timeout;
+  h.max_body = kMaxPayload;
+  http_ = std::make_unique<http::Server>(h);
+}
+
+// DNS rebinding: a page on evil.example whose name now resolves to 127.0.0.1 reaches us with
+// "Host: evil.example". IP literals cannot be rebound, so they pass; names must be ours.
+bool DebugServer::host_allowed(const std::string& host_header) const {
+  if (host_header.empty()) return true;  // HTTP/1.0 without Host: not a browser
+  const std::string h = host_of_header(host_header);
+  if (h.empty()) return false;
+  if (h == "localhost" || is_ip_literal(h)) return true;
+  auto same = [&h](const std::string& name) {
+    return !name.empty() && host_of_header(name) == h;
+  };
+  if (same(opts_.bind_host) || same(host_name())) return true;
+  return std::any_of(opts_.allowed_hosts.begin(), opts_.allowed_hosts.end(), same);
+}
 
 DebugServer::~DebugServer() { stop(); }
 
@@ -82,21 +127,9 @@ std::unique_ptr<DebugServer> DebugServer::start(DebugServerOptions opts) {
   if (opts.threads < 1) opts.threads = 1;
   std::unique_ptr<DebugServer> s(new DebugServer(std::move(opts)));
   s->install_routes();
-  httplib::Server& h = *s->http_;
-  const int threads = s->opts_.threads;
-  h.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  h.set_read_timeout(s->opts_.io_timeout);
-  h.set_write_timeout(s->opts_.io_timeout);
-  h.set_keep_alive_timeout(2);
-  h.set_keep_alive_max_count(20);
-  h.set_payload_max_length(kMaxPayload);
   const std::string& host = s->opts_.bind_host;
-  if (s->opts_.base_port == 0) {
-    s->port_ = h.bind_to_any_port(host);
-  } else {
-    const int port = s->opts_.base_port + s->opts_.local_rank;
-    s->port_ = h.bind_to_port(host, port) ? port : -1;
-  }
+  s->port_ = s->http_->bind(
+      host, s->opts_.base_port == 0 ? 0 : s->opts_.base_port + s->opts_.local_rank);
   if (s->port_ <= 0) {
     throw NetworkError(
         fmt::format("[Rank {}] debug server: cannot listen on {}:{} (in use?); choose another "
@@ -106,11 +139,7 @@ std::unique_ptr<DebugServer> DebugServer::start(DebugServerOptions opts) {
   // A wildcard bind is reached through this host's name; loopback through its address.
   const std::string public_host = (host == "0.0.0.0" || host == "::") ? host_name() : host;
   s->url_ = fmt::format("http://{}:{}", public_host, s->port_);
-  s->listener_ = std::thread([srv = s.get()] { srv->http_->listen_after_bind(); });
-  // httplib's stop() is a no-op until the accept loop runs; wait for it so stop() cannot race.
-  for (int i = 0; i < 5000 && !h.is_running(); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+  s->http_->start();
   if (s->opts_.store) {
     s->opts_.store->set(fmt::format("debug_server/{}", s->opts_.rank), s->url_);
   }
@@ -120,28 +149,49 @@ std::unique_ptr<DebugServer> DebugServer::start(DebugServerOptions opts) {
 
 void DebugServer::stop() {
   if (http_) http_->stop();
-  if (listener_.joinable()) listener_.join();
 }
 
 void DebugServer::install_routes() {
-  httplib::Server& h = *http_;
+  http::Server& h = *http_;
   Metrics& metrics = opts_.metrics ? *opts_.metrics : Metrics::global();
   const LiveStatus& live = opts_.live ? *opts_.live : LiveStatus::global();
 
-  h.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    if (opts_.token.empty() || req.path == "/healthz") {
-      return httplib::Server::HandlerResponse::Unhandled;
+  h.set_filter([this](const http::ServerRequest& req, http::Response& res) {
+    if (!host_allowed(req.get_header_value("Host"))) {
+      send_error(res, 421,
+                 fmt::format("Host '{}' is not a name of this debug server (DNS rebinding?); "
+                             "use its address, localhost or {}, or add the name to "
+                             "COLLIE_DEBUG_ALLOWED_HOSTS",
+                             req.get_header_value("Host"), host_name()));
+      return true;
     }
-    if (req.get_header_value("Authorization") == "Bearer " + opts_.token) {
-      return httplib::Server::HandlerResponse::Unhandled;
+    const bool token_ok = !opts_.token.empty() && constant_time_equal(
+        "Bearer " + opts_.token, req.get_header_value("Authorization"));
+    if (!opts_.token.empty() && req.path != "/healthz" && !token_ok) {
+      res.set_header("WWW-Authenticate", "Bearer");
+      send_error(res, 401, "missing or wrong bearer token (see COLLIE_DEBUG_TOKEN)");
+      return true;
     }
-    res.set_header("WWW-Authenticate", "Bearer");
-    send_error(res, 401, "missing or wrong bearer token (see COLLIE_DEBUG_TOKEN)");
-    return httplib::Server::HandlerResponse::Handled;
+    // A cross-site HTML form can POST here but cannot add a custom header or a bearer token.
+    if (req.method != "GET" && req.method != "HEAD" && !token_ok &&
+        req.get_header_value("X-Collie-Request") != "1") {
+      send_error(res, 403,
+                 fmt::format("{} {} changes state and needs the header 'X-Collie-Request: 1' "
+                             "(or the bearer token); e.g. curl -X POST -H 'X-Collie-Request: 1' "
+                             "...",
+                             req.method, req.path));
+      return true;
+    }
+    return false;
   });
-  h.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+  h.set_error_handler([this](const http::ServerRequest& req, http::Response& res,
+                             const std::string& why) {
     if (!res.body.empty()) return;
-    if (res.status == 404) {
+    if (res.status == 500) {
+      send_error(res, 500, fmt::format("[Rank {}] {} failed: {}", opts_.rank, req.path, why));
+    } else if (!why.empty()) {
+      send_error(res, res.status, why);
+    } else if (res.status == 404) {
       send_error(res, 404,
                  fmt::format("no endpoint {} {}; try /, /healthz, /v1/status, /v1/config, "
                              "/v1/flight_recorder, /v1/stacks, /metrics, /v1/cluster/status, "
@@ -151,43 +201,32 @@ void DebugServer::install_routes() {
       send_error(res, res.status, fmt::format("request rejected (HTTP {})", res.status));
     }
   });
-  h.set_exception_handler(
-      [this](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
-        std::string what = "unknown error";
-        try {
-          std::rethrow_exception(ep);
-        } catch (const std::exception& e) {
-          what = e.what();
-        } catch (...) {
-        }
-        send_error(res, 500, fmt::format("[Rank {}] {} failed: {}", opts_.rank, req.path, what));
-      });
 
-  h.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
+  h.route("GET", "/healthz", [](const http::ServerRequest&, http::Response& res) {
     res.set_content("ok\n", "text/plain");
   });
-  h.Get("/v1/status", [this, &live](const httplib::Request&, httplib::Response& res) {
+  h.route("GET", "/v1/status", [this, &live](const http::ServerRequest&, http::Response& res) {
     send_json(res, status_json(opts_, live, url_));
   });
-  h.Get("/v1/config", [this](const httplib::Request&, httplib::Response& res) {
+  h.route("GET", "/v1/config", [this](const http::ServerRequest&, http::Response& res) {
     send_json(res, config_json(opts_));
   });
-  h.Get("/v1/flight_recorder", [this](const httplib::Request& req, httplib::Response& res) {
+  h.route("GET", "/v1/flight_recorder", [this](const http::ServerRequest& req, http::Response& res) {
     long entries = 1 << 30;
     if (!int_param(req, res, "entries", 1, 1 << 30, &entries)) return;
     res.set_content(flight_recorder_json(static_cast<size_t>(entries)), kJson);
   });
-  h.Get("/v1/stacks", [this](const httplib::Request& req, httplib::Response& res) {
+  h.route("GET", "/v1/stacks", [this](const http::ServerRequest& req, http::Response& res) {
     long frames = 48;
     if (!int_param(req, res, "max_frames", 1, 64, &frames)) return;
     send_json(res, {{"rank", opts_.rank},
                     {"pid", static_cast<int64_t>(getpid())},
                     {"threads", capture_all_stacks(static_cast<int>(frames))}});
   });
-  h.Get("/metrics", [&metrics, &live](const httplib::Request&, httplib::Response& res) {
+  h.route("GET", "/metrics", [&metrics, &live](const http::ServerRequest&, http::Response& res) {
     res.set_content(metrics.serialize(&live), "text/plain; version=0.0.4; charset=utf-8");
   });
-  h.Post("/v1/dump", [this](const httplib::Request& req, httplib::Response& res) {
+  h.route("POST", "/v1/dump", [this](const http::ServerRequest& req, http::Response& res) {
     if (!opts_.store) {
       send_error(res, 503, "this rank has no store; dumps cannot be requested");
       return;
@@ -207,7 +246,7 @@ void DebugServer::install_routes() {
 
   // The cluster view behind /, /v1/cluster/status and /v1/cluster/analyze: fan out, then the
   // shared hang analyzer on the live dumps.
-  auto cluster = [this, &live](const httplib::Request& req, httplib::Response& res,
+  auto cluster = [this, &live](const http::ServerRequest& req, http::Response& res,
                                ClusterView* view, Analysis* analysis) {
     long timeout_ms = opts_.fanout_timeout.count();
     long stall_ms = static_cast<long>(opts_.stall_after_s * 1000);
@@ -223,17 +262,17 @@ void DebugServer::install_routes() {
     *analysis = analyze_cluster(*view, stall_ms / 1000.0);
     return true;
   };
-  h.Get("/v1/cluster/status", [cluster](const httplib::Request& req, httplib::Response& res) {
+  h.route("GET", "/v1/cluster/status", [cluster](const http::ServerRequest& req, http::Response& res) {
     ClusterView v;
     Analysis a;
     if (cluster(req, res, &v, &a)) send_json(res, cluster_json(v, a));
   });
-  h.Get("/v1/cluster/analyze", [cluster](const httplib::Request& req, httplib::Response& res) {
+  h.route("GET", "/v1/cluster/analyze", [cluster](const http::ServerRequest& req, http::Response& res) {
     ClusterView v;
     Analysis a;
     if (cluster(req, res, &v, &a)) send_json(res, to_json_value(a));
   });
-  h.Get("/", [this, cluster](const httplib::Request& req, httplib::Response& res) {
+  h.route("GET", "/", [this, cluster](const http::ServerRequest& req, http::Response& res) {
     ClusterView v;
     Analysis a;
     long refresh = 2000;

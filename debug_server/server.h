@@ -1,12 +1,16 @@
 #pragma once
-// DebugServer: one HTTP server per rank (cpp-httplib) serving live status, flight recorder,
-// thread stacks, config, Prometheus /metrics, a dump trigger, and a cluster view that fans out
-// to every rank's server (addresses from the store key debug_server/<rank>).
+// DebugServer: one HTTP server per rank (debug_server/http_server.h) serving live status, flight
+// recorder, thread stacks, config, Prometheus /metrics, a dump trigger, and a cluster view that
+// fans out to every rank's server (addresses from the store key debug_server/<rank>).
 //
 // Safety: binds 127.0.0.1 unless told otherwise; any other address requires a bearer token
-// (start() throws InvalidArgument without one). Requests run on a small bounded thread pool with
-// read/write timeouts and payload limits, and read only lock-free snapshots, so a bad or slow
-// client never blocks the rank's collectives.
+// (start() throws InvalidArgument without one). Every request's Host must be one of this
+// server's names (an IP literal, localhost, its bound address, this host's name, or
+// allowed_hosts), else 421: a DNS-rebinding page cannot reach it. State-changing requests
+// (POST) need the bearer token or the header `X-Collie-Request: 1`, which a cross-site form
+// cannot send. Requests are read by one I/O thread under a total deadline (io_timeout) and
+// served by a small bounded pool that reads only lock-free snapshots, so slow or many clients
+// never starve /healthz or block the rank's collectives.
 // Ownership: the server shares ownership of the store; REQUIRES: metrics and live outlive it.
 // Thread safety: start/stop from one thread; handlers run on the pool.
 #include <chrono>
@@ -14,10 +18,11 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "core/timeout.h"
 
-namespace httplib {
+namespace collie::http {
 class Server;
 }
 
@@ -52,7 +57,11 @@ struct DebugServerOptions {
   // (stalled op, collective not every rank joined); younger differences are normal skew.
   double stall_after_s = 10.0;
   int threads = 4;
-  std::chrono::seconds io_timeout{3};  // per-connection read/write timeout (slow clients)
+  // Whole-request read deadline and response write timeout (slow clients).
+  std::chrono::seconds io_timeout{3};
+  // Extra names this server may be reached by (Host header), e.g. a DNS alias or FQDN
+  // (COLLIE_DEBUG_ALLOWED_HOSTS, comma-separated).
+  std::vector<std::string> allowed_hosts;
 };
 
 class DebugServer {
@@ -76,12 +85,15 @@ class DebugServer {
   void install_routes();
   std::string flight_recorder_json(size_t max_entries) const;
   DebugServerOptions opts_;
-  std::unique_ptr<httplib::Server> http_;
-  std::thread listener_;
+  bool host_allowed(const std::string& host_header) const;
+  std::unique_ptr<http::Server> http_;
   int port_ = 0;
   std::string url_;
 };
 
 bool is_loopback_host(const std::string& host);
+
+// The host part of a Host header value ("name:port", "[v6]:port", "name"), lowercased.
+std::string host_of_header(const std::string& host_header);
 
 }  // namespace collie

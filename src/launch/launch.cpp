@@ -20,6 +20,7 @@
 #include "core/error.h"
 #include "launch/line_buffer.h"
 #include "store/socket_util.h"
+#include "store/store_secret.h"
 
 extern char** environ;
 
@@ -95,7 +96,8 @@ constexpr const char* kForeignRankVars[] = {"OMPI_COMM_WORLD_RANK",
                                             "SLURM_NTASKS",
                                             "SLURM_LOCALID"};
 
-std::vector<std::string> child_env(const LaunchSpec& spec, int rank, uint16_t port) {
+std::vector<std::string> child_env(const LaunchSpec& spec, int rank, uint16_t port,
+                                   const std::string& secret) {
   std::map<std::string, std::string> env;
   for (char** e = environ; *e; ++e) {
     std::string_view kv(*e);
@@ -107,6 +109,7 @@ std::vector<std::string> child_env(const LaunchSpec& spec, int rank, uint16_t po
   env["WORLD_SIZE"] = env["LOCAL_WORLD_SIZE"] = std::to_string(spec.nprocs);
   env["MASTER_ADDR"] = spec.master_addr;
   env["MASTER_PORT"] = std::to_string(port);
+  env[kStoreSecretEnv] = secret;
   for (const auto& [k, v] : spec.extra_env) env[k] = v;
   std::vector<std::string> out;
   for (const auto& [k, v] : env) out.push_back(k + "=" + v);
@@ -122,7 +125,11 @@ std::vector<char*> c_strings(std::vector<std::string>& v) {
 
 class Launcher {
  public:
-  Launcher(const LaunchSpec& spec, uint16_t port) : spec_(spec), port_(port) {
+  Launcher(const LaunchSpec& spec, uint16_t port)
+      : spec_(spec), port_(port), secret_(store_secret_from_env()) {
+    // A secret the user exported (to attach `collie analyze --live` later) is the job's;
+    // otherwise a new one per job.
+    if (secret_.empty()) secret_ = new_store_secret();
     devnull_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (devnull_ < 0) throw Error(fmt::format("launch: /dev/null: {}", std::strerror(errno)));
   }
@@ -184,7 +191,7 @@ class Launcher {
       throw Error(fmt::format("launch: pipe: {}", std::strerror(errno)));
     }
     // Everything the child needs is built before fork: only async-signal-safe calls after it.
-    std::vector<std::string> env = child_env(spec_, rank, port_);
+    std::vector<std::string> env = child_env(spec_, rank, port_, secret_);
     std::vector<std::string> args = spec_.argv;
     std::vector<char*> envp = c_strings(env), argv = c_strings(args);
     const std::string exec_fail =
@@ -368,6 +375,7 @@ class Launcher {
 
   const LaunchSpec& spec_;
   uint16_t port_;
+  std::string secret_;  // this job's COLLIE_STORE_SECRET, handed to every rank
   int devnull_ = -1;
   std::vector<Child> children_;
   LaunchResult result_;

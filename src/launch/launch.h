@@ -1,7 +1,10 @@
 #pragma once
 // Local multi-process launcher (`collie launch`, and `collie perf -np N` relaunching itself).
 // run() starts nprocs copies of argv, each in its own process group, with
-//   RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT
+//   RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT, and
+//   COLLIE_STORE_SECRET (the launcher's own COLLIE_STORE_SECRET when set, else 32 random bytes
+//   from /dev/urandom as hex, new for every run(); the rank-0 TcpStore then refuses clients
+//   without it; extra_env may override it)
 // set (and other launchers' rank variables — Open MPI, PMI, Slurm — removed, since the children
 // form a new world). Child stdin is /dev/null; child stdout/stderr go through pipes and are written
 // line by line to out_fd/err_fd, prefixed "[rank] " unless prefix_output is false. SIGINT/SIGTERM

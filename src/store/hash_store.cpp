@@ -56,7 +56,11 @@ int64_t HashStore::add(const std::string& key, int64_t delta) {
   {
     std::lock_guard<std::mutex> lk(s_->mu);
     auto it = s_->map.find(key);
-    v = (it == s_->map.end() ? 0 : parse_counter(it->second, key)) + delta;
+    const int64_t old = it == s_->map.end() ? 0 : parse_counter(it->second, key);
+    if (__builtin_add_overflow(old, delta, &v)) {
+      throw StoreError("add on key '" + key + "': " + std::to_string(old) + " + " +
+                       std::to_string(delta) + " overflows a 64-bit counter; value unchanged");
+    }
     s_->map[key] = to_bytes(std::to_string(v));
   }
   s_->cv.notify_all();
@@ -99,6 +103,12 @@ Bytes HashStore::compare_set(const std::string& key, const Bytes& expected, cons
 bool HashStore::delete_key(const std::string& key) {
   std::lock_guard<std::mutex> lk(s_->mu);
   return s_->map.erase(key) > 0;
+}
+
+int64_t HashStore::value_size(const std::string& key) {
+  std::lock_guard<std::mutex> lk(s_->mu);
+  auto it = s_->map.find(key);
+  return it == s_->map.end() ? -1 : static_cast<int64_t>(it->second.size());
 }
 
 int64_t HashStore::num_keys() {

@@ -33,6 +33,9 @@ class HashStore : public Store {
   using Store::set;
   using Store::wait;
 
+  // The size of key's value, or -1 when the key is missing; never waits.
+  int64_t value_size(const std::string& key);
+
  private:
   void wait_locked(std::unique_lock<std::mutex>& lk, const std::vector<std::string>& keys,
                    Millis timeout);

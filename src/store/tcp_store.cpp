@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "store/socket_util.h"
+#include "store/store_secret.h"
 #include "store/tcp_store_protocol.h"
 #include "store/tcp_store_server.h"
 
@@ -21,9 +22,16 @@ using store_wire::Writer;
 // failure the connection is broken for good: the request stream may be out of step.
 class TcpStore::Connection {
  public:
-  Connection(const std::string& host, uint16_t port, Millis timeout, size_t max_bytes)
+  Connection(const std::string& host, uint16_t port, Millis timeout, size_t max_bytes,
+             const std::string& secret)
       : peer_(fmt::format("{}:{}", host, port)), max_(max_bytes) {
     fd_ = net::connect_with_retry(host, port, timeout);
+    try {
+      authenticate(secret, timeout);
+    } catch (...) {
+      close(fd_);
+      throw;
+    }
   }
   ~Connection() { close(fd_); }
 
@@ -43,6 +51,21 @@ class TcpStore::Connection {
   // connection's requests in order). Every reply is read before the first failed one is raised,
   // so the stream stays in step. `io_budget` bounds the whole exchange.
   std::vector<Bytes> call_all(std::span<Request> reqs, Millis io_budget) {
+    return call_all_impl(reqs, io_budget, false);
+  }
+
+ private:
+  // The first frame of the connection: AUTH with the secret ("" = none; a server without a
+  // secret accepts it).
+  void authenticate(const std::string& secret, Millis timeout) {
+    Writer w;
+    w.u8(static_cast<uint8_t>(Op::kAuth)).str(secret);
+    const std::vector<std::string> none;
+    Request req{Op::kAuth, &w, &none};
+    call_all_impl({&req, 1}, timeout, true);
+  }
+
+  std::vector<Bytes> call_all_impl(std::span<Request> reqs, Millis io_budget, bool auth) {
     Bytes out;
     for (auto& r : reqs) {
       if (r.w->payload_size() > max_) {
@@ -83,14 +106,20 @@ class TcpStore::Connection {
         throw_store_timeout(*reqs[i].keys, Millis(r.i64()), fmt::format("TcpStore {}", peer_));
       }
       if (status == Status::kError) {
-        throw StoreError(fmt::format("TcpStore {}: {}", peer_, r.str()));
+        const std::string msg = r.str();
+        if (auth || msg.rfind("store authentication failed", 0) == 0) {
+          broken_ = true;
+          broken_reason_ = msg;
+          throw StoreError(fmt::format("{} (store {}; every rank of a job needs the same {})",
+                                       msg, peer_, kStoreSecretEnv));
+        }
+        throw StoreError(fmt::format("TcpStore {}: {}", peer_, msg));
       }
       payload.erase(payload.begin());
     }
     return payloads;
   }
 
- private:
   // One reply frame's payload (status byte first). REQUIRES: mu_ held.
   Bytes read_reply(Op op, std::chrono::steady_clock::time_point deadline) {
     uint8_t hdr[store_wire::kHeaderBytes];
@@ -133,14 +162,20 @@ void put_keys(Writer& w, const std::vector<std::string>& keys) {
 }  // namespace
 
 TcpStore::TcpStore(const TcpStoreOptions& opts)
-    : Store(opts.timeout), host_(opts.host), max_message_bytes_(opts.max_message_bytes) {
+    : Store(opts.timeout),
+      host_(opts.host),
+      max_message_bytes_(opts.max_message_bytes),
+      secret_(opts.secret ? *opts.secret : store_secret_from_env()) {
   port_ = opts.port;
   if (opts.is_server) {
-    server_ = std::make_unique<TcpStoreServer>(
-        opts.bind_host.empty() ? opts.host : opts.bind_host, opts.port, opts.max_message_bytes);
+    TcpStoreLimits limits = opts.limits;
+    limits.max_message_bytes = opts.max_message_bytes;
+    server_ = std::make_unique<TcpStoreServer>(opts.bind_host.empty() ? opts.host : opts.bind_host,
+                                               opts.port, limits, secret_);
     port_ = server_->port();
   }
-  conn_ = std::make_unique<Connection>(host_, port_, opts.timeout, opts.max_message_bytes);
+  conn_ = std::make_unique<Connection>(host_, port_, opts.timeout, opts.max_message_bytes,
+                                       secret_);
 }
 
 // The client connection closes before the server stops (members destroy in reverse order).
@@ -152,6 +187,7 @@ std::shared_ptr<Store> TcpStore::clone() {
   o.port = port_;
   o.timeout = timeout();
   o.max_message_bytes = max_message_bytes_;
+  o.secret = secret_;
   return std::make_shared<TcpStore>(o);
 }
 

@@ -10,16 +10,21 @@
 // A lost connection (the server process died) raises NetworkError on the pending and every
 // later call. Thread safety: a TcpStore may be shared by threads (requests are serialized per
 // connection); use one TcpStore per thread for parallel requests.
+//
+// Authentication: every connection starts with an AUTH frame carrying the store secret
+// (opts.secret, or COLLIE_STORE_SECRET when that is unset); a server with a secret refuses any
+// other first request, and the client raises StoreError "store authentication failed ...".
+// The server's resource caps and timeouts are opts.limits (store/tcp_store_server.h).
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "store/store.h"
+#include "store/tcp_store_server.h"
 
 namespace collie {
-
-class TcpStoreServer;
 
 struct TcpStoreOptions {
   std::string host = "127.0.0.1";  // address to connect to (and to bind when is_server)
@@ -28,6 +33,11 @@ struct TcpStoreOptions {
   std::string bind_host;  // is_server: address the server listens on ("" = host)
   Millis timeout = kDefaultTimeout;  // for get/wait and for connecting
   size_t max_message_bytes = 64u << 20;
+  // The per-job secret; unset = the environment's COLLIE_STORE_SECRET ("" there or here = none).
+  std::optional<std::string> secret;
+  // Server side (is_server) caps and timeouts; limits.max_message_bytes is replaced by
+  // max_message_bytes above.
+  TcpStoreLimits limits;
 };
 
 class TcpStore : public Store {
@@ -67,6 +77,7 @@ class TcpStore : public Store {
   std::string host_;
   uint16_t port_ = 0;
   size_t max_message_bytes_;
+  std::string secret_;
 };
 
 }  // namespace collie

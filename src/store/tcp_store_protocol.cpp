@@ -50,6 +50,8 @@ std::string_view op_name(Op op) {
       return "MULTI_SET";
     case Op::kPing:
       return "PING";
+    case Op::kAuth:
+      return "AUTH";
   }
   return "UNKNOWN";
 }

@@ -26,6 +26,9 @@ enum class Op : uint8_t {
   kMultiGet,
   kMultiSet,
   kPing,
+  // First frame of every connection: the store secret (empty when the client has none). A server
+  // with a secret answers kError "store authentication failed ..." and closes on a mismatch.
+  kAuth,
 };
 
 enum class Status : uint8_t { kOk = 0, kError = 1, kTimeout = 2 };

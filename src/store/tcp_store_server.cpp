@@ -19,6 +19,7 @@
 #include "core/log.h"
 #include "store/hash_store.h"
 #include "store/socket_util.h"
+#include "store/store_secret.h"
 #include "store/tcp_store_protocol.h"
 
 namespace collie {
@@ -36,11 +37,23 @@ constexpr uint64_t kWakeId = 1;
 // grace lets the client read the error instead of a connection reset.
 constexpr auto kDiscardGrace = std::chrono::seconds(2);
 constexpr auto kAcceptPause = std::chrono::milliseconds(100);
+// Before authentication a frame can only be an AUTH: op byte + length + secret.
+constexpr size_t kMaxAuthFrame = kMaxStoreSecretBytes + 16;
+// Requests are not processed while this much reply data is unsent (the client is not reading);
+// its input then piles up to the connection cap.
+constexpr size_t kOutHighWater = 1u << 20;
+// Empty buffers keep at most this much capacity.
+constexpr size_t kKeepCapacity = 256u << 10;
+
+int64_t ms(std::chrono::milliseconds d) { return d.count(); }
 }  // namespace
 
 class TcpStoreServer::Loop {
  public:
-  Loop(int listen_fd, size_t max_bytes) : listen_fd_(listen_fd), max_(max_bytes) {
+  Loop(int listen_fd, const TcpStoreLimits& limits, std::string secret)
+      : listen_fd_(listen_fd), lim_(limits), secret_(std::move(secret)) {
+    max_ = lim_.max_message_bytes;
+    conn_cap_ = lim_.max_connection_bytes ? lim_.max_connection_bytes : max_ + (1u << 20);
     epfd_ = epoll_create1(EPOLL_CLOEXEC);
     wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (epfd_ < 0 || wake_fd_ < 0) {
@@ -93,9 +106,18 @@ class TcpStoreServer::Loop {
     bool close_after_write = false;
     bool discarding = false;
     bool dead = false;
+    bool authed = false;
+    bool busy = false;
+    bool reading = true;       // EPOLLIN watched
+    size_t discard_left = 0;   // after a rejection: bytes still read and dropped  // inside process(): replies sent from handle() must not re-enter it
+    size_t held = 0;  // bytes counted in held_total_
     std::optional<Parked> parked;
-    SteadyClock::time_point discard_deadline;
+    SteadyClock::time_point accepted, partial_since, last_activity, reject_deadline;
+    std::optional<SteadyClock::time_point> timer;  // entry in timers_
   };
+
+  static size_t unconsumed(const Conn& c) { return c.in.size() - c.in_off; }
+  static size_t unsent(const Conn& c) { return c.out.size() - c.out_off; }
 
   void watch(int fd, uint64_t id, uint32_t events, int op) {
     epoll_event ev{};
@@ -107,6 +129,9 @@ class TcpStoreServer::Loop {
   int next_timeout_ms() const {
     std::optional<SteadyClock::time_point> next;
     if (!deadlines_.empty()) next = deadlines_.begin()->first;
+    if (!timers_.empty() && (!next || timers_.begin()->first < *next)) {
+      next = timers_.begin()->first;
+    }
     if (accept_paused_ && (!next || accept_resume_ < *next)) next = accept_resume_;
     if (!next) return -1;
     auto ms = std::chrono::ceil<std::chrono::milliseconds>(*next - SteadyClock::now()).count();
@@ -126,6 +151,7 @@ class TcpStoreServer::Loop {
     if (ev.events & EPOLLIN) on_readable(c);
     if ((ev.events & EPOLLOUT) && !c.dead) flush(c);
     if ((ev.events & (EPOLLERR | EPOLLHUP)) && !(ev.events & EPOLLIN)) mark_dead(c);
+    settle(c);
   }
 
   void accept_all() {
@@ -147,17 +173,36 @@ class TcpStoreServer::Loop {
       auto c = std::make_unique<Conn>();
       c->fd = fd;
       c->id = next_id_++;
+      c->authed = secret_.empty();
+      c->accepted = c->last_activity = SteadyClock::now();
       watch(fd, c->id, EPOLLIN, EPOLL_CTL_ADD);
+      Conn& ref = *c;
       conns_.emplace(c->id, std::move(c));
+      settle(ref);
     }
   }
 
   void on_readable(Conn& c) {
     uint8_t buf[64 * 1024];
-    for (;;) {
+    // At most 4 MiB per wake-up, so one fast sender cannot monopolize the loop (epoll is
+    // level-triggered: the rest is read on the next round).
+    for (int round = 0; round < 64; ++round) {
       const ssize_t n = recv(c.fd, buf, sizeof(buf), 0);
       if (n > 0) {
-        if (!c.discarding) c.in.insert(c.in.end(), buf, buf + n);
+        if (c.discarding || c.close_after_write) {
+          // Let a client finish sending the request that was refused (so it reads our error
+          // rather than a reset), but not stream forever: past the budget, stop reading.
+          if (c.discard_left <= static_cast<size_t>(n)) return stop_reading(c);
+          c.discard_left -= static_cast<size_t>(n);
+          continue;
+        }
+        const auto now = SteadyClock::now();
+        if (unconsumed(c) == 0) c.partial_since = now;
+        c.last_activity = now;
+        reserve_for_frame(c, static_cast<size_t>(n));
+        c.in.insert(c.in.end(), buf, buf + n);
+        process(c);
+        if (over_caps(c)) return;
         continue;
       }
       if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
@@ -166,14 +211,62 @@ class TcpStoreServer::Loop {
       }
       if (errno != EINTR) break;
     }
-    process(c);
+  }
+
+  // Grows the input buffer to exactly the frame being received, so a 64 MiB request does not
+  // leave a 128 MiB buffer behind.
+  static void reserve_for_frame(Conn& c, size_t n) {
+    size_t want = c.in.size() + n;
+    if (unconsumed(c) >= store_wire::kHeaderBytes) {
+      const size_t frame = store_wire::kHeaderBytes + store_wire::decode_u32(c.in.data() + c.in_off);
+      want = std::max(want, c.in_off + frame);
+    }
+    if (want > c.in.capacity() && want > 2 * c.in.capacity()) c.in.reserve(want);
+  }
+
+  // Checks the memory caps after new input or output; rejects the connection on a violation.
+  bool over_caps(Conn& c) {
+    account(c);
+    if (c.close_after_write || c.discarding || c.dead) return c.dead;
+    const size_t held = unconsumed(c) + unsent(c);
+    if (held > conn_cap_) {
+      reject(c, fmt::format(
+                    "store client holds {} bytes of unprocessed requests and unread replies, "
+                    "above the per-connection cap ({}); a client must read each reply before "
+                    "sending more (a waiting GET blocks its connection)",
+                    held, conn_cap_));
+      return true;
+    }
+    if (held_total_ > lim_.max_total_buffered_bytes) {
+      reject(c, fmt::format("store server buffers {} bytes for its clients, above its cap ({}); "
+                            "this client was cut off",
+                            held_total_, lim_.max_total_buffered_bytes));
+      return true;
+    }
+    return false;
+  }
+
+  void account(Conn& c) {
+    const size_t now_held = c.dead ? 0 : c.in.capacity() + c.out.capacity();
+    held_total_ = held_total_ - c.held + now_held;
+    c.held = now_held;
   }
 
   void process(Conn& c) {
-    while (!c.parked && !c.close_after_write && !c.discarding && !c.dead) {
-      const size_t avail = c.in.size() - c.in_off;
+    if (c.busy) return;
+    c.busy = true;
+    while (!c.parked && !c.close_after_write && !c.discarding && !c.dead &&
+           unsent(c) < kOutHighWater) {
+      const size_t avail = unconsumed(c);
       if (avail < store_wire::kHeaderBytes) break;
       const uint32_t len = store_wire::decode_u32(c.in.data() + c.in_off);
+      if (!c.authed && len > kMaxAuthFrame) {
+        reject(c, fmt::format("store authentication failed: this store requires "
+                              "COLLIE_STORE_SECRET and the client's first request ({} bytes) is "
+                              "not an authentication; set the job's secret on every rank",
+                              len));
+        break;
+      }
       if (len > max_) {
         reject(c, fmt::format("request of {} bytes exceeds the store server's max_message_bytes "
                               "({}); store smaller values or raise max_message_bytes on the "
@@ -184,6 +277,7 @@ class TcpStoreServer::Loop {
       if (avail < store_wire::kHeaderBytes + len) break;
       Reader r(c.in.data() + c.in_off + store_wire::kHeaderBytes, len);
       c.in_off += store_wire::kHeaderBytes + len;
+      c.partial_since = SteadyClock::now();
       try {
         handle(c, r);
       } catch (const InvalidArgument& e) {
@@ -195,10 +289,13 @@ class TcpStoreServer::Loop {
     if (c.in_off == c.in.size()) {
       c.in.clear();
       c.in_off = 0;
+      if (c.in.capacity() > kKeepCapacity) Bytes().swap(c.in);
     } else if (c.in_off > (1u << 20)) {
       c.in.erase(c.in.begin(), c.in.begin() + static_cast<std::ptrdiff_t>(c.in_off));
       c.in_off = 0;
     }
+    c.busy = false;
+    account(c);
   }
 
   static std::vector<std::string> read_keys(Reader& r) {
@@ -208,12 +305,59 @@ class TcpStoreServer::Loop {
     return keys;
   }
 
+  // Key + value bytes of `key` in the store (0 when missing).
+  size_t stored(const std::string& key) {
+    const int64_t v = data_.value_size(key);
+    return v < 0 ? 0 : key.size() + static_cast<size_t>(v);
+  }
+
+  // Throws (via reject) when storing `after` bytes in place of `before` would pass a cap.
+  bool fits(Conn& c, Op op, const std::string& key, size_t value_bytes, size_t before,
+            size_t after) {
+    if (value_bytes > max_) {
+      reject(c, fmt::format("{} on key '{}' would make its value {} bytes, above "
+                            "max_message_bytes ({}): no client could read it back",
+                            store_wire::op_name(op), key, value_bytes, max_));
+      return false;
+    }
+    if (after > before && data_bytes_ + (after - before) > lim_.max_store_bytes) {
+      reject(c, fmt::format("store is full: {} on key '{}' would raise the stored keys and "
+                            "values to {} bytes, above the server's cap ({})",
+                            store_wire::op_name(op), key, data_bytes_ + (after - before),
+                            lim_.max_store_bytes));
+      return false;
+    }
+    return true;
+  }
+
   void handle(Conn& c, Reader& r) {
     const Op op = static_cast<Op>(r.u8());
+    if (op == Op::kAuth) {
+      const std::string given = r.str();
+      if (!secret_.empty() && !constant_time_equal(secret_, given)) {
+        return reject(c, given.empty()
+                             ? "store authentication failed: this store requires the job's "
+                               "COLLIE_STORE_SECRET and the client has none"
+                             : "store authentication failed: wrong COLLIE_STORE_SECRET (is "
+                               "this rank from another job?)");
+      }
+      c.authed = true;
+      return reply_ok(c);
+    }
+    if (!c.authed) {
+      return reject(c, fmt::format("store authentication failed: this store requires "
+                                   "COLLIE_STORE_SECRET and the client sent {} without "
+                                   "authenticating first",
+                                   store_wire::op_name(op)));
+    }
     switch (op) {
       case Op::kSet: {
         std::string key = r.str();
-        data_.set(key, r.bytes());
+        Bytes value = r.bytes();
+        const size_t before = stored(key);
+        if (!fits(c, op, key, value.size(), before, key.size() + value.size())) return;
+        data_.set(key, value);
+        data_bytes_ = data_bytes_ - before + stored(key);
         reply_ok(c);
         return notify({key});
       }
@@ -228,7 +372,10 @@ class TcpStoreServer::Loop {
       }
       case Op::kAdd: {
         std::string key = r.str();
+        const size_t before = stored(key);
+        if (!fits(c, op, key, 0, before, key.size() + 24)) return;
         const int64_t v = data_.add(key, r.i64());
+        data_bytes_ = data_bytes_ - before + stored(key);
         Writer w;
         w.u8(static_cast<uint8_t>(Status::kOk)).i64(v);
         send_frame(c, w);
@@ -243,14 +390,20 @@ class TcpStoreServer::Loop {
         std::string key = r.str();
         Bytes expected = r.bytes();
         Bytes desired = r.bytes();
+        const size_t before = stored(key);
+        if (!fits(c, op, key, desired.size(), before, key.size() + desired.size())) return;
         Writer w;
         w.u8(static_cast<uint8_t>(Status::kOk)).bytes(data_.compare_set(key, expected, desired));
+        data_bytes_ = data_bytes_ - before + stored(key);
         send_frame(c, w);
         return notify({key});
       }
       case Op::kDeleteKey: {
+        const std::string key = r.str();
+        const size_t before = stored(key);
         Writer w;
-        w.u8(static_cast<uint8_t>(Status::kOk)).u8(data_.delete_key(r.str()) ? 1 : 0);
+        w.u8(static_cast<uint8_t>(Status::kOk)).u8(data_.delete_key(key) ? 1 : 0);
+        data_bytes_ -= before;
         return send_frame(c, w);
       }
       case Op::kNumKeys: {
@@ -260,7 +413,15 @@ class TcpStoreServer::Loop {
       }
       case Op::kAppend: {
         std::string key = r.str();
-        data_.append(key, r.bytes());
+        Bytes value = r.bytes();
+        const size_t before = stored(key);
+        const size_t old_value = before == 0 ? 0 : before - key.size();
+        if (!fits(c, op, key, old_value + value.size(), before,
+                  key.size() + old_value + value.size())) {
+          return;
+        }
+        data_.append(key, value);
+        data_bytes_ = data_bytes_ - before + stored(key);
         reply_ok(c);
         return notify({key});
       }
@@ -268,12 +429,22 @@ class TcpStoreServer::Loop {
         auto keys = read_keys(r);
         std::vector<Bytes> values;
         for (size_t i = 0; i < keys.size(); ++i) values.push_back(r.bytes());
+        size_t before = 0, after = 0;
+        for (size_t i = 0; i < keys.size(); ++i) {
+          before += stored(keys[i]);
+          after += keys[i].size() + values[i].size();
+        }
+        if (!keys.empty() && !fits(c, op, keys[0], 0, before, after)) return;
         data_.multi_set(keys, values);
+        for (const auto& k : keys) data_bytes_ += stored(k);
+        data_bytes_ -= before;
         reply_ok(c);
         return notify(keys);
       }
       case Op::kPing:
         return reply_ok(c);
+      case Op::kAuth:
+        break;  // handled above
     }
     reject(c, fmt::format("unknown store request op {}; client and server versions differ",
                           static_cast<int>(op)));
@@ -282,8 +453,8 @@ class TcpStoreServer::Loop {
   void wait_or_reply(Conn& c, Op op, std::vector<std::string> keys, int64_t timeout_ms) {
     if (data_.check(keys)) return reply_ready(c, op, keys);
     const auto now = SteadyClock::now();
-    Parked p{op, std::move(keys), now,
-             now + std::chrono::milliseconds(std::max<int64_t>(0, timeout_ms))};
+    const int64_t capped = std::clamp<int64_t>(timeout_ms, 0, int64_t{1} << 40);
+    Parked p{op, std::move(keys), now, now + std::chrono::milliseconds(capped)};
     for (const auto& k : p.keys) waiting_[k].push_back(c.id);
     deadlines_.emplace(p.deadline, c.id);
     c.parked = std::move(p);
@@ -293,6 +464,13 @@ class TcpStoreServer::Loop {
     Writer w;
     w.u8(static_cast<uint8_t>(Status::kOk));
     if (op == Op::kGet || op == Op::kMultiGet) {
+      size_t total = 1;
+      for (const auto& k : keys) total += 4 + static_cast<size_t>(std::max<int64_t>(0, data_.value_size(k)));
+      if (total > max_) {
+        return reply_error(c, fmt::format("{} reply on {} key(s) would be {} bytes, above "
+                                          "max_message_bytes ({}); fetch fewer keys at a time",
+                                          store_wire::op_name(op), keys.size(), total, max_));
+      }
       for (const auto& v : data_.multi_get(keys)) w.bytes(v);
     }
     send_frame(c, w);
@@ -330,6 +508,7 @@ class TcpStoreServer::Loop {
         unpark(c);
         reply_ready(c, op, pk);
         process(c);
+        settle(c);
       }
       if (!still.empty()) {
         auto& v = waiting_[k];
@@ -350,10 +529,6 @@ class TcpStoreServer::Loop {
       auto ci = conns_.find(id);
       if (ci == conns_.end()) continue;
       Conn& c = *ci->second;
-      if (c.discarding) {
-        mark_dead(c);
-        continue;
-      }
       if (!c.parked) continue;
       const auto waited =
           std::chrono::duration_cast<std::chrono::milliseconds>(now - c.parked->start);
@@ -362,7 +537,60 @@ class TcpStoreServer::Loop {
       w.u8(static_cast<uint8_t>(Status::kTimeout)).i64(waited.count());
       send_frame(c, w);
       process(c);
+      settle(c);
     }
+    while (!timers_.empty() && timers_.begin()->first <= now) {
+      const uint64_t id = timers_.begin()->second;
+      timers_.erase(timers_.begin());
+      auto ci = conns_.find(id);
+      if (ci == conns_.end()) continue;
+      Conn& c = *ci->second;
+      c.timer.reset();
+      on_timer(c, now);
+      settle(c);
+    }
+  }
+
+  void on_timer(Conn& c, SteadyClock::time_point now) {
+    if (c.dead) return;
+    if (c.close_after_write || c.discarding) return mark_dead(c);
+    if (!c.authed) {
+      return reject(c, fmt::format("store authentication failed: no authentication within {} ms "
+                                   "of connecting",
+                                   ms(lim_.handshake_timeout)));
+    }
+    if (unconsumed(c) > 0) {
+      return reject(c, fmt::format("store request not completed within {} ms ({} bytes of it "
+                                   "arrived); the client stalled mid-message",
+                                   ms(lim_.partial_frame_timeout), unconsumed(c)));
+    }
+    if (lim_.idle_timeout.count() > 0 && now - c.last_activity >= lim_.idle_timeout) {
+      return reject(c, fmt::format("store connection idle for {} ms; closed",
+                                   ms(lim_.idle_timeout)));
+    }
+  }
+
+  // Re-arms the connection's one timer for its current state (rejected: grace; not
+  // authenticated: handshake; part of a request buffered: partial frame; quiet: idle).
+  void settle(Conn& c) {
+    std::optional<SteadyClock::time_point> want;
+    if (c.dead) {
+      want.reset();
+    } else if (c.close_after_write || c.discarding) {
+      want = c.reject_deadline;
+    } else if (c.parked) {
+      want.reset();
+    } else if (!c.authed) {
+      want = c.accepted + lim_.handshake_timeout;
+    } else if (unconsumed(c) > 0) {
+      want = c.partial_since + lim_.partial_frame_timeout;
+    } else if (lim_.idle_timeout.count() > 0 && unsent(c) == 0) {
+      want = c.last_activity + lim_.idle_timeout;
+    }
+    if (want == c.timer) return;
+    if (c.timer) timers_.erase({*c.timer, c.id});
+    c.timer = want;
+    if (want) timers_.emplace(*want, c.id);
   }
 
   void reply_ok(Conn& c) {
@@ -377,23 +605,30 @@ class TcpStoreServer::Loop {
     send_frame(c, w);
   }
 
-  // Answers with an error, then stops reading this connection's requests and closes it.
+  // Answers with an error, then stops reading this connection's requests and closes it (after
+  // the client read the error, or after a grace period).
   void reject(Conn& c, std::string_view msg) {
+    if (c.close_after_write || c.discarding || c.dead) return;
     log(LogLevel::Warning, "store server: rejecting a client: {}", msg);
+    if (c.out_off == 0 && unsent(c) > kOutHighWater) {
+      // It does not read its replies: drop them (whole frames only) to free the memory now.
+      Bytes().swap(c.out);
+    }
+    Bytes().swap(c.in);
+    c.in_off = 0;
     reply_error(c, msg);
     c.close_after_write = true;
-    c.in.clear();
-    c.in_off = 0;
+    c.discard_left = conn_cap_;
+    c.reject_deadline = SteadyClock::now() + kDiscardGrace;
+    account(c);
     if (!c.want_out) finish_close(c);
   }
 
   // After a rejection: half-close so the client reads the error, discard what it still sends,
-  // and drop it at EOF or after a grace period.
+  // and drop it at EOF or when the grace period ends.
   void finish_close(Conn& c) {
     shutdown(c.fd, SHUT_WR);
     c.discarding = true;
-    c.discard_deadline = SteadyClock::now() + kDiscardGrace;
-    deadlines_.emplace(c.discard_deadline, c.id);
   }
 
   void send_frame(Conn& c, Writer& w) {
@@ -418,12 +653,22 @@ class TcpStoreServer::Loop {
     if (!pending) {
       c.out.clear();
       c.out_off = 0;
+      if (c.out.capacity() > kKeepCapacity) Bytes().swap(c.out);
+      c.last_activity = SteadyClock::now();
     }
+    account(c);
     if (pending != c.want_out) {
       c.want_out = pending;
-      watch(c.fd, c.id, EPOLLIN | (pending ? EPOLLOUT : 0u), EPOLL_CTL_MOD);
+      watch(c.fd, c.id, (c.reading ? EPOLLIN : 0u) | (pending ? EPOLLOUT : 0u), EPOLL_CTL_MOD);
     }
     if (!pending && c.close_after_write && !c.discarding) finish_close(c);
+    // Replies drained: requests held back by the high-water mark can go on.
+    if (!pending && !c.close_after_write && unconsumed(c) > 0 && !c.parked) process(c);
+  }
+
+  void stop_reading(Conn& c) {
+    c.reading = false;
+    watch(c.fd, c.id, c.want_out ? EPOLLOUT : 0u, EPOLL_CTL_MOD);
   }
 
   void mark_dead(Conn& c) {
@@ -437,14 +682,18 @@ class TcpStoreServer::Loop {
     if (it == conns_.end()) return;
     Conn& c = *it->second;
     if (c.parked) unpark(c);
-    if (c.discarding) deadlines_.erase({c.discard_deadline, c.id});
+    if (c.timer) timers_.erase({*c.timer, c.id});
+    held_total_ -= c.held;
     epoll_ctl(epfd_, EPOLL_CTL_DEL, c.fd, nullptr);
     close(c.fd);
     conns_.erase(it);
   }
 
   int listen_fd_;
-  size_t max_;
+  TcpStoreLimits lim_;
+  std::string secret_;
+  size_t max_ = 0;
+  size_t conn_cap_ = 0;
   int epfd_ = -1;
   int wake_fd_ = -1;
   bool stopping_ = false;
@@ -452,15 +701,23 @@ class TcpStoreServer::Loop {
   SteadyClock::time_point accept_resume_;
   uint64_t next_id_ = 2;
   HashStore data_;
+  size_t data_bytes_ = 0;
+  size_t held_total_ = 0;
   std::unordered_map<uint64_t, std::unique_ptr<Conn>> conns_;
   std::unordered_map<std::string, std::vector<uint64_t>> waiting_;
-  std::set<std::pair<SteadyClock::time_point, uint64_t>> deadlines_;
+  std::set<std::pair<SteadyClock::time_point, uint64_t>> deadlines_;  // parked requests
+  std::set<std::pair<SteadyClock::time_point, uint64_t>> timers_;     // Conn::timer
   std::vector<uint64_t> to_close_;
 };
 
-TcpStoreServer::TcpStoreServer(const std::string& host, uint16_t port, size_t max_message_bytes) {
+TcpStoreServer::TcpStoreServer(const std::string& host, uint16_t port,
+                               const TcpStoreLimits& limits, std::string secret) {
+  if (secret.size() > kMaxStoreSecretBytes) {
+    throw InvalidArgument(fmt::format("{} is {} bytes; at most {} are allowed", kStoreSecretEnv,
+                                      secret.size(), kMaxStoreSecretBytes));
+  }
   const int fd = net::listen_on(host, port, &port_);
-  loop_ = std::make_unique<Loop>(fd, max_message_bytes);
+  loop_ = std::make_unique<Loop>(fd, limits, std::move(secret));
   thread_ = std::thread([this] { loop_->run(); });
   log(LogLevel::Debug, "store server listening on {}:{}", host, port_);
 }

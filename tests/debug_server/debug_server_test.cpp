@@ -101,7 +101,7 @@ TEST(DebugServer, FlightRecorderDumpAndStacks) {
   EXPECT_EQ(Json::parse(fr->body)["version"], "2.2");
 
   httplib::Client cli("127.0.0.1", c.port(0));
-  auto d = cli.Post("/v1/dump?reason=test", "", "text/plain");
+  auto d = cli.Post("/v1/dump?reason=test", httplib::Headers{{"X-Collie-Request", "1"}}, "", "text/plain");
   ASSERT_TRUE(d);
   EXPECT_EQ(d->status, 200);
   // The counter every rank's DumpService watches, and who asked.

@@ -85,6 +85,33 @@ TEST(Launch, SetsRankEnvironmentAndPrefixesLines) {
   EXPECT_EQ(err.sorted_lines(), (std::vector<std::string>{"[0] oops", "[1] oops", "[2] oops"}));
 }
 
+// Each job gets its own store secret (issue 17): 64 hex characters from /dev/urandom, the same
+// for every rank of the job, new for the next job; one the user exported is used as is.
+TEST(Launch, EveryRankGetsANewStoreSecretPerJob) {
+  unsetenv("COLLIE_STORE_SECRET");
+  auto secrets = [] {
+    Capture out, err;
+    const LaunchResult r = run(sh(3, "echo \"$COLLIE_STORE_SECRET\"", out, err));
+    EXPECT_EQ(r.exit_code, 0) << err.text();
+    std::vector<std::string> v;
+    for (const std::string& line : out.sorted_lines()) v.push_back(line.substr(4));
+    return v;
+  };
+  const std::vector<std::string> a = secrets(), b = secrets();
+  setenv("COLLIE_STORE_SECRET", "chosen-by-the-user", 1);
+  const std::vector<std::string> c = secrets();
+  unsetenv("COLLIE_STORE_SECRET");
+  EXPECT_EQ(c, std::vector<std::string>(3, "chosen-by-the-user"));
+  ASSERT_EQ(a.size(), 3u);
+  ASSERT_EQ(b.size(), 3u);
+  EXPECT_EQ(a[0].size(), 64u) << a[0];
+  EXPECT_EQ(a[0].find_first_not_of("0123456789abcdef"), std::string::npos) << a[0];
+  EXPECT_EQ(a[0], a[1]);
+  EXPECT_EQ(a[0], a[2]);
+  EXPECT_EQ(b[0], b[2]);
+  EXPECT_NE(a[0], b[0]);
+}
+
 TEST(Launch, PartialLinesAreJoinedAndNeverInterleaved) {
   Capture out, err;
   // Every rank writes its lines in pieces, concurrently with the others.

@@ -1,0 +1,55 @@
+// libFuzzer target: the debug server's HTTP request parsing (debug_server/http_request.h), which
+// is everything a hostile client controls before a handler runs. The input is split the way the
+// server splits a connection's bytes (head up to CRLFCRLF, then the body); the parser must never
+// crash, hang or accept something the server cannot serve.
+#include <cstddef>
+#include <cstdint>
+#include <algorithm>
+#include <string>
+#include <string_view>
+
+#include "debug_server/http_request.h"
+
+using collie::http::Request;
+
+namespace {
+void check(bool ok) {
+  if (!ok) __builtin_trap();
+}
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string_view in(reinterpret_cast<const char*>(data), size);
+  const size_t end = in.find("\r\n\r\n");
+  const std::string_view head = in.substr(0, end);
+  constexpr size_t kMaxBody = 64 * 1024;
+  Request req;
+  const auto r = collie::http::parse_head(head, kMaxBody, &req);
+  if (r.status == 0) {
+    // Whatever it accepted is servable: a method token, an origin-form path, a bounded body.
+    check(!req.method.empty());
+    check(!req.target.empty() && req.target.front() == '/');
+    check(req.content_length <= kMaxBody);
+    check(req.path.find('\0') == std::string::npos);
+    check(head.size() <= collie::http::kMaxHeadBytes);
+    check(req.headers.size() <= collie::http::kMaxHeaderCount);
+    for (const auto& [name, value] : req.headers) {
+      check(!name.empty());
+      for (char c : name) check(!(c >= 'A' && c <= 'Z'));
+    }
+    if (end != std::string_view::npos) {
+      std::string_view body = in.substr(end + 4);
+      if (body.size() > req.content_length) body = body.substr(0, req.content_length);
+      collie::http::parse_params(body, &req.params);
+    }
+    (void)req.get_header_value("host");
+  } else {
+    check(r.status >= 400 && r.status < 600);
+    check(!r.error.empty());
+  }
+  std::string decoded;
+  if (collie::http::percent_decode(in.substr(0, 256), true, &decoded)) {
+    check(decoded.size() <= std::min<size_t>(in.size(), 256));
+  }
+  return 0;
+}
