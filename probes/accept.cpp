@@ -56,6 +56,47 @@ void relative_rules(CheckOutcome& o, const CheckSpec& c, const Baseline& b) {
   }
 }
 
+// Node-type profiles on a perf sweep: at each size a profile names and the sweep measured, the
+// loosest limit over the job's hosts that have one (the slowest node type bounds the job).
+template <class Evidence>
+void profile_limits(CheckOutcome& o, const AcceptSpec& spec, const std::vector<std::string>& hosts,
+                    const std::map<int64_t, const reports::ResultRow*>& by_size,
+                    const Evidence& evidence) {
+  std::map<int64_t, double> floor, ceiling;
+  std::map<int64_t, std::string> floor_by, ceiling_by;
+  for (const auto& h : hosts) {
+    const NodeProfile* p = spec.profile_for(h);
+    if (!p) continue;
+    for (const auto& [size, v] : p->min_busbw_gbps)
+      if (!floor.count(size) || v < floor[size]) {
+        floor[size] = v;
+        floor_by[size] = p->name;
+      }
+    for (const auto& [size, v] : p->max_time_us)
+      if (!ceiling.count(size) || v > ceiling[size]) {
+        ceiling[size] = v;
+        ceiling_by[size] = p->name;
+      }
+  }
+  for (const bool is_floor : {true, false}) {
+    for (const auto& [size, limit] : is_floor ? floor : ceiling) {
+      const auto it = by_size.find(size);
+      if (it == by_size.end()) continue;
+      const double v = is_floor ? it->second->busbw_gbps : it->second->time_us;
+      if (is_floor ? v >= limit : v <= limit) continue;
+      const std::string label = reports::size_label(size);
+      const std::string& prof = is_floor ? floor_by[size] : ceiling_by[size];
+      o.fail(is_floor ? fmt::format("busbw {} GB/s at {} is below profile '{}' floor {} GB/s",
+                                    reports::num(v), label, prof, reports::num(limit))
+                      : fmt::format("time {} us at {} is above profile '{}' ceiling {} us",
+                                    reports::num(v), label, prof, reports::num(limit)));
+      o.findings.push_back({"size", label, evidence(*it->second), "PERF_BELOW_PROFILE", "CRIT",
+                            "compare with a known-good node of this type (collie perf), then "
+                            "check the slowest rank's host"});
+    }
+  }
+}
+
 CheckOutcome start(const CheckSpec& c, const json& details, std::string text) {
   CheckOutcome o;
   o.name = c.name;
@@ -101,65 +142,74 @@ CheckOutcome evaluate_connectivity(const CheckSpec& c, const ConnectivityResult&
   return o;
 }
 
+PairwiseOptions pairwise_options(const CheckSpec& c, const AcceptSpec& spec,
+                                 const std::vector<std::string>& hosts) {
+  const json& p = c.params;
+  PairwiseOptions opt;
+  if (p.contains("bytes")) opt.bytes = parse_bytes(p["bytes"], "bytes");
+  opt.bw_iters = p.value("iters", opt.bw_iters);
+  opt.lat_iters = p.value("latency_iters", opt.lat_iters);
+  opt.slow_threshold = p.value("slow_threshold", opt.slow_threshold);
+  opt.crit_drop = p.value("crit_drop", opt.crit_drop);
+  opt.noise_k = p.value("noise_k", opt.noise_k);
+  opt.schedule = p.value("schedule", opt.schedule);
+  opt.rotation = p.value("rotation", opt.rotation);
+  opt.confirm = p.value("confirm", opt.confirm);
+  opt.min_link_gbps = c.rules.value("min_link_gbps", 0.0);
+  opt.max_latency_us = c.rules.value("max_latency_us", 0.0);
+  for (const auto& h : hosts) {
+    const NodeProfile* prof = spec.profile_for(h);
+    if (!prof) continue;
+    if (prof->min_link_gbps > 0) opt.host_floor_gbps[h] = prof->min_link_gbps;
+    if (prof->max_latency_us > 0) opt.host_max_latency_us[h] = prof->max_latency_us;
+  }
+  return opt;
+}
+
 CheckOutcome evaluate_pairwise(const CheckSpec& c, const PairwiseResult& r, const Baseline& b) {
   CheckOutcome o = start(c, r.to_json(), r.to_text());
-  const auto hosts = r.host_scores();
-  std::vector<double> hv, lat = r.latency_us.values();
-  for (const auto& h : hosts) hv.push_back(h.value);
-  o.metrics["median_gbps"] = hosts.empty() ? median(r.bw_gbps.values()) : median(hv);
-  const auto vals = r.bw_gbps.values();
+  const auto& iso = r.isolation;
+  const std::vector<double> lat = r.latency_us.values(), vals = r.bw_gbps.values();
+  o.metrics["median_gbps"] = iso.reference.gbps > 0 ? iso.reference.gbps : median(vals);
   o.metrics["min_link_gbps"] = vals.empty() ? 0 : *std::min_element(vals.begin(), vals.end());
   o.metrics["median_latency_us"] = lat.empty() ? 0 : median(lat);
-  for (const auto& e : r.errors) {
-    o.fail("pair failed: " + e);
-    o.findings.push_back({"pair", e.substr(0, e.find(':')), e.substr(e.find(':') + 2)});
-  }
+  o.metrics["noise_gbps"] = iso.reference.noise_gbps;
+  o.metrics["rounds"] = iso.rounds;
   if (!r.missing_ranks.empty())
     o.fail(fmt::format("ranks {} did not report", format_ranks(r.missing_ranks)));
-  const auto slow_hosts = r.slow_hosts();
-  const auto slow_links = r.slow_links();
-  if (c.rules.contains("max_slow_hosts") &&
-      static_cast<int64_t>(slow_hosts.size()) > c.rules["max_slow_hosts"].get<int64_t>()) {
-    o.fail(fmt::format("{} host(s) more than {} below the median host bandwidth", slow_hosts.size(),
-                       pct(r.slow_threshold)));
-    for (const auto& h : slow_hosts)
-      o.findings.push_back(
-          {"host", h.name,
-           fmt::format("median cross-host link {:.4g} GB/s, {} below the median host ({:.4g} "
-                       "GB/s)",
-                       h.value, pct(h.deviation), o.metrics["median_gbps"])});
-  }
-  if (c.rules.contains("max_slow_links") &&
-      static_cast<int64_t>(slow_links.size()) > c.rules["max_slow_links"].get<int64_t>()) {
-    o.fail(fmt::format("{} link(s) more than {} below the median link", slow_links.size(),
-                       pct(r.slow_threshold)));
-    for (size_t i = 0; i < slow_links.size() && i < 10; ++i)
-      o.findings.push_back({"link", slow_links[i].name,
-                            fmt::format("{:.4g} GB/s, {} below the median", slow_links[i].value,
-                                        pct(slow_links[i].deviation))});
-  }
-  if (c.rules.contains("min_link_gbps")) {
-    const double floor = c.rules["min_link_gbps"].get<double>();
-    for (const auto& l : r.links()) {
-      if (l.value >= floor) continue;
-      o.fail(fmt::format("link {} at {:.4g} GB/s is below the floor {:.4g} GB/s", l.name, l.value,
-                         floor));
-      o.findings.push_back(
-          {"link", l.name, fmt::format("{:.4g} GB/s < {:.4g} GB/s", l.value, floor)});
+  std::vector<const IsolationFinding*> hosts, links;
+  for (const auto& f : iso.findings) (fault_is_host(f.fault) ? hosts : links).push_back(&f);
+  const bool absolute_rule =
+      c.rules.contains("min_link_gbps") || c.rules.contains("max_latency_us");
+  // Each named host / link breaks a rule when its kind is over its allowance or it broke an
+  // absolute limit; the rule fails the check when that finding is CRIT, else it warns.
+  auto judge_kind = [&](const std::vector<const IsolationFinding*>& named, const char* rule,
+                        const char* what) {
+    const bool over =
+        c.rules.contains(rule) && static_cast<int64_t>(named.size()) > c.rules[rule].get<int64_t>();
+    for (const IsolationFinding* f : named) {
+      const bool abs = absolute_rule && f->absolute;
+      if (!over && !abs) continue;
+      const std::string who = r.finding_label(*f);
+      const std::string line =
+          abs ? fmt::format("{} {} is outside the absolute limits ({})", what, who,
+                            fault_code(f->fault))
+              : fmt::format("{} {} named ({}; {} allows {})", what, who, fault_code(f->fault), rule,
+                            c.rules[rule].get<int64_t>());
+      if (f->severity == Verdict::Crit)
+        o.fail(line);
+      else
+        o.warn(line);
+      // Old readers look for "median cross-host link" in a slow host's evidence.
+      const std::string evidence =
+          fmt::format("{}{}", fault_is_host(f->fault) ? "median cross-host link " : "", f->reason);
+      o.findings.push_back({fault_is_host(f->fault) ? "host" : "link", who, evidence,
+                            fault_code(f->fault), verdict_name(f->severity),
+                            fault_next_step(f->fault)});
     }
-  }
-  if (c.rules.contains("max_latency_us")) {
-    const double lim = c.rules["max_latency_us"].get<double>();
-    for (int i = 0; i < r.world; ++i)
-      for (int j = i + 1; j < r.world; ++j) {
-        const double v = r.latency_us.at(i, j);
-        if (std::isnan(v) || v <= lim) continue;
-        const std::string who =
-            fmt::format("{}<->{} ({}<->{})", i, j, r.hosts.at(i), r.hosts.at(j));
-        o.fail(fmt::format("link {} latency {:.1f} us > {:.1f} us", who, v, lim));
-        o.findings.push_back({"link", who, fmt::format("latency {:.1f} us", v)});
-      }
-  }
+  };
+  judge_kind(hosts, "max_slow_hosts", "host");
+  judge_kind(links, "max_slow_links", "link");
   relative_rules(o, c, b);
   return o;
 }
@@ -214,7 +264,8 @@ CheckOutcome evaluate_env(const CheckSpec& c, const EnvResult& r) {
 }
 
 CheckOutcome evaluate_perf(const CheckSpec& c, const PerfCheckResult& r,
-                           const std::vector<std::string>& hosts, const Baseline& b) {
+                           const std::vector<std::string>& hosts, const Baseline& b,
+                           const AcceptSpec* spec) {
   const std::string coll = c.params.value("collective", "");
   std::string text = fmt::format("# perf {} ({} rows, out of place)\n", coll, r.rows.size());
   text += reports::format_column_header();
@@ -278,6 +329,7 @@ CheckOutcome evaluate_perf(const CheckSpec& c, const PerfCheckResult& r,
       o.findings.push_back({"size", reports::size_label(size), evidence(row)});
     }
   }
+  if (spec) profile_limits(o, *spec, hosts, by_size, evidence);
   relative_rules(o, c, b);
   return o;
 }
@@ -338,12 +390,7 @@ AcceptReport run_accept(ProbeContext& ctx, const AcceptSpec& spec,
         auto r = run_connectivity(ctx, opt);
         if (ctx.rank == 0) o = evaluate_connectivity(c, r);
       } else if (c.kind == "pairwise") {
-        PairwiseOptions opt;
-        if (p.contains("bytes")) opt.bytes = parse_bytes(p["bytes"], "bytes");
-        opt.bw_iters = p.value("iters", opt.bw_iters);
-        opt.lat_iters = p.value("latency_iters", opt.lat_iters);
-        opt.slow_threshold = p.value("slow_threshold", opt.slow_threshold);
-        auto r = run_pairwise(ctx, opt);
+        auto r = run_pairwise(ctx, pairwise_options(c, spec, ctx.hosts));
         if (ctx.rank == 0) o = evaluate_pairwise(c, r, base);
       } else if (c.kind == "stragglers") {
         StragglerOptions opt;
@@ -359,7 +406,7 @@ AcceptReport run_accept(ProbeContext& ctx, const AcceptSpec& spec,
         if (ctx.rank == 0) o = evaluate_env(c, r);
       } else if (c.kind == "perf") {
         auto r = run_perf_check(ctx, c);
-        if (ctx.rank == 0) o = evaluate_perf(c, r, ctx.hosts, base);
+        if (ctx.rank == 0) o = evaluate_perf(c, r, ctx.hosts, base, &spec);
       }
     } catch (const SpecError&) {
       throw;

@@ -27,15 +27,28 @@ using reports::Finding;
 using Baseline = reports::AcceptMetrics;
 Baseline load_baseline(const std::string& path);
 
+// The pairwise probe's options from a check's params, its absolute rules (min_link_gbps,
+// max_latency_us) and the spec's node-type profiles, which set per-host limits.
+PairwiseOptions pairwise_options(const CheckSpec& c, const AcceptSpec& spec,
+                                 const std::vector<std::string>& hosts);
+
 CheckOutcome evaluate_connectivity(const CheckSpec& c, const ConnectivityResult& r);
+// Pairwise: the probe's confirmed findings (each with its fault code, severity, evidence and
+// next step). A rule is broken by more named hosts / links than max_slow_hosts / max_slow_links
+// allow, or by any finding below min_link_gbps / above max_latency_us (those limits are given
+// to the probe, which confirms them like the relative rule); a broken rule fails the check when
+// one of its findings is CRIT and warns otherwise. Missing ranks fail it.
 CheckOutcome evaluate_pairwise(const CheckSpec& c, const PairwiseResult& r, const Baseline& b);
 CheckOutcome evaluate_stragglers(const CheckSpec& c, const StragglerResult& r, const Baseline& b);
 CheckOutcome evaluate_env(const CheckSpec& c, const EnvResult& r);
 // Floors per size (min_busbw_gbps, max_time_us), #wrong == 0 at every size (always), relative
 // rules on busbw@SIZE / time_us@SIZE; failing sizes are named with the slowest rank and host.
 // `hosts` is indexed by rank.
+// `spec` (may be null) adds its node-type profiles' min_busbw_gbps / max_time_us at the sizes
+// the sweep measured: the limit is the loosest over the job's hosts that have one.
 CheckOutcome evaluate_perf(const CheckSpec& c, const PerfCheckResult& r,
-                           const std::vector<std::string>& hosts, const Baseline& b);
+                           const std::vector<std::string>& hosts, const Baseline& b,
+                           const AcceptSpec* spec = nullptr);
 
 // Runs every check in order on every rank (REQUIRES: same spec everywhere). The report is
 // complete on rank 0; other ranks get the check names only. A check that throws is a failed

@@ -1,6 +1,7 @@
 #include "probes/accept_spec.h"
 
 #include <fmt/format.h>
+#include <fnmatch.h>
 
 #include <cmath>
 #include <fstream>
@@ -45,7 +46,12 @@ const std::map<std::string, std::vector<KeySpec>>& param_keys() {
        {{"bytes", T::Bytes},
         {"iters", T::Int},
         {"latency_iters", T::Int},
-        {"slow_threshold", T::Number}}},
+        {"slow_threshold", T::Number},
+        {"crit_drop", T::Number},
+        {"noise_k", T::Number},
+        {"schedule", T::String},
+        {"rotation", T::Int},
+        {"confirm", T::Int}}},
       {"stragglers",
        {{"iters", T::Int},
         {"warmup", T::Int},
@@ -173,7 +179,63 @@ json parse_json_limited(const std::string& text) {
   });
 }
 
+// `profiles:` list: name, hosts glob and the absolute limits (sizes validated like rules).
+std::vector<NodeProfile> parse_profiles(const json& j) {
+  std::vector<NodeProfile> out;
+  if (!j.is_array())
+    throw SpecError("spec.profiles must be a list of {name, hosts, limits...}", "/profiles");
+  for (size_t i = 0; i < j.size(); ++i) {
+    const Loc at{fmt::format("profiles[{}]", i), fmt::format("/profiles/{}", i)};
+    check_keys(j[i],
+               {{"name", T::String},
+                {"hosts", T::String},
+                {"min_link_gbps", T::Number},
+                {"max_latency_us", T::Number},
+                {"min_busbw_gbps", T::Object},
+                {"max_time_us", T::Object}},
+               at);
+    NodeProfile p;
+    p.name = j[i].value("name", fmt::format("profile {}", i));
+    p.hosts = j[i].value("hosts", "*");
+    p.min_link_gbps = j[i].value("min_link_gbps", 0.0);
+    p.max_latency_us = j[i].value("max_latency_us", 0.0);
+    for (const char* key : {"min_busbw_gbps", "max_time_us"}) {
+      if (!j[i].contains(key)) continue;
+      auto& dst = std::string(key) == "min_busbw_gbps" ? p.min_busbw_gbps : p.max_time_us;
+      for (const auto& [size, v] : j[i][key].items()) {
+        try {
+          dst[parse_bytes(json(size), at.text + "." + key)] = v.get<double>();
+        } catch (const SpecError& e) {
+          throw SpecError(e.what(), at.key(key).key(size).ptr);
+        }
+      }
+    }
+    if (p.min_link_gbps == 0 && p.max_latency_us == 0 && p.min_busbw_gbps.empty() &&
+        p.max_time_us.empty())
+      throw SpecError(at.text + ": a profile without limits checks nothing", at.ptr);
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+// Values a type check cannot express.
+void check_pairwise_params(const json& p, const Loc& at) {
+  if (p.contains("schedule") && p["schedule"] != "quick" && p["schedule"] != "full")
+    throw SpecError(at.text + ".schedule must be \"quick\" or \"full\"", at.key("schedule").ptr);
+  for (const char* k : {"slow_threshold", "crit_drop"})
+    if (p.contains(k) && !(p[k].get<double>() > 0 && p[k].get<double>() <= 1))  // NaN fails
+      throw SpecError(fmt::format("{}.{} must be in (0, 1]", at.text, k), at.key(k).ptr);
+  if (p.contains("confirm") && p["confirm"].get<int64_t>() < 1)
+    throw SpecError(at.text + ".confirm must be >= 1", at.key("confirm").ptr);
+}
+
 }  // namespace
+
+const NodeProfile* AcceptSpec::profile_for(const std::string& host) const {
+  for (const auto& p : profiles)
+    if (::fnmatch(p.hosts.c_str(), host.c_str(), 0) == 0) return &p;
+  return nullptr;
+}
 
 int64_t parse_bytes(const json& v, const std::string& what) {
   if (v.is_number_integer() && v.get<int64_t>() >= 0 && v.get<int64_t>() <= kMaxByteSize &&
@@ -193,6 +255,7 @@ AcceptSpec parse_spec(const json& j) {
   if (!j.is_object()) throw SpecError("the spec must be an object with a \"checks\" list");
   json top = j;
   top.erase("checks");
+  top.erase("profiles");
   check_keys(top,
              {{"name", T::String},
               {"backend", T::String},
@@ -209,6 +272,7 @@ AcceptSpec parse_spec(const json& j) {
     if (s.timeout.count() <= 0) throw SpecError("spec.timeout must be > 0", "/timeout");
   }
   s.baseline = j.value("baseline", "");
+  if (j.contains("profiles")) s.profiles = parse_profiles(j["profiles"]);
   if (!j.contains("checks") || !j["checks"].is_array() || j["checks"].empty())
     throw SpecError("spec: \"checks\" must be a non-empty list of checks", "/checks");
   std::set<std::string> names;
@@ -260,6 +324,7 @@ AcceptSpec parse_spec(const json& j) {
             fmt::format("{}.rules.{} needs a \"baseline\" file in the spec", at.text, rel),
             at.key("rules").key(rel).ptr);
     cs.params = params;
+    if (cs.kind == "pairwise") check_pairwise_params(params, at);
     if (cs.kind == "perf") {
       try {
         perf_check_options(cs, s.timeout, at.text);

@@ -36,12 +36,26 @@ struct CheckSpec {
   nlohmann::json rules;   // rule name -> threshold (validated)
 };
 
+// A node type's absolute limits (`profiles:` in the spec). A host takes the first profile whose
+// `hosts` glob (fnmatch) matches its hostname; 0 / empty = no limit.
+struct NodeProfile {
+  std::string name;
+  std::string hosts = "*";
+  double min_link_gbps = 0;                  // pairwise: floor for every link of the host
+  double max_latency_us = 0;                 // pairwise: one-way latency ceiling
+  std::map<int64_t, double> min_busbw_gbps;  // perf: busbw floor per size (bytes)
+  std::map<int64_t, double> max_time_us;     // perf: time ceiling per size (bytes)
+};
+
 struct AcceptSpec {
   std::string name = "acceptance";
   std::string backend = "gloo";
   Millis timeout{std::chrono::seconds(10)};
   std::string baseline;  // path of an earlier `collie accept` JSON report ("" = none)
   std::vector<CheckSpec> checks;
+  std::vector<NodeProfile> profiles;
+  // The profile of `host` (first match), or nullptr.
+  const NodeProfile* profile_for(const std::string& host) const;
 };
 
 // Throws SpecError.

@@ -4,17 +4,21 @@
 
 #include <chrono>
 #include <cmath>
+#include <ctime>
+#include <thread>
 
 #include "comm/init.h"
 #include "comm/rendezvous.h"
 #include "core/log.h"
 #include "core/tensor.h"
 #include "probes/schedule.h"
+#include "store/store.h"
 
 namespace collie::probes {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using json = nlohmann::json;
 
 double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
@@ -22,7 +26,8 @@ double seconds_since(Clock::time_point t) {
 
 struct PairMeasure {
   double lat_us = NAN;
-  double bw_gbps = NAN;  // this rank -> peer
+  double bw_gbps = NAN;         // this rank -> peer
+  std::vector<double> samples;  // this rank -> peer, one per timed message
   std::string error;
 };
 
@@ -61,12 +66,13 @@ PairMeasure measure_pair(ProbeContext& ctx, const std::string& tag, int peer,
   if (m.error.empty()) m.lat_us = median(rtts) / 2;
   std::vector<uint8_t> buf(static_cast<size_t>(std::max<int64_t>(o.bytes, 1)));
   TensorView big = TensorView::cpu(buf.data(), buf.size(), DType::UInt8);
-  // Direction 0 -> 1 first, then 1 -> 0; the sender times from its first send to the ack of
-  // the last message, so the time includes the whole transfer.
+  // Direction 0 -> 1 first, then 1 -> 0; the sender times each message from its send to the
+  // receiver's ack, so a sample includes the whole transfer.
   for (int dir = 0; dir < 2 && m.error.empty(); ++dir) {
     const bool sender = me == dir;
     auto t0 = Clock::now();
     for (int i = 0; i < o.bw_iters + 1 && m.error.empty(); ++i) {
+      const auto ti = Clock::now();
       if (sender) {
         step(pg->send(big, other), "bandwidth send");
         step(pg->recv(small, other), "bandwidth ack");
@@ -74,158 +80,149 @@ PairMeasure measure_pair(ProbeContext& ctx, const std::string& tag, int peer,
         step(pg->recv(big, other), "bandwidth recv");
         step(pg->send(small, other), "bandwidth ack");
       }
-      if (i == 0) t0 = Clock::now();  // the first message only warms the connection
+      if (i == 0) {
+        t0 = Clock::now();  // the first message only warms the connection
+      } else if (sender && m.error.empty()) {
+        m.samples.push_back(static_cast<double>(o.bytes) / seconds_since(ti) / 1e9);
+      }
     }
     if (sender && m.error.empty())
       m.bw_gbps = static_cast<double>(o.bytes) * o.bw_iters / seconds_since(t0) / 1e9;
   }
   destroy_process_group(*pg);
+  if (!m.error.empty()) m.samples.clear();
   return m;
 }
 
-}  // namespace
+json num(double x) { return std::isnan(x) ? json(nullptr) : json(x); }
 
-std::vector<Deviation> PairwiseResult::slow_links() const {
-  std::vector<Deviation> out;
-  for (const auto& d : links())
-    if (d.deviation <= -slow_threshold) out.push_back(d);
-  return out;
+json row_entry(int peer, const PairMeasure& m) {
+  return {{"peer", peer},
+          {"lat_us", num(m.lat_us)},
+          {"bw_gbps", num(m.bw_gbps)},
+          {"samples", m.samples},
+          {"error", m.error}};
 }
 
-std::vector<Deviation> PairwiseResult::slow_hosts() const {
-  std::vector<Deviation> out;
-  for (auto d : host_scores()) {
-    if (d.deviation > -slow_threshold) continue;
-    d.name = host_label(d.name, hosts);
-    out.push_back(d);
+// The keys of the re-measurement protocol: rank 0 publishes plan k (rank pairs, or done), the
+// ranks of each pair publish their entry under res/k/RANK.
+std::string plan_key(const std::string& tag, int k) { return fmt::format("{}/plan/{}", tag, k); }
+std::string res_key(const std::string& tag, int k, int rank) {
+  return fmt::format("{}/res/{}/{}", tag, k, rank);
+}
+
+// Measures this rank's pair of plan k, if it has one, and publishes the entry.
+void measure_planned(ProbeContext& ctx, const std::string& tag, int k, const json& plan,
+                     const PairwiseOptions& o) {
+  for (const auto& p : plan.at("pairs")) {
+    const int a = p.at(0).get<int>(), b = p.at(1).get<int>();
+    if (ctx.rank != a && ctx.rank != b) continue;
+    const int peer = ctx.rank == a ? b : a;
+    const PairMeasure m = measure_pair(ctx, fmt::format("{}/m{}", tag, k), peer, o);
+    if (!m.error.empty()) log(LogLevel::Warning, "pairwise: {}", m.error);
+    ctx.store->set(res_key(tag, k, ctx.rank), row_entry(peer, m).dump());
+    return;
   }
-  return out;
 }
 
-namespace {
-nlohmann::json matrix_json(const RankMatrix& m) {
-  nlohmann::json rows = nlohmann::json::array();
-  for (int i = 0; i < m.size(); ++i) {
-    nlohmann::json row = nlohmann::json::array();
-    for (int j = 0; j < m.size(); ++j) {
-      if (std::isnan(m.at(i, j)))
-        row.push_back(nullptr);
-      else
-        row.push_back(m.at(i, j));
+// Every rank but 0: follow rank 0's plans until it says done (or stops publishing).
+void follow(ProbeContext& ctx, const std::string& tag, const PairwiseOptions& o) {
+  for (int k = 0;; ++k) {
+    const std::string key = plan_key(tag, k);
+    try {
+      ctx.store->wait({key}, ctx.timeout * 8 + std::chrono::seconds(10));
+    } catch (const std::exception& e) {
+      log(LogLevel::Warning, "pairwise: rank 0 published no plan {}: {}", k, e.what());
+      return;
     }
-    rows.push_back(row);
+    const json plan = json::parse(ctx.store->get_string(key));
+    if (plan.value("done", false)) return;
+    measure_planned(ctx, tag, k, plan, o);
   }
-  return rows;
 }
 
-nlohmann::json deviations_json(const std::vector<Deviation>& v) {
-  nlohmann::json out = nlohmann::json::array();
-  for (const auto& d : v) {
-    nlohmann::json e{{"name", d.name}, {"value", d.value}, {"deviation", d.deviation}};
-    if (d.a >= 0) {
-      e["from"] = d.a;
-      e["to"] = d.b;
+// Rank 0: the engine's MeasureRound over the ranks. Units map to their measuring rank.
+class Planner {
+ public:
+  Planner(ProbeContext& ctx, std::string tag, const PairwiseOptions& o, PairwiseResult& r)
+      : ctx_(ctx), tag_(std::move(tag)), o_(o), r_(r) {}
+
+  std::vector<LinkSample> operator()(const std::vector<UnitPair>& pairs) {
+    const int k = k_++;
+    const auto t0 = Clock::now();
+    json plan{{"done", false}, {"pairs", json::array()}};
+    for (const auto& p : pairs)
+      plan["pairs"].push_back({r_.unit_rank.at(p.a), r_.unit_rank.at(p.b)});
+    ctx_.store->set(plan_key(tag_, k), plan.dump());
+    measure_planned(ctx_, tag_, k, plan, o_);
+    // Collect both ends of every pair within the deadline.
+    std::vector<std::string> keys;
+    for (const auto& p : pairs) {
+      keys.push_back(res_key(tag_, k, r_.unit_rank.at(p.a)));
+      keys.push_back(res_key(tag_, k, r_.unit_rank.at(p.b)));
     }
-    out.push_back(e);
-  }
-  return out;
-}
-}  // namespace
-
-nlohmann::json PairwiseResult::to_json() const {
-  nlohmann::json j;
-  j["probe"] = "pairwise";
-  j["world_size"] = world;
-  j["hosts"] = hosts;
-  j["bytes"] = bytes;
-  j["slow_threshold"] = slow_threshold;
-  j["bandwidth_gbps"] = matrix_json(bw_gbps);
-  j["latency_us"] = matrix_json(latency_us);
-  j["median_cross_host_gbps"] = [&] {
-    std::vector<double> v;
-    for (const auto& d : host_scores()) v.push_back(d.value);
-    return median(v);
-  }();
-  j["host_scores"] = deviations_json(host_scores());
-  j["slow_hosts"] = deviations_json(slow_hosts());
-  j["slow_links"] = deviations_json(slow_links());
-  j["errors"] = errors;
-  j["missing_ranks"] = missing_ranks;
-  return j;
-}
-
-std::string PairwiseResult::to_text() const {
-  std::string out =
-      fmt::format("# pairwise: {} ranks, {} bytes per bandwidth message\n", world, bytes);
-  out += "# bandwidth (GB/s, row = sender, column = receiver)\n";
-  out += heat_map(bw_gbps, true, "GB/s");
-  out += "# latency (us, one way)\n";
-  out += heat_map(latency_us, false, "us");
-  const auto ls = links();
-  out += "# slowest links (deviation from the median cross-host link)\n";
-  for (size_t i = 0; i < ls.size() && i < 5; ++i)
-    out += fmt::format("#   {:<32} {:10.4f} GB/s  {:+.0f}%\n", ls[i].name, ls[i].value,
-                       ls[i].deviation * 100);
-  out += "# hosts (median of cross-host links)\n";
-  for (const auto& h : host_scores())
-    out += fmt::format("#   {:<32} {:10.4f} GB/s  {:+.0f}%\n", host_label(h.name, hosts), h.value,
-                       h.deviation * 100);
-  for (const auto& e : errors) out += fmt::format("FAILED PAIR: {}\n", e);
-  if (!missing_ranks.empty())
-    out += fmt::format("MISSING: ranks {} did not report\n", format_ranks(missing_ranks));
-  const auto sh = slow_hosts();
-  const auto sl = slow_links();
-  for (const auto& h : sh)
-    out += fmt::format("SLOW HOST: {} at {:.4f} GB/s, {:.0f}% below the median host\n", h.name,
-                       h.value, -h.deviation * 100);
-  if (sh.empty() && !sl.empty()) {
-    for (const auto& l : sl)
-      out += fmt::format("SLOW LINK: {} at {:.4f} GB/s, {:.0f}% below the median link\n", l.name,
-                         l.value, -l.deviation * 100);
-  }
-  if (sh.empty() && sl.empty() && errors.empty() && missing_ranks.empty())
-    out += fmt::format("OK: no link more than {:.0f}% below the median\n", slow_threshold * 100);
-  return out;
-}
-
-PairwiseResult merge_pairwise(int world, const std::vector<std::string>& hosts,
-                              const std::vector<std::optional<std::string>>& rows,
-                              const PairwiseOptions& opts) {
-  PairwiseResult res;
-  res.world = world;
-  res.hosts = hosts;
-  res.bytes = opts.bytes;
-  res.slow_threshold = opts.slow_threshold;
-  res.bw_gbps = RankMatrix(world);
-  res.latency_us = RankMatrix(world);
-  for (int r = 0; r < world; ++r) {
-    if (!rows.at(r)) {
-      res.missing_ranks.push_back(r);
-      continue;
+    std::map<std::string, json> got;
+    const auto end = Clock::now() + ctx_.timeout * 6;
+    while (true) {
+      for (const auto& key : keys)
+        if (!got.count(key) && ctx_.store->check({key}))
+          got[key] = json::parse(ctx_.store->get_string(key));
+      if (got.size() == keys.size() || Clock::now() >= end) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
-    for (const auto& e : nlohmann::json::parse(*rows[r])) {
-      const int peer = e.at("peer").get<int>();
-      if (!e.at("error").get<std::string>().empty()) {
-        if (r < peer || !rows.at(peer))
-          res.errors.push_back(fmt::format("{} ({}) <-> {} ({}): rank {}: {}", r, hosts.at(r), peer,
-                                           hosts.at(peer), r, e.at("error").get<std::string>()));
-        continue;
+    const double secs = seconds_since(t0);
+    std::vector<LinkSample> out;
+    for (const auto& p : pairs) {
+      LinkSample s;
+      s.a = p.a;
+      s.b = p.b;
+      s.seconds = secs;
+      for (const int unit : {p.a, p.b}) {
+        const int rank = r_.unit_rank.at(unit);
+        const auto it = got.find(res_key(tag_, k, rank));
+        if (it == got.end()) {
+          if (s.error.empty()) s.error = fmt::format("rank {} did not report", rank);
+          continue;
+        }
+        const json& e = it->second;
+        const std::string err = e.at("error").get<std::string>();
+        if (!err.empty() && s.error.empty()) s.error = fmt::format("rank {}: {}", rank, err);
+        for (const auto& x : e.at("samples")) s.gbps.push_back(x.get<double>());
+        if (!e.at("lat_us").is_null()) s.lat_us = e.at("lat_us").get<double>();
+        const int peer = e.at("peer").get<int>();
+        if (!e.at("bw_gbps").is_null() && std::isnan(r_.bw_gbps.at(rank, peer)))
+          r_.bw_gbps.set(rank, peer, e.at("bw_gbps").get<double>());
+        if (s.lat_us >= 0 && std::isnan(r_.latency_us.at(rank, peer))) {
+          r_.latency_us.set(rank, peer, s.lat_us);
+          r_.latency_us.set(peer, rank, s.lat_us);
+        }
       }
-      if (!e.at("bw_gbps").is_null()) res.bw_gbps.set(r, peer, e.at("bw_gbps").get<double>());
-      if (!e.at("lat_us").is_null()) {
-        const double lat = e.at("lat_us").get<double>();
-        res.latency_us.set(r, peer, lat);
-        if (std::isnan(res.latency_us.at(peer, r))) res.latency_us.set(peer, r, lat);
+      if (!s.error.empty()) {
+        r_.errors.push_back(fmt::format("{} <-> {} (round {}): {}", r_.unit_label(p.a),
+                                        r_.unit_label(p.b), k + 1, s.error));
+        s.gbps.clear();
       }
+      out.push_back(std::move(s));
     }
+    return out;
   }
-  return res;
-}
 
-PairwiseResult run_pairwise(ProbeContext& ctx, const PairwiseOptions& opts) {
-  const std::string tag = ctx.tag();
+  void finish() { ctx_.store->set(plan_key(tag_, k_), json{{"done", true}}.dump()); }
+
+ private:
+  ProbeContext& ctx_;
+  std::string tag_;
+  const PairwiseOptions& o_;
+  PairwiseResult& r_;
+  int k_ = 0;
+};
+
+// The full survey: every pair of ranks, one tournament round at a time (the original probe).
+std::string full_survey_row(ProbeContext& ctx, const std::string& tag, const PairwiseOptions& o,
+                            size_t* rounds_out) {
   const auto rounds = tournament_rounds(ctx.world);
-  nlohmann::json row = nlohmann::json::array();
+  *rounds_out = rounds.size();
+  json row = json::array();
   bool synced = true;
   for (size_t r = 0; r < rounds.size(); ++r) {
     const std::string rtag = fmt::format("{}/{}", tag, r);
@@ -234,17 +231,45 @@ PairwiseResult run_pairwise(ProbeContext& ctx, const PairwiseOptions& opts) {
     if (synced) synced = try_barrier(ctx, rtag + "/start", ctx.timeout * 6);
     const int peer = peer_in_round(rounds[r], ctx.rank);
     if (peer < 0) continue;
-    const PairMeasure m = measure_pair(ctx, rtag, peer, opts);
+    const PairMeasure m = measure_pair(ctx, rtag, peer, o);
     if (!m.error.empty()) log(LogLevel::Warning, "pairwise: {}", m.error);
-    auto num = [](double x) { return std::isnan(x) ? nlohmann::json(nullptr) : nlohmann::json(x); };
-    row.push_back({{"peer", peer},
-                   {"lat_us", num(m.lat_us)},
-                   {"bw_gbps", num(m.bw_gbps)},
-                   {"error", m.error}});
+    row.push_back(row_entry(peer, m));
   }
-  const auto rows = gather_to_root(ctx, tag + "/rows", row.dump(), ctx.timeout * 2);
-  if (ctx.rank != 0) return {};
-  return merge_pairwise(ctx.world, ctx.hosts, rows, opts);
+  return row.dump();
+}
+
+}  // namespace
+
+PairwiseResult run_pairwise(ProbeContext& ctx, const PairwiseOptions& opts) {
+  const auto t0 = Clock::now();
+  const std::string tag = ctx.tag();
+  PairwiseOptions o = opts;
+  if (o.rotation < 0) o.rotation = static_cast<int>(std::time(nullptr) % 100003);
+  PairwiseResult res;
+  if (o.schedule == "full") {
+    size_t rounds = 0;
+    const std::string row = full_survey_row(ctx, tag + "/full", o, &rounds);
+    const auto rows = gather_to_root(ctx, tag + "/rows", row, ctx.timeout * 2);
+    if (ctx.rank != 0) {
+      follow(ctx, tag, o);
+      return {};
+    }
+    res = merge_pairwise(ctx.world, ctx.hosts, rows, o);
+    Planner plan(ctx, tag, o, res);
+    isolate_result(res, o, std::ref(plan), static_cast<int>(rounds));
+    plan.finish();
+  } else {
+    if (ctx.rank != 0) {
+      follow(ctx, tag, o);
+      return {};
+    }
+    res = merge_pairwise(ctx.world, ctx.hosts, {}, o);
+    Planner plan(ctx, tag, o, res);
+    isolate_result(res, o, std::ref(plan), 0);
+    plan.finish();
+  }
+  res.seconds = seconds_since(t0);
+  return res;
 }
 
 }  // namespace collie::probes

@@ -14,6 +14,10 @@ using Round = std::vector<std::pair<int, int>>;
 // sitting out (a bye) exactly once. n <= 1: no rounds. REQUIRES: n >= 0.
 std::vector<Round> tournament_rounds(int n);
 
+// Round r (taken modulo the round count) of tournament_rounds(n), without building the others:
+// what a quick pass over thousands of hosts uses. n <= 1: an empty round. REQUIRES: n >= 0.
+Round tournament_round(int n, int r);
+
 // The rank `rank` meets in `round`, or -1 for a bye.
 int peer_in_round(const Round& round, int rank);
 

@@ -27,7 +27,25 @@ size_t failed_count(const AcceptReport& r) {
   return n;
 }
 
-std::string verdict(const AcceptReport& r) { return r.passed() ? "ACCEPTED" : "REJECTED"; }
+size_t warned_count(const AcceptReport& r) {
+  size_t n = 0;
+  for (const auto& c : r.checks) n += c.passed && !c.warnings.empty();
+  return n;
+}
+
+std::string verdict(const AcceptReport& r) {
+  return !r.passed() ? "REJECTED" : warned_count(r) > 0 ? "ACCEPTED WITH WARNINGS" : "ACCEPTED";
+}
+
+const char* result_word(const CheckOutcome& c) {
+  return !c.passed ? "FAIL" : c.warnings.empty() ? "PASS" : "WARN";
+}
+
+// "[HOST_SLOW CRIT] " for coded findings.
+std::string code_tag(const Finding& x) {
+  if (x.code.empty()) return "";
+  return fmt::format("[{}{}] ", x.code, x.severity.empty() ? "" : " " + x.severity);
+}
 
 std::string headline(const AcceptReport& r) {
   return fmt::format("{} ranks on {} hosts, backend {}", r.world, host_count(r.hosts), r.backend);
@@ -37,8 +55,11 @@ std::string headline(const AcceptReport& r) {
 std::string evidence_text(const CheckOutcome& c, const char* indent) {
   std::string s;
   for (const auto& f : c.failures) s += fmt::format("{}rule broken: {}\n", indent, f);
-  for (const auto& x : c.findings)
-    s += fmt::format("{}{} {}: {}\n", indent, x.kind, x.who, x.evidence);
+  for (const auto& w : c.warnings) s += fmt::format("{}warning: {}\n", indent, w);
+  for (const auto& x : c.findings) {
+    s += fmt::format("{}{} {}: {}{}\n", indent, x.kind, x.who, code_tag(x), x.evidence);
+    if (!x.next_step.empty()) s += fmt::format("{}  next step: {}\n", indent, x.next_step);
+  }
   return s;
 }
 
@@ -61,6 +82,10 @@ std::string perf_plot(const CheckOutcome& c) {
 
 bool AcceptReport::passed() const { return failed_count(*this) == 0; }
 
+std::string AcceptReport::verdict() const {
+  return !passed() ? "CRIT" : warned_count(*this) > 0 ? "WARN" : "OK";
+}
+
 json accept_json(const AcceptReport& r) {
   json j;
   j["schema"] = kAcceptSchemaName;
@@ -70,14 +95,23 @@ json accept_json(const AcceptReport& r) {
   j["hosts"] = r.hosts;
   j["baseline"] = r.baseline;
   j["passed"] = r.passed();
+  j["verdict"] = r.verdict();
   j["checks"] = json::array();
   for (const auto& c : r.checks) {
     json f = json::array();
-    for (const auto& x : c.findings)
-      f.push_back({{"kind", x.kind}, {"who", x.who}, {"evidence", x.evidence}});
-    json cj = {{"name", c.name},       {"kind", c.kind},         {"passed", c.passed},
-               {"seconds", c.seconds}, {"failures", c.failures}, {"findings", f},
-               {"metrics", c.metrics}, {"details", c.details}};
+    for (const auto& x : c.findings) {
+      json fx{{"kind", x.kind}, {"who", x.who}, {"evidence", x.evidence}};
+      if (!x.code.empty()) {
+        fx["code"] = x.code;
+        fx["severity"] = x.severity;
+        fx["next_step"] = x.next_step;
+      }
+      f.push_back(std::move(fx));
+    }
+    json cj = {{"name", c.name},         {"kind", c.kind},       {"passed", c.passed},
+               {"verdict", c.verdict()}, {"seconds", c.seconds}, {"failures", c.failures},
+               {"warnings", c.warnings}, {"findings", f},        {"metrics", c.metrics},
+               {"details", c.details}};
     if (!c.rows.empty()) {
       cj["rows"] = json::array();
       for (const auto& row : c.rows) cj["rows"].push_back(to_json(row));
@@ -91,12 +125,16 @@ std::string accept_text(const AcceptReport& r) {
   std::string out = fmt::format("# collie accept: {} ({})\n", r.name, headline(r));
   for (const auto& c : r.checks) {
     out += c.text;
-    out += fmt::format("{} {} ({:.1f} s)\n", c.passed ? "PASS" : "FAIL", c.name, c.seconds);
+    out += fmt::format("{} {} ({:.1f} s)\n", result_word(c), c.name, c.seconds);
     out += evidence_text(c, "  ");
   }
-  out += r.passed()
-             ? fmt::format("ACCEPTED: all {} checks passed\n", r.checks.size())
-             : fmt::format("REJECTED: {} of {} checks failed\n", failed_count(r), r.checks.size());
+  if (!r.passed())
+    out += fmt::format("REJECTED: {} of {} checks failed\n", failed_count(r), r.checks.size());
+  else if (warned_count(r) > 0)
+    out += fmt::format("ACCEPTED WITH WARNINGS: all {} checks passed, {} with warnings\n",
+                       r.checks.size(), warned_count(r));
+  else
+    out += fmt::format("ACCEPTED: all {} checks passed\n", r.checks.size());
   return out;
 }
 
@@ -107,15 +145,21 @@ std::string accept_markdown(const AcceptReport& r) {
   out += "| check | kind | result | time (s) |\n|---|---|---|---:|\n";
   for (const auto& c : r.checks)
     out += fmt::format("| {} | {} | {} | {:.1f} |\n", md_cell(c.name), c.kind,
-                       c.passed ? "pass" : "**FAIL**", c.seconds);
+                       !c.passed            ? "**FAIL**"
+                       : c.warnings.empty() ? "pass"
+                                            : "*warn*",
+                       c.seconds);
   for (const auto& c : r.checks) {
-    out += fmt::format("\n## {} — {}\n\n", md_cell(c.name), c.passed ? "pass" : "FAIL");
+    out += fmt::format("\n## {} — {}\n\n", md_cell(c.name), result_word(c));
     for (const auto& f : c.failures) out += "- rule broken: " + md_cell(f) + "\n";
-    if (!c.failures.empty()) out += "\n";
+    for (const auto& w : c.warnings) out += "- warning: " + md_cell(w) + "\n";
+    if (!c.failures.empty() || !c.warnings.empty()) out += "\n";
     if (!c.findings.empty()) {
-      out += "| kind | who | evidence |\n|---|---|---|\n";
+      out += "| kind | who | code | severity | evidence | next step |\n|---|---|---|---|---|---|\n";
       for (const auto& x : c.findings)
-        out += fmt::format("| {} | {} | {} |\n", x.kind, md_cell(x.who), md_cell(x.evidence));
+        out += fmt::format("| {} | {} | {} | {} | {} | {} |\n", x.kind, md_cell(x.who),
+                           md_cell(x.code), md_cell(x.severity), md_cell(x.evidence),
+                           md_cell(x.next_step));
       out += "\n";
     }
     out += "```\n" + c.text + "```\n";
@@ -137,6 +181,7 @@ std::string accept_junit(const AcceptReport& r) {
     t.classname = "collie.accept." + c.kind;
     t.seconds = c.seconds;
     t.system_out = c.text;
+    if (!c.warnings.empty()) t.system_out = evidence_text(c, "") + t.system_out;
     if (c.passed) continue;
     t.outcome = JunitCase::Outcome::Failure;
     t.message = c.failures.empty() ? "failed" : c.failures.front();
@@ -159,8 +204,7 @@ std::string accept_html(const AcceptReport& r) {
     s += fmt::format(
         "<tr><td class=\"l\"><a href=\"#c{}\">{}</a></td><td class=\"l\">{}</td>"
         "<td class=\"l {}\">{}</td><td>{:.1f}</td></tr>\n",
-        i, xml_escape(c.name), xml_escape(c.kind), cls(c.passed), c.passed ? "pass" : "FAIL",
-        c.seconds);
+        i, xml_escape(c.name), xml_escape(c.kind), cls(c.passed), result_word(c), c.seconds);
   }
   s += "</table>\n";
   for (size_t i = 0; i < r.checks.size(); ++i) {
@@ -168,20 +212,23 @@ std::string accept_html(const AcceptReport& r) {
     s += fmt::format(
         "<section class=\"check\" id=\"c{}\">\n<h2>{} — <span class=\"{}\">{}</span>"
         "</h2>\n",
-        i, xml_escape(c.name), cls(c.passed), c.passed ? "pass" : "FAIL");
-    if (!c.failures.empty()) {
+        i, xml_escape(c.name), cls(c.passed), result_word(c));
+    if (!c.failures.empty() || !c.warnings.empty()) {
       s += "<ul>\n";
       for (const auto& f : c.failures) s += "<li>" + xml_escape(f) + "</li>\n";
+      for (const auto& w : c.warnings) s += "<li>warning: " + xml_escape(w) + "</li>\n";
       s += "</ul>\n";
     }
     if (!c.findings.empty()) {
       s += "<table class=\"findings\"><tr><th class=\"l\">kind</th><th class=\"l\">who</th>"
-           "<th class=\"l\">evidence</th></tr>\n";
+           "<th class=\"l\">code</th><th class=\"l\">severity</th>"
+           "<th class=\"l\">evidence</th><th class=\"l\">next step</th></tr>\n";
       for (const auto& x : c.findings)
         s += fmt::format(
-            "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}"
-            "</td></tr>\n",
-            xml_escape(x.kind), xml_escape(x.who), xml_escape(x.evidence));
+            "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td>"
+            "<td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td></tr>\n",
+            xml_escape(x.kind), xml_escape(x.who), xml_escape(x.code), xml_escape(x.severity),
+            xml_escape(x.evidence), xml_escape(x.next_step));
       s += "</table>\n";
     }
     if (!c.rows.empty()) s += "<div class=\"plots\">\n" + perf_plot(c) + "</div>\n";

@@ -16,17 +16,33 @@ namespace collie::reports {
 inline constexpr const char* kAcceptSchemaName = "collie.accept.v1";
 
 // Who is to blame, and why: kind is "host", "rank", "link", "pair", "field", "size" or "metric".
+// Confirmed pairwise findings also carry a fault code ("HOST_SLOW"), a severity ("WARN" or
+// "CRIT") and the next step for the operator; the evidence then shows effect size, noise and
+// confirmations.
 struct Finding {
+  Finding() = default;
+  Finding(std::string kind_, std::string who_, std::string evidence_, std::string code_ = "",
+          std::string severity_ = "", std::string next_step_ = "")
+      : kind(std::move(kind_)),
+        who(std::move(who_)),
+        evidence(std::move(evidence_)),
+        code(std::move(code_)),
+        severity(std::move(severity_)),
+        next_step(std::move(next_step_)) {}
   std::string kind;
   std::string who;
   std::string evidence;
+  std::string code;      // "" when the check has no fault codes
+  std::string severity;  // "" = CRIT when the check failed
+  std::string next_step;
 };
 
 struct CheckOutcome {
   std::string name;
   std::string kind;  // connectivity | pairwise | stragglers | env | perf
   bool passed = true;
-  std::vector<std::string> failures;  // one line per broken rule
+  std::vector<std::string> failures;  // one line per broken rule (CRIT)
+  std::vector<std::string> warnings;  // WARN-level rules: the check still passes
   std::vector<Finding> findings;
   std::map<std::string, double> metrics;  // compared against a baseline by relative rules
   nlohmann::json details;                 // the probe's own JSON
@@ -37,6 +53,9 @@ struct CheckOutcome {
     passed = false;
     failures.push_back(std::move(why));
   }
+  void warn(std::string why) { warnings.push_back(std::move(why)); }
+  // "CRIT" (failed), "WARN" (passed with warnings) or "OK".
+  std::string verdict() const { return !passed ? "CRIT" : warnings.empty() ? "OK" : "WARN"; }
 };
 
 struct AcceptReport {
@@ -47,11 +66,13 @@ struct AcceptReport {
   std::string baseline;            // path of the baseline report ("" = none)
   std::vector<CheckOutcome> checks;
   bool passed() const;
+  // The worst check verdict: "CRIT" (rejected), "WARN" (accepted with warnings) or "OK".
+  std::string verdict() const;
 };
 
 nlohmann::json accept_json(const AcceptReport& r);
-// What `collie accept` prints: each probe's own output, PASS/FAIL per check with the broken
-// rules and findings, then ACCEPTED or REJECTED.
+// What `collie accept` prints: each probe's own output, PASS/WARN/FAIL per check with the broken
+// rules and findings, then ACCEPTED, ACCEPTED WITH WARNINGS or REJECTED.
 std::string accept_text(const AcceptReport& r);
 std::string accept_markdown(const AcceptReport& r);
 // One <testsuite> for the spec, one <testcase> per check; a failed check is a <failure> whose

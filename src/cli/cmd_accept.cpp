@@ -1,6 +1,7 @@
 // `collie accept --spec SPEC.yaml|json [--md F] [--junit F] [--html F] [-J F]`: cluster
 // acceptance (probes/accept.h), reports through reports/accept_report.h.
-// Exit status: 0 accepted, 1 rejected, 2 unusable spec or flags.
+// Exit status: 0 accepted (OK), 5 accepted with warnings (WARN), 1 rejected (CRIT), 2 unusable
+// spec or flags (probes/verdict.h has the mapping).
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -9,6 +10,7 @@
 #include "cli/command.h"
 #include "probes/accept.h"
 #include "probes/run_flags.h"
+#include "probes/verdict.h"
 #include "reports/accept_report.h"
 #include "reports/json_io.h"
 #include "store/store.h"
@@ -45,14 +47,17 @@ int run_accept_rank(const AcceptFlags& f, const AcceptSpec& spec, ProbeContext& 
   });
   // Every rank exits with rank 0's verdict, so any launcher reports the same status.
   const std::string key = "accept/verdict";
+  auto status = [](const std::string& v) {
+    return verdict_exit_code(v == "OK" ? Verdict::Ok : v == "WARN" ? Verdict::Warn : Verdict::Crit);
+  };
   if (ctx.rank == 0) {
     write_reports(f, rep);
-    ctx.store->set(key, rep.passed() ? "pass" : "fail");
-    return rep.passed() ? kExitOk : kExitFailure;
+    ctx.store->set(key, rep.verdict());
+    return status(rep.verdict());
   }
   try {
     ctx.store->wait({key}, ctx.timeout * 2);
-    return ctx.store->get_string(key) == "pass" ? kExitOk : kExitFailure;
+    return status(ctx.store->get_string(key));
   } catch (const std::exception&) {
     return kExitOk;  // rank 0 went away; its own status carries the verdict
   }

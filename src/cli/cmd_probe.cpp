@@ -1,6 +1,7 @@
 // `collie probe connectivity|pairwise|stragglers|env [flags]`: one cluster probe (probes/).
 // Thin: parses flags, launches or joins the ranks, prints rank 0's result, writes -J JSON.
-// Exit status: 0 healthy, 1 the probe found a problem, 2 bad flags, 3/4 runtime failures.
+// Exit status: 0 healthy, 1 the probe found a problem (pairwise: a CRIT finding), 5 pairwise
+// found only WARN findings, 2 bad flags, 3/4 runtime failures (probes/verdict.h).
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -29,17 +30,28 @@ struct ProbeFlags {
   std::string bytes = "4M";
   int iters = 5;
   double slow_threshold = 0.25;
+  std::string schedule = "quick";
+  int rotation = -1;
+  int confirm = 2;
+  double crit_drop = 0.5;
+  double noise_k = 3;
+  double min_link_gbps = 0;
+  double max_latency_us = 0;
   // stragglers
   int coll_iters = 50;
   int64_t work = 0;
   double late_us = 500;
 };
 
-int emit(const RunFlags& f, const std::string& text, const nlohmann::json& j, bool healthy) {
+int emit_status(const RunFlags& f, const std::string& text, const nlohmann::json& j, int status) {
   std::fputs(text.c_str(), stdout);
   std::fflush(stdout);
   if (!f.json.empty()) reports::write_file_atomic(f.json, j.dump(2) + "\n");
-  return healthy ? kExitOk : kExitFailure;
+  return status;
+}
+
+int emit(const RunFlags& f, const std::string& text, const nlohmann::json& j, bool healthy) {
+  return emit_status(f, text, j, healthy ? kExitOk : kExitFailure);
 }
 
 int run_probe(const ProbeFlags& f, ProbeContext& ctx) {
@@ -56,11 +68,16 @@ int run_probe(const ProbeFlags& f, ProbeContext& ctx) {
     o.bytes = parse_bytes(nlohmann::json(f.bytes), "--bytes");
     o.bw_iters = f.iters;
     o.slow_threshold = f.slow_threshold;
+    o.schedule = f.schedule;
+    o.rotation = f.rotation;
+    o.confirm = f.confirm;
+    o.crit_drop = f.crit_drop;
+    o.noise_k = f.noise_k;
+    o.min_link_gbps = f.min_link_gbps;
+    o.max_latency_us = f.max_latency_us;
     const auto r = run_pairwise(ctx, o);
     if (ctx.rank != 0) return kExitOk;
-    const bool ok = r.slow_hosts().empty() && r.slow_links().empty() && r.errors.empty() &&
-                    r.missing_ranks.empty();
-    return emit(f.run, r.to_text(), r.to_json(), ok);
+    return emit_status(f.run, r.to_text(), r.to_json(), verdict_exit_code(r.verdict()));
   }
   if (f.name == "stragglers") {
     StragglerOptions o;
@@ -91,24 +108,42 @@ COLLIE_COMMAND(Command{
       app.add_option("--bytes", f->bytes, "pairwise: bandwidth message size (K/M/G)");
       app.add_option("-n,--iters", f->iters, "pairwise: bandwidth messages per direction");
       app.add_option("--slow-threshold", f->slow_threshold,
-                     "pairwise: name links/hosts this fraction below the median (0.25 = 25%)");
+                     "pairwise: WARN for a host/link this fraction below the reference (0.25)");
+      app.add_option("--crit-drop", f->crit_drop, "pairwise: CRIT from this fraction below (0.5)");
+      app.add_option("--noise-k", f->noise_k,
+                     "pairwise: and only beyond K x the measured noise (3)");
+      app.add_option("--schedule", f->schedule,
+                     "pairwise: quick (survey round + re-measurement) | full (every pair)")
+          ->check(CLI::IsMember({"quick", "full"}));
+      app.add_option("--rotation", f->rotation,
+                     "pairwise: quick survey round (-1 = a different one every run)");
+      app.add_option("--confirm", f->confirm,
+                     "pairwise: re-measurements that must reproduce before naming (2)");
+      app.add_option("--min-link-gbps", f->min_link_gbps, "pairwise: absolute floor (0 = none)");
+      app.add_option("--max-latency-us", f->max_latency_us,
+                     "pairwise: absolute latency ceiling (0 = none)");
       app.add_option("--coll-iters", f->coll_iters, "stragglers: timed collectives");
       app.add_option("--work", f->work, "stragglers: fixed CPU work units before each collective");
       app.add_option("--late-us", f->late_us, "stragglers: name ranks this many us late (median)");
       app.footer(
           "Examples:\n  collie probe connectivity -np 8\n  collie launch -np 8 -- collie probe "
-          "pairwise --bytes 16M -J pairs.json\n  mpirun -np 16 collie probe env --backend mpi");
+          "pairwise --bytes 16M -J pairs.json\n  collie probe pairwise -np 8 --schedule full\n  "
+          "mpirun -np 16 collie probe env --backend mpi");
       return [f, np]() -> int {
         f->run.np_given = np->count() > 0;
         // Written so NaN fails every comparison.
-        if (f->repeats < 1 || f->iters < 1 || f->coll_iters < 1 ||
+        if (f->repeats < 1 || f->iters < 1 || f->coll_iters < 1 || f->confirm < 1 ||
             !(f->interval_s >= 0 && f->interval_s <= 3600) ||
             !(f->slow_threshold > 0 && f->slow_threshold < 1) ||
+            !(f->crit_drop > 0 && f->crit_drop <= 1) || !(f->noise_k >= 0 && f->noise_k <= 1e6) ||
+            !(f->min_link_gbps >= 0 && f->min_link_gbps <= 1e9) ||
+            !(f->max_latency_us >= 0 && f->max_latency_us <= 1e12) ||
             !(f->late_us >= 0 && f->late_us <= 1e9) || f->work < 0) {
           std::fprintf(stderr,
-                       "collie probe: error: --repeats, -n and --coll-iters must be >= 1, "
-                       "--interval in 0..3600, --slow-threshold in (0, 1), --late-us in "
-                       "0..1e9, --work >= 0\n");
+                       "collie probe: error: --repeats, -n, --coll-iters and --confirm must be "
+                       ">= 1, --interval in 0..3600, --slow-threshold in (0, 1), --crit-drop in "
+                       "(0, 1], --noise-k, the floors and --late-us finite and >= 0, --work >= 0
+");
           return kExitUsage;
         }
         try {

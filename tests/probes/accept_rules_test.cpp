@@ -60,7 +60,24 @@ TEST(AcceptRules, ConnectivityNamesBrokenPairsAndIsolatedHost) {
   EXPECT_TRUE(r2.missing_ranks.empty());
 }
 
-PairwiseResult slow_host_result() {
+// Re-measurements answered from the survey's own matrix: what the survey saw reproduces.
+MeasureRound from_matrix(const PairwiseResult& r) {
+  return [&r](const std::vector<UnitPair>& pairs) {
+    std::vector<LinkSample> out;
+    for (const auto& p : pairs) {
+      LinkSample s;
+      s.a = p.a;
+      s.b = p.b;
+      const int i = r.unit_rank.at(p.a), j = r.unit_rank.at(p.b);
+      s.gbps = {r.bw_gbps.at(i, j), r.bw_gbps.at(j, i)};
+      s.lat_us = r.latency_us.at(i, j);
+      out.push_back(s);
+    }
+    return out;
+  };
+}
+
+PairwiseResult slow_host_result(const PairwiseOptions& o = {}) {
   const std::vector<std::string> hosts{"a", "a", "b", "b", "c", "c", "d", "d"};
   std::vector<std::optional<std::string>> rows(8);
   for (int r = 0; r < 8; ++r) {
@@ -72,7 +89,9 @@ PairwiseResult slow_host_result() {
     }
     rows[r] = row(e);
   }
-  return merge_pairwise(8, hosts, rows, PairwiseOptions{});
+  PairwiseResult r = merge_pairwise(8, hosts, rows, o);
+  isolate_result(r, o, from_matrix(r), 7);
+  return r;
 }
 
 TEST(AcceptRules, PairwiseNamesTheSlowHost) {
@@ -92,10 +111,61 @@ TEST(AcceptRules, PairwiseNamesTheSlowHost) {
   EXPECT_NE(o.findings[0].evidence.find("90% below"), std::string::npos) << o.findings[0].evidence;
   EXPECT_DOUBLE_EQ(o.metrics.at("median_gbps"), 1);
 
-  const CheckOutcome floor =
-      evaluate_pairwise(check(R"({"probe": "pairwise", "rules": {"min_link_gbps": 0.5}})"), r, {});
+  EXPECT_EQ(o.findings[0].code, "HOST_SLOW");
+  EXPECT_EQ(o.findings[0].severity, "CRIT");  // 90 % >= crit_drop
+  EXPECT_FALSE(o.findings[0].next_step.empty());
+  EXPECT_NE(o.findings[0].evidence.find("bad in 2 of 2 re-measurements"), std::string::npos)
+      << o.findings[0].evidence;
+  EXPECT_EQ(o.verdict(), "CRIT");
+
+  // The floor goes to the probe, which confirms it: the slow host is named once, not each of
+  // the 24 directed links touching it.
+  const CheckSpec floor_check = check(R"({"probe": "pairwise", "rules": {"min_link_gbps": 0.5}})");
+  const PairwiseResult fr = slow_host_result(pairwise_options(floor_check, AcceptSpec{}, {}));
+  const CheckOutcome floor = evaluate_pairwise(floor_check, fr, {});
   EXPECT_FALSE(floor.passed);
-  EXPECT_EQ(floor.failures.size(), 24u);  // every directed link touching host c
+  ASSERT_EQ(floor.failures.size(), 1u);
+  EXPECT_NE(floor.failures[0].find("c (ranks 4, 5) is outside the absolute limits"),
+            std::string::npos)
+      << floor.failures[0];
+  EXPECT_NE(floor.findings.at(0).evidence.find("below the floor 0.5"), std::string::npos)
+      << floor.findings.at(0).evidence;
+}
+
+TEST(AcceptRules, PairwiseWarnsBelowCritDropAndAllowsWhatTheRuleAllows) {
+  // Host c at 0.6 of the others: 40 % below, a WARN with the default crit_drop 0.5.
+  const std::vector<std::string> hosts{"a", "a", "b", "b", "c", "c", "d", "d"};
+  std::vector<std::optional<std::string>> rows(8);
+  for (int r = 0; r < 8; ++r) {
+    std::vector<json> e;
+    for (int p = 0; p < 8; ++p) {
+      if (p == r) continue;
+      const double bw = hosts[r] == hosts[p] ? 50 : (hosts[r] == "c" || hosts[p] == "c") ? 0.6 : 1;
+      e.push_back({{"peer", p}, {"lat_us", 30.0}, {"bw_gbps", bw}, {"error", ""}});
+    }
+    rows[r] = row(e);
+  }
+  PairwiseResult r = merge_pairwise(8, hosts, rows, PairwiseOptions{});
+  isolate_result(r, PairwiseOptions{}, from_matrix(r), 7);
+  ASSERT_EQ(r.isolation.findings.size(), 1u) << r.to_text();
+  EXPECT_EQ(r.verdict(), Verdict::Warn);
+  const CheckOutcome o =
+      evaluate_pairwise(check(R"({"probe": "pairwise", "rules": {"max_slow_hosts": 0}})"), r, {});
+  EXPECT_TRUE(o.passed);
+  EXPECT_EQ(o.verdict(), "WARN");
+  ASSERT_EQ(o.warnings.size(), 1u);
+  EXPECT_EQ(o.findings.at(0).severity, "WARN");
+  const CheckOutcome allowed =
+      evaluate_pairwise(check(R"({"probe": "pairwise", "rules": {"max_slow_hosts": 1}})"), r, {});
+  EXPECT_EQ(allowed.verdict(), "OK");
+  AcceptReport rep;
+  rep.checks.push_back(o);
+  EXPECT_TRUE(rep.passed());
+  EXPECT_EQ(rep.verdict(), "WARN");
+  EXPECT_NE(reports::accept_text(rep).find("ACCEPTED WITH WARNINGS"), std::string::npos);
+  EXPECT_NE(reports::accept_markdown(rep).find("| HOST_SLOW | WARN |"), std::string::npos)
+      << reports::accept_markdown(rep);
+  EXPECT_EQ(reports::accept_json(rep)["verdict"], "WARN");
 }
 
 TEST(AcceptRules, PairwiseRelativeToBaseline) {

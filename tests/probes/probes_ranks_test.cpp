@@ -65,14 +65,59 @@ TEST_F(ProbesOverGloo, PairwiseMeasuresEveryDirectedLink) {
     o.bytes = 256 << 10;
     o.bw_iters = 3;
     o.lat_iters = 5;
+    o.schedule = "full";
     return run_pairwise(ctx, o);
   });
   EXPECT_TRUE(r.errors.empty()) << r.to_text();
+  EXPECT_EQ(r.isolation.survey_rounds, 3) << r.to_text();
+  EXPECT_EQ(r.units, (std::vector<std::string>{"hostA", "hostB"}));
   EXPECT_EQ(r.bw_gbps.values().size(), 12u) << r.to_text();
   EXPECT_EQ(r.latency_us.values().size(), 12u);
   for (double v : r.bw_gbps.values()) EXPECT_GT(v, 0);
   EXPECT_EQ(r.host_scores().size(), 2u);
   EXPECT_NE(r.to_text().find("bandwidth (GB/s"), std::string::npos);
+}
+
+TEST_F(ProbesOverGloo, PairwiseQuickMeasuresHostsThroughTheirFirstRank) {
+  const auto r = run_ranks([](ProbeContext& ctx) {
+    PairwiseOptions o;
+    o.bytes = 256 << 10;
+    o.bw_iters = 3;
+    o.lat_iters = 5;
+    return run_pairwise(ctx, o);
+  });
+  EXPECT_TRUE(r.errors.empty()) << r.to_text();
+  EXPECT_EQ(r.unit_rank, (std::vector<int>{0, 2}));
+  EXPECT_EQ(r.isolation.survey_rounds, 1);
+  // Only the hosts' first ranks measured, both directions.
+  EXPECT_GT(r.bw_gbps.at(0, 2), 0) << r.to_text();
+  EXPECT_GT(r.bw_gbps.at(2, 0), 0) << r.to_text();
+  EXPECT_EQ(r.bw_gbps.values().size(), 2u) << r.to_text();
+  // Two units are each other's only reference: nothing can be named without a floor.
+  EXPECT_EQ(r.verdict(), Verdict::Ok) << r.to_text();
+  EXPECT_NE(r.to_text().find("OK: nothing named"), std::string::npos) << r.to_text();
+}
+
+TEST_F(ProbesOverGloo, PairwiseConfirmsAnAbsoluteFloorWithReMeasurements) {
+  // A floor no loopback link reaches: the pair is bad in the survey and in every
+  // re-measurement, so it is named (as a link: two units have no known-good partner).
+  const auto r = run_ranks([](ProbeContext& ctx) {
+    PairwiseOptions o;
+    o.bytes = 64 << 10;
+    o.bw_iters = 2;
+    o.lat_iters = 3;
+    o.min_link_gbps = 1e6;
+    return run_pairwise(ctx, o);
+  });
+  ASSERT_EQ(r.isolation.findings.size(), 1u) << r.to_text();
+  const auto& f = r.isolation.findings[0];
+  EXPECT_EQ(f.fault, Fault::LinkSlow);
+  EXPECT_EQ(f.severity, Verdict::Crit);
+  EXPECT_EQ(f.confirmations, 2);
+  EXPECT_EQ(r.isolation.rounds, 3);
+  EXPECT_NE(r.to_text().find("SLOW LINK: hostA (ranks 0, 1) <-> hostB (ranks 2, 3)"),
+            std::string::npos)
+      << r.to_text();
 }
 
 TEST_F(ProbesOverGloo, StragglersNameTheDelayedRank) {

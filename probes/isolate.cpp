@@ -1,0 +1,394 @@
+#include "probes/isolate.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "probes/schedule.h"
+#include "probes/stats.h"
+
+namespace collie::probes {
+namespace {
+
+using Key = std::pair<int, int>;
+
+// A unit or link under re-measurement.
+struct Track {
+  int a = -1, b = -1;  // b = -1: a unit
+  std::vector<Observation> survey;
+  std::vector<Observation> obs;  // re-measurements
+  std::vector<bool> absolute;    // per obs: an absolute limit was broken
+  std::vector<bool> failed;      // per obs: no result at all
+  std::set<int> met;             // partners already used (units)
+  int bad() const {
+    return static_cast<int>(std::count_if(obs.begin(), obs.end(), [](auto& o) { return o.bad; }));
+  }
+};
+
+class Engine {
+ public:
+  Engine(int n, const IsolateOptions& o, const MeasureRound& m) : n_(n), o_(o), measure_(m) {}
+
+  IsolationReport run(const std::vector<LinkSample>& given, int given_rounds);
+
+ private:
+  std::vector<LinkSample> round(const std::vector<UnitPair>& pairs);
+  Observation observe(const LinkSample& s, int self, bool* absolute);
+  // Needs more re-measurements?
+  bool pending(const Track& t) const;
+  // b bad of n re-measurements is beyond chance for one of `tracks_` suspects.
+  bool significant(int b, int n) const;
+  void reremeasure_units(std::vector<Track>& tracks, const std::vector<int>& good);
+  void remeasure_links(std::vector<Track>& tracks);
+  void conclude(Track& t, bool unit, int* named, int* cleared);
+
+  int n_;
+  const IsolateOptions& o_;
+  const MeasureRound& measure_;
+  IsolationReport rep_;
+  double chance_ = 0.02;
+  size_t tracks_ = 1;  // suspects in the current phase
+};
+
+// P(X >= b) for X ~ Binomial(n, p).
+double binomial_tail(int b, int n, double p) {
+  double sum = 0;
+  for (int k = b; k <= n; ++k) {
+    double c = 1;
+    for (int i = 1; i <= k; ++i) c = c * (n - k + i) / i;
+    sum += c * std::pow(p, k) * std::pow(1 - p, n - k);
+  }
+  return sum;
+}
+
+std::vector<LinkSample> Engine::round(const std::vector<UnitPair>& pairs) {
+  std::vector<LinkSample> got = measure_(pairs);
+  std::map<Key, LinkSample> by;
+  for (auto& s : got) {
+    if (s.a > s.b) std::swap(s.a, s.b);
+    by[{s.a, s.b}] = std::move(s);
+  }
+  std::vector<LinkSample> out;
+  double slowest = 0;
+  for (const auto& p : pairs) {
+    auto it = by.find({p.a, p.b});
+    LinkSample s;
+    if (it != by.end()) {
+      s = std::move(it->second);
+    } else {
+      s.error = "no result";
+    }
+    s.a = p.a;
+    s.b = p.b;
+    slowest = std::max(slowest, s.seconds);
+    out.push_back(std::move(s));
+  }
+  ++rep_.rounds;
+  rep_.pairs_measured += static_cast<int>(pairs.size());
+  rep_.seconds += slowest;
+  return out;
+}
+
+Observation Engine::observe(const LinkSample& s, int self, bool* absolute) {
+  const Judgement j = judge(s, rep_.reference, o_.thresholds);
+  Observation ob;
+  ob.round = rep_.rounds;
+  ob.partner = s.a == self ? s.b : s.a;
+  ob.gbps = s.value();
+  ob.lat_us = s.lat_us;
+  ob.bad = j.bad;
+  ob.why = j.why;
+  if (absolute) *absolute = j.absolute;
+  return ob;
+}
+
+bool Engine::significant(int b, int n) const {
+  return b > 0 && binomial_tail(b, n, chance_) * static_cast<double>(tracks_) < o_.alpha;
+}
+
+bool Engine::pending(const Track& t) const {
+  const int n = static_cast<int>(t.obs.size()), bad = t.bad();
+  if (n < o_.confirm) return true;
+  if (bad == 0 || significant(bad, n)) return false;
+  if (n >= o_.confirm + o_.max_extra) return false;
+  return bad * 3 >= n;  // still plausibly bad (slow or flapping): measure again
+}
+
+void Engine::reremeasure_units(std::vector<Track>& tracks, const std::vector<int>& good) {
+  // Every round: each pending suspect meets a known-good partner it has not met yet, every
+  // partner at most once per round (more suspects than partners: the rest wait a round).
+  const int limit = (o_.confirm + o_.max_extra) *
+                        static_cast<int>((tracks.size() + good.size() - 1) / good.size()) +
+                    1;
+  for (int r = 0; r < limit; ++r) {
+    std::vector<UnitPair> pairs;
+    std::vector<size_t> who;
+    std::set<int> busy;
+    for (size_t i = 0; i < tracks.size(); ++i) {
+      Track& t = tracks[i];
+      if (!pending(t)) continue;
+      int pick = -1;
+      const size_t start = (static_cast<size_t>(t.a) * 7919 + r) % good.size();
+      for (int pass = 0; pass < 2 && pick < 0; ++pass)
+        for (size_t k = 0; k < good.size() && pick < 0; ++k) {
+          const int g = good[(start + k) % good.size()];
+          if (busy.count(g) || (pass == 0 && t.met.count(g))) continue;
+          pick = g;
+        }
+      if (pick < 0) continue;
+      busy.insert(pick);
+      t.met.insert(pick);
+      pairs.push_back({std::min(t.a, pick), std::max(t.a, pick)});
+      who.push_back(i);
+    }
+    if (pairs.empty()) break;
+    const auto got = round(pairs);
+    for (size_t k = 0; k < got.size(); ++k) {
+      Track& t = tracks[who[k]];
+      bool abs = false;
+      t.obs.push_back(observe(got[k], t.a, &abs));
+      t.absolute.push_back(abs);
+      t.failed.push_back(!got[k].ok());
+    }
+  }
+}
+
+void Engine::remeasure_links(std::vector<Track>& tracks) {
+  const int limit = (o_.confirm + o_.max_extra) * static_cast<int>(tracks.size()) + 1;
+  for (int r = 0; r < limit; ++r) {
+    std::vector<UnitPair> pairs;
+    std::vector<size_t> who;
+    std::set<int> busy;
+    for (size_t i = 0; i < tracks.size(); ++i) {
+      Track& t = tracks[i];
+      if (!pending(t) || busy.count(t.a) || busy.count(t.b)) continue;
+      busy.insert(t.a);
+      busy.insert(t.b);
+      pairs.push_back({t.a, t.b});
+      who.push_back(i);
+    }
+    if (pairs.empty()) break;
+    const auto got = round(pairs);
+    for (size_t k = 0; k < got.size(); ++k) {
+      Track& t = tracks[who[k]];
+      bool abs = false;
+      t.obs.push_back(observe(got[k], t.a, &abs));
+      t.absolute.push_back(abs);
+      t.failed.push_back(!got[k].ok());
+    }
+  }
+}
+
+void Engine::conclude(Track& t, bool unit, int* named, int* cleared) {
+  const int n = static_cast<int>(t.obs.size()), bad = t.bad();
+  const bool all = n >= o_.confirm && bad == n;
+  if (n < o_.confirm || !significant(bad, n)) {
+    ++*cleared;
+    return;
+  }
+  IsolationFinding f;
+  f.a = t.a;
+  f.b = t.b;
+  std::vector<double> vals;
+  int failed = 0;
+  bool absolute = false;
+  for (int i = 0; i < n; ++i) {
+    if (!t.obs[i].bad) continue;
+    if (t.failed[i]) {
+      ++failed;
+    } else {
+      vals.push_back(t.obs[i].gbps);
+    }
+    absolute = absolute || t.absolute[i];
+  }
+  if (!all) {
+    f.fault = unit ? Fault::HostFlapping : Fault::LinkFlapping;
+  } else if (failed == n) {
+    f.fault = unit ? Fault::HostDown : Fault::LinkDown;
+  } else {
+    f.fault = unit ? Fault::HostSlow : Fault::LinkSlow;
+  }
+  const double ref = rep_.reference.gbps;
+  f.value_gbps = vals.empty() ? 0 : median(vals);
+  f.effect = ref > 0 ? (ref - f.value_gbps) / ref : 1;
+  f.noise_gbps = rep_.reference.noise_gbps;
+  f.confirmations = bad;
+  f.remeasured = n;
+  f.absolute = absolute;
+  const bool crit = f.fault != Fault::HostSlow && f.fault != Fault::LinkSlow;
+  f.severity =
+      crit || absolute || f.effect >= o_.thresholds.crit_drop ? Verdict::Crit : Verdict::Warn;
+  const char* against = unit ? "against known-good partners" : "re-measuring the link itself";
+  std::string what;
+  if (f.fault == Fault::HostDown || f.fault == Fault::LinkDown) {
+    what = "no measurement got through";
+  } else {
+    what = fmt::format("{:.4g} GB/s, {:.0f}% below the reference {:.4g} GB/s (noise {:.2g} GB/s)",
+                       f.value_gbps, f.effect * 100, ref, f.noise_gbps);
+  }
+  std::string first_why;
+  for (const auto& ob : t.obs)
+    if (ob.bad) {
+      first_why = ob.why;
+      break;
+    }
+  f.reason = fmt::format("{}; bad in {} of {} re-measurements {}{}{}", what, bad, n, against,
+                         failed > 0 && failed < bad ? fmt::format(" ({} failed)", failed) : "",
+                         absolute ? fmt::format("; {}", first_why) : "");
+  f.evidence = t.survey;
+  f.evidence.insert(f.evidence.end(), t.obs.begin(), t.obs.end());
+  rep_.findings.push_back(std::move(f));
+  ++*named;
+}
+
+IsolationReport Engine::run(const std::vector<LinkSample>& given, int given_rounds) {
+  rep_.units = n_;
+  rep_.schedule = o_.schedule;
+  // 1. survey
+  std::vector<LinkSample> survey;
+  if (!given.empty()) {
+    survey = given;
+    for (auto& s : survey)
+      if (s.a > s.b) std::swap(s.a, s.b);
+    rep_.rounds = rep_.survey_rounds = given_rounds;
+    rep_.pairs_measured = static_cast<int>(survey.size());
+  } else if (o_.schedule == "full") {
+    for (const auto& rr : tournament_rounds(n_)) {
+      std::vector<UnitPair> pairs;
+      for (const auto& [a, b] : rr) pairs.push_back({a, b});
+      for (auto& s : round(pairs)) survey.push_back(std::move(s));
+    }
+    rep_.survey_rounds = rep_.rounds;
+  } else {
+    // One round; a small cluster takes rounds until >= 8 pairs are measured (all of them at
+    // most), or its reference would rest on one or two pairs.
+    const int all = n_ % 2 == 0 ? n_ - 1 : n_;
+    for (int r = 0; r < all; ++r) {
+      const auto pairs = survey_round(n_, o_.rotation + r);
+      if (pairs.empty()) break;
+      for (auto& s : round(pairs)) survey.push_back(std::move(s));
+      if (survey.size() >= 8) break;
+    }
+    rep_.survey_rounds = rep_.rounds;
+  }
+  rep_.reference = estimate_reference(survey);
+  chance_ = o_.chance;
+  std::vector<int> total(n_, 0), bad(n_, 0);
+  const bool multi = rep_.survey_rounds > 1;
+  std::vector<std::vector<Observation>> unit_survey(n_);
+  std::map<Key, std::vector<Observation>> bad_links;
+  for (const auto& s : survey) {
+    if (s.a < 0 || s.b >= n_ || s.a == s.b) continue;
+    Observation oa = observe(s, s.a, nullptr), ob = observe(s, s.b, nullptr);
+    oa.round = ob.round = 0;
+    ++total[s.a];
+    ++total[s.b];
+    if (oa.bad) {
+      ++bad[s.a];
+      ++bad[s.b];
+      unit_survey[s.a].push_back(oa);
+      unit_survey[s.b].push_back(ob);
+      bad_links[{s.a, s.b}].push_back(oa);
+    }
+  }
+  std::vector<Track> units;
+  std::vector<int> good;
+  for (int u = 0; u < n_; ++u) {
+    if (total[u] == 0 || (bad[u] > 0 && bad[u] * 2 >= total[u])) {
+      Track t;
+      t.a = u;
+      t.survey = unit_survey[u];
+      units.push_back(std::move(t));
+    } else {
+      good.push_back(u);
+    }
+  }
+  rep_.phases.push_back(fmt::format(
+      "survey ({}): {} pairs in {} round(s); reference {:.4g} GB/s, noise {:.2g} GB/s; {} bad "
+      "pair(s), {} unit(s) to re-pair{}",
+      o_.schedule == "full" ? "every pair"
+      : multi               ? fmt::format("quick, rounds {}+", o_.rotation)
+                            : fmt::format("quick, round {}", o_.rotation),
+      rep_.pairs_measured, rep_.survey_rounds, rep_.reference.gbps, rep_.reference.noise_gbps,
+      bad_links.size(), units.size(),
+      std::count(total.begin(), total.end(), 0) > 0
+          ? fmt::format(" ({} not in the survey)", std::count(total.begin(), total.end(), 0))
+          : ""));
+  rep_.suspects = static_cast<int>(units.size());
+  if (survey.size() >= 32)
+    chance_ = std::max(chance_, static_cast<double>(bad_links.size()) / survey.size());
+  tracks_ = std::max<size_t>(units.size(), 1);
+  // 2. re-pair suspect units with known-good partners
+  std::set<int> named_units;
+  if (!units.empty() && !good.empty()) {
+    const int r0 = rep_.rounds;
+    reremeasure_units(units, good);
+    int named = 0, cleared = 0;
+    for (auto& t : units) {
+      const size_t before = rep_.findings.size();
+      conclude(t, true, &named, &cleared);
+      if (rep_.findings.size() > before) named_units.insert(t.a);
+    }
+    // Units left out of the survey were never suspected of anything: not "cleared".
+    for (const auto& t : units)
+      if (total[t.a] == 0 && t.bad() == 0) --cleared;
+    rep_.cleared += std::max(cleared, 0);
+    rep_.phases.push_back(
+        fmt::format("re-pairing: {} unit(s) against {} known-good unit(s) in {} round(s): {} "
+                    "named, {} cleared",
+                    units.size(), good.size(), rep_.rounds - r0, named, std::max(cleared, 0)));
+  } else if (!units.empty()) {
+    rep_.phases.push_back(
+        "re-pairing: no known-good unit to pair with; bad pairs are judged as "
+        "links");
+  }
+  // 3. bad links whose units are not to blame
+  std::vector<Track> links;
+  for (const auto& [k, obs] : bad_links) {
+    if (named_units.count(k.first) || named_units.count(k.second)) continue;
+    Track t;
+    t.a = k.first;
+    t.b = k.second;
+    t.survey = obs;
+    links.push_back(std::move(t));
+  }
+  rep_.suspect_links = static_cast<int>(links.size());
+  tracks_ = std::max<size_t>(links.size(), 1);
+  if (!links.empty()) {
+    const int r0 = rep_.rounds;
+    remeasure_links(links);
+    int named = 0, cleared = 0;
+    for (auto& t : links) conclude(t, false, &named, &cleared);
+    rep_.cleared += cleared;
+    rep_.phases.push_back(fmt::format("links: {} re-measured in {} round(s): {} named, {} cleared",
+                                      links.size(), rep_.rounds - r0, named, cleared));
+  }
+  std::stable_sort(rep_.findings.begin(), rep_.findings.end(), [](const auto& x, const auto& y) {
+    return fault_is_host(x.fault) && !fault_is_host(y.fault);
+  });
+  return rep_;
+}
+
+}  // namespace
+
+Verdict IsolationReport::verdict() const {
+  Verdict v = Verdict::Ok;
+  for (const auto& f : findings) v = worse(v, f.severity);
+  return v;
+}
+
+std::vector<UnitPair> survey_round(int units, int rotation) {
+  std::vector<UnitPair> out;
+  for (const auto& [a, b] : tournament_round(units, rotation)) out.push_back({a, b});
+  return out;
+}
+
+IsolationReport isolate(int units, const IsolateOptions& o, const MeasureRound& measure,
+                        const std::vector<LinkSample>& survey, int survey_rounds) {
+  return Engine(units, o, measure).run(survey, survey_rounds);
+}
+
+}  // namespace collie::probes

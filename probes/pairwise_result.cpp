@@ -1,0 +1,312 @@
+// PairwiseResult: building it from a full survey's rows, handing it to the isolation engine,
+// and rendering it (text and JSON). The measuring side is pairwise.cpp.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <set>
+
+#include "comm/rendezvous.h"
+#include "probes/pairwise.h"
+
+namespace collie::probes {
+namespace {
+
+using json = nlohmann::json;
+
+json matrix_json(const RankMatrix& m) {
+  json rows = json::array();
+  for (int i = 0; i < m.size(); ++i) {
+    json row = json::array();
+    for (int j = 0; j < m.size(); ++j) {
+      if (std::isnan(m.at(i, j)))
+        row.push_back(nullptr);
+      else
+        row.push_back(m.at(i, j));
+    }
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+json deviations_json(const std::vector<Deviation>& v) {
+  json out = json::array();
+  for (const auto& d : v) {
+    json e{{"name", d.name}, {"value", d.value}, {"deviation", d.deviation}};
+    if (d.a >= 0) {
+      e["from"] = d.a;
+      e["to"] = d.b;
+    }
+    out.push_back(e);
+  }
+  return out;
+}
+
+const char* finding_title(Fault f) {
+  switch (f) {
+    case Fault::HostSlow:
+      return "SLOW HOST";
+    case Fault::HostDown:
+      return "DEAD HOST";
+    case Fault::HostFlapping:
+      return "FLAPPING HOST";
+    case Fault::LinkSlow:
+      return "SLOW LINK";
+    case Fault::LinkDown:
+      return "DEAD LINK";
+    case Fault::LinkFlapping:
+      return "FLAPPING LINK";
+  }
+  return "?";
+}
+
+}  // namespace
+
+std::string PairwiseResult::unit_label(int unit) const {
+  if (unit < 0 || unit >= static_cast<int>(units.size())) return fmt::format("unit {}", unit);
+  return host_label(units[unit], hosts);
+}
+
+std::string PairwiseResult::finding_label(const IsolationFinding& f) const {
+  if (f.b < 0) return unit_label(f.a);
+  return fmt::format("{} <-> {}", unit_label(f.a), unit_label(f.b));
+}
+
+std::vector<Deviation> PairwiseResult::slow_hosts() const {
+  std::vector<Deviation> out;
+  for (const auto& f : isolation.findings) {
+    if (!fault_is_host(f.fault)) continue;
+    Deviation d;
+    d.name = finding_label(f);
+    d.value = f.value_gbps;
+    d.deviation = -f.effect;
+    out.push_back(d);
+  }
+  return out;
+}
+
+std::vector<Deviation> PairwiseResult::slow_links() const {
+  std::vector<Deviation> out;
+  for (const auto& f : isolation.findings) {
+    if (fault_is_host(f.fault)) continue;
+    Deviation d;
+    d.name = finding_label(f);
+    d.value = f.value_gbps;
+    d.deviation = -f.effect;
+    d.a = unit_rank.at(f.a);
+    d.b = unit_rank.at(f.b);
+    out.push_back(d);
+  }
+  return out;
+}
+
+Verdict PairwiseResult::verdict() const {
+  Verdict v = isolation.verdict();
+  if (!missing_ranks.empty()) v = Verdict::Crit;
+  return v;
+}
+
+json PairwiseResult::to_json() const {
+  json j;
+  j["probe"] = "pairwise";
+  j["world_size"] = world;
+  j["hosts"] = hosts;
+  j["bytes"] = bytes;
+  j["slow_threshold"] = slow_threshold;
+  j["verdict"] = verdict_name(verdict());
+  j["seconds"] = seconds;
+  j["bandwidth_gbps"] = matrix_json(bw_gbps);
+  j["latency_us"] = matrix_json(latency_us);
+  j["host_scores"] = deviations_json(host_scores());
+  j["slow_hosts"] = deviations_json(slow_hosts());
+  j["slow_links"] = deviations_json(slow_links());
+  j["errors"] = errors;
+  j["missing_ranks"] = missing_ranks;
+  const auto& iso = isolation;
+  json findings = json::array();
+  for (const auto& f : iso.findings) {
+    json ev = json::array();
+    for (const auto& o : f.evidence)
+      ev.push_back({{"round", o.round},
+                    {"partner", unit_label(o.partner)},
+                    {"gbps", o.gbps},
+                    {"latency_us", o.lat_us < 0 ? json(nullptr) : json(o.lat_us)},
+                    {"bad", o.bad},
+                    {"why", o.why}});
+    findings.push_back({{"code", fault_code(f.fault)},
+                        {"severity", verdict_name(f.severity)},
+                        {"kind", fault_is_host(f.fault) ? "host" : "link"},
+                        {"who", finding_label(f)},
+                        {"value_gbps", f.value_gbps},
+                        {"effect", f.effect},
+                        {"noise_gbps", f.noise_gbps},
+                        {"confirmations", f.confirmations},
+                        {"remeasured", f.remeasured},
+                        {"reason", f.reason},
+                        {"next_step", fault_next_step(f.fault)},
+                        {"evidence", ev}});
+  }
+  j["isolation"] = {{"schedule", iso.schedule},
+                    {"units", units},
+                    {"rounds", iso.rounds},
+                    {"survey_rounds", iso.survey_rounds},
+                    {"pairs_measured", iso.pairs_measured},
+                    {"reference_gbps", iso.reference.gbps},
+                    {"noise_gbps", iso.reference.noise_gbps},
+                    {"suspect_units", iso.suspects},
+                    {"suspect_links", iso.suspect_links},
+                    {"cleared", iso.cleared},
+                    {"phases", iso.phases},
+                    {"findings", findings}};
+  return j;
+}
+
+std::string PairwiseResult::to_text() const {
+  const size_t nhosts = std::set<std::string>(hosts.begin(), hosts.end()).size();
+  std::string out = fmt::format(
+      "# pairwise: {} ranks on {} host(s), {} bytes per bandwidth message\n", world, nhosts, bytes);
+  const auto& iso = isolation;
+  out += fmt::format(
+      "# schedule {}: {} {}, {} round(s), {} pair measurement(s), {:.1f} s (every pair of "
+      "ranks: {} rounds)\n",
+      iso.schedule, units.size(), nhosts > 1 ? "hosts" : "ranks standing in for hosts", iso.rounds,
+      iso.pairs_measured, seconds, world % 2 == 0 ? world - 1 : world);
+  for (const auto& p : iso.phases) out += "#   " + p + "\n";
+  out += "# bandwidth (GB/s, row = sender, column = receiver; X = not measured)\n";
+  out += heat_map(bw_gbps, true, "GB/s");
+  out += "# latency (us, one way)\n";
+  out += heat_map(latency_us, false, "us");
+  for (const auto& e : errors) out += fmt::format("# failed measurement: {}\n", e);
+  if (!missing_ranks.empty())
+    out += fmt::format("MISSING: ranks {} did not report\n", format_ranks(missing_ranks));
+  for (const auto& f : iso.findings) {
+    out += fmt::format("{}: {} [{} {}]: {}\n", finding_title(f.fault), finding_label(f),
+                       fault_code(f.fault), verdict_name(f.severity), f.reason);
+    std::string ev;
+    for (const auto& o : f.evidence) {
+      const std::string when = o.round == 0 ? "survey" : fmt::format("round {}", o.round);
+      ev += fmt::format("{}{} vs {} {}", ev.empty() ? "" : "; ", when, unit_label(o.partner),
+                        o.why.empty() ? fmt::format("{:.4g} GB/s ok", o.gbps)
+                                      : (o.bad ? o.why : fmt::format("{:.4g} GB/s", o.gbps)));
+    }
+    out += "    evidence: " + ev + "\n";
+    out += fmt::format("    next step: {}\n", fault_next_step(f.fault));
+  }
+  const Verdict v = verdict();
+  if (v == Verdict::Ok)
+    out += fmt::format(
+        "OK: nothing named; {} suspect(s) cleared by re-measurement (reference {:.4g} GB/s, "
+        "noise {:.2g} GB/s)\n",
+        iso.cleared, iso.reference.gbps, iso.reference.noise_gbps);
+  else
+    out += fmt::format("VERDICT: {}: {} host(s) and {} link(s) named, {} suspect(s) cleared\n",
+                       verdict_name(v), slow_hosts().size(), slow_links().size(), iso.cleared);
+  return out;
+}
+
+PairwiseResult merge_pairwise(int world, const std::vector<std::string>& hosts,
+                              const std::vector<std::optional<std::string>>& rows,
+                              const PairwiseOptions& opts) {
+  PairwiseResult res;
+  res.world = world;
+  res.hosts = hosts;
+  res.bytes = opts.bytes;
+  res.slow_threshold = opts.slow_threshold;
+  res.bw_gbps = RankMatrix(world);
+  res.latency_us = RankMatrix(world);
+  for (int r = 0; r < static_cast<int>(rows.size()) && r < world; ++r) {
+    if (!rows.at(r)) {
+      res.missing_ranks.push_back(r);
+      continue;
+    }
+    for (const auto& e : json::parse(*rows[r])) {
+      const int peer = e.at("peer").get<int>();
+      if (!e.at("error").get<std::string>().empty()) {
+        if (r < peer || !rows.at(peer))
+          res.errors.push_back(fmt::format("{} ({}) <-> {} ({}): rank {}: {}", r, hosts.at(r), peer,
+                                           hosts.at(peer), r, e.at("error").get<std::string>()));
+        continue;
+      }
+      if (!e.at("bw_gbps").is_null()) res.bw_gbps.set(r, peer, e.at("bw_gbps").get<double>());
+      if (e.contains("samples"))
+        res.survey_samples[{r, peer}] = e.at("samples").get<std::vector<double>>();
+      if (!e.at("lat_us").is_null()) {
+        const double lat = e.at("lat_us").get<double>();
+        res.latency_us.set(r, peer, lat);
+        if (std::isnan(res.latency_us.at(peer, r))) res.latency_us.set(peer, r, lat);
+      }
+    }
+  }
+  return res;
+}
+
+IsolateOptions isolate_options(const PairwiseOptions& o, const std::vector<std::string>& units) {
+  IsolateOptions io;
+  io.schedule = o.schedule;
+  io.rotation = std::max(o.rotation, 0);
+  io.confirm = std::max(o.confirm, 1);
+  io.thresholds.warn_drop = o.slow_threshold;
+  io.thresholds.crit_drop = o.crit_drop;
+  io.thresholds.noise_k = o.noise_k;
+  for (const auto& host : units) {
+    const auto f = o.host_floor_gbps.find(host);
+    io.thresholds.floor_gbps.push_back(f != o.host_floor_gbps.end() ? f->second : o.min_link_gbps);
+    const auto l = o.host_max_latency_us.find(host);
+    io.thresholds.max_latency_us.push_back(l != o.host_max_latency_us.end() ? l->second
+                                                                            : o.max_latency_us);
+  }
+  return io;
+}
+
+void isolate_result(PairwiseResult& r, const PairwiseOptions& o, const MeasureRound& remeasure,
+                    int survey_rounds) {
+  const bool single = std::set<std::string>(r.hosts.begin(), r.hosts.end()).size() <= 1;
+  std::vector<int> unit_of(r.world, -1);
+  std::vector<std::string> unit_hosts;
+  r.units.clear();
+  r.unit_rank.clear();
+  for (int i = 0; i < r.world; ++i) {
+    if (!single) {
+      for (size_t u = 0; u < r.units.size(); ++u)
+        if (r.units[u] == r.hosts.at(i)) unit_of[i] = static_cast<int>(u);
+      if (unit_of[i] >= 0) continue;
+    }
+    unit_of[i] = static_cast<int>(r.units.size());
+    r.units.push_back(single ? fmt::format("rank {}", i) : r.hosts.at(i));
+    unit_hosts.push_back(r.hosts.empty() ? "" : r.hosts.at(i));
+    r.unit_rank.push_back(i);
+  }
+  // A full survey: one sample per pair of units, from every directed rank pair between them.
+  std::map<std::pair<int, int>, LinkSample> by;
+  if (survey_rounds > 0) {
+    for (int i = 0; i < r.world; ++i)
+      for (int j = i + 1; j < r.world; ++j) {
+        const int ua = std::min(unit_of[i], unit_of[j]), ub = std::max(unit_of[i], unit_of[j]);
+        if (ua == ub) continue;
+        LinkSample& s = by[{ua, ub}];
+        s.a = ua;
+        s.b = ub;
+        for (const auto& [x, y] : {std::pair{i, j}, std::pair{j, i}}) {
+          const auto it = r.survey_samples.find({x, y});
+          if (it != r.survey_samples.end() && !it->second.empty()) {
+            s.gbps.insert(s.gbps.end(), it->second.begin(), it->second.end());
+          } else if (!std::isnan(r.bw_gbps.at(x, y))) {
+            s.gbps.push_back(r.bw_gbps.at(x, y));
+          } else if (s.error.empty()) {
+            s.error = fmt::format("ranks {} -> {}: no result", x, y);
+          }
+        }
+        if (!std::isnan(r.latency_us.at(i, j)))
+          s.lat_us = std::max(s.lat_us, r.latency_us.at(i, j));
+      }
+  }
+  std::vector<LinkSample> survey;
+  for (auto& [k, s] : by) {
+    if (!s.error.empty()) s.gbps.clear();
+    survey.push_back(std::move(s));
+  }
+  IsolateOptions io = isolate_options(o, unit_hosts);
+  if (survey_rounds > 0) io.schedule = "full";
+  r.isolation = isolate(static_cast<int>(r.units.size()), io, remeasure, survey, survey_rounds);
+}
+
+}  // namespace collie::probes
