@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "reports/nccl_tests_json.h"
 
 namespace collie::reports {
 
@@ -163,7 +164,7 @@ RunResult read_results(const std::string& path) {
     throw InvalidArgument("results file " + path + " is not valid JSON: " + e.what());
   }
   try {
-    return run_from_json(j);
+    return is_nccl_tests_json(j) ? run_from_nccl_tests_json(j) : run_from_json(j);
   } catch (const InvalidArgument& e) {
     throw InvalidArgument(path + ": " + e.what());
   }

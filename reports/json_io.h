@@ -14,8 +14,8 @@ nlohmann::json to_json(const RunResult& r);
 ResultRow row_from_json(const nlohmann::json& j);
 RunResult run_from_json(const nlohmann::json& j);
 
-// Reads a results file written by JsonResultWriter. Throws InvalidArgument (file unreadable,
-// not JSON, wrong schema) with the path in the message.
+// Reads a results file written by collie perf -J (or by nccl-tests -J, see nccl_tests_json.h).
+// Throws InvalidArgument (file unreadable, not JSON, wrong schema) with the path in the message.
 RunResult read_results(const std::string& path);
 
 // Writes `result` to `path` atomically: a temporary file in the same directory, then rename(),

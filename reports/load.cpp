@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "reports/json_io.h"
+#include "reports/nccl_tests_json.h"
 
 namespace collie::reports {
 
@@ -49,7 +50,7 @@ json parse_file(const std::string& path) {
 void check_schema(const std::string& path, const json& j) {
   if (!j.is_object() || !j.contains("schema") || !j["schema"].is_string())
     throw InvalidArgument(path + ": not a collie results file (no \"schema\" field; expected " +
-                          kSchemaName + " written by collie perf -J)");
+                          kSchemaName + " written by collie perf -J, or an nccl-tests -J file)");
   const std::string schema = j["schema"].get<std::string>();
   if (schema == kSchemaName) return;
   if (schema.starts_with(kSchemaPrefix)) {
@@ -81,10 +82,18 @@ RowSpread spread_from_json(const json& b) {
 
 LoadedRun load_run(const std::string& path) {
   const json j = parse_file(path);
-  check_schema(path, j);
   LoadedRun run;
   run.path = path;
   run.label = stem(path);
+  if (is_nccl_tests_json(j)) {  // written by nccl-tests itself (collie's own files carry "schema")
+    try {
+      run.result = run_from_nccl_tests_json(j);
+    } catch (const InvalidArgument& e) {
+      throw InvalidArgument(path + ": " + e.what());
+    }
+    return run;
+  }
+  check_schema(path, j);
   try {
     run.result = run_from_json(j);
     if (j.contains("baseline")) {

@@ -41,6 +41,10 @@ struct ResultRow {
   // The per-iteration times behind `iter` (with -I; empty otherwise), for the rank test of
   // `collie report compare`.
   std::vector<double> samples_us;
+  // With -I: each rank's own per-iteration times (indexed by rank, then iteration); samples_us
+  // is their per-iteration max. nccl-tests' per_process_max_times_us.
+  std::vector<std::vector<double>> rank_samples_us;
+  int iter_skip = 0;  // -K: leading iterations left out of samples_us / rank_samples_us
   int iters = 0;
   int agg_iters = 1;
   int cycle = 0;  // -N run cycle this row belongs to

@@ -27,17 +27,19 @@ std::string format_float(double value, int width) {
   return buf;
 }
 
+// nccl-tests prints "  time  algbw  busbw  #wrong", with "    N/A" (one column narrower than
+// "%6g") where it does not validate; a placement that was not run (--placement) prints N/A cells.
 static std::string placement_cells(const ResultRow* r) {
   char buf[128];
   if (r == nullptr) {
-    std::snprintf(buf, sizeof buf, "  %7s  %6s  %6s  %6s", "N/A", "N/A", "N/A", "N/A");
+    std::snprintf(buf, sizeof buf, "  %7s  %6s  %6s    N/A", "N/A", "N/A", "N/A");
     return buf;
   }
   const std::string t = format_float(r->time_us, 7);
   const std::string a = format_float(r->algbw_gbps, 6);
   const std::string b = format_float(r->busbw_gbps, 6);
   if (r->wrong < 0) {
-    std::snprintf(buf, sizeof buf, "  %7s  %6s  %6s  %6s", t.c_str(), a.c_str(), b.c_str(), "N/A");
+    std::snprintf(buf, sizeof buf, "  %7s  %6s  %6s    N/A", t.c_str(), a.c_str(), b.c_str());
   } else {
     std::snprintf(buf, sizeof buf, "  %7s  %6s  %6s  %6g", t.c_str(), a.c_str(), b.c_str(),
                   static_cast<double>(r->wrong));
@@ -55,13 +57,23 @@ std::string format_row(const ResultRow* out, const ResultRow* in) {
   return head + placement_cells(out) + placement_cells(in);
 }
 
-std::string format_column_header() {
-  return "#                                                              out-of-place"
-         "                       in-place\n"
-         "#       size         count      type   redop    root     time   algbw   busbw  #wrong"
-         "     time   algbw   busbw  #wrong\n"
-         "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)"
-         "             (us)  (GB/s)  (GB/s)\n";
+std::string format_column_header(bool timestamps) {
+  // nccl-tests pads an empty timestamp column with "%*s" of width 0, hence the trailing spaces.
+  const int pad = timestamps ? 19 : 0;
+  char buf[3][256];
+  std::snprintf(buf[0], sizeof buf[0],
+                "# %10s  %12s  %8s  %6s  %6s           out-of-place                       "
+                "in-place          \n",
+                "", "", "", "", "");
+  std::snprintf(buf[1], sizeof buf[1],
+                "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s %*s\n", "size",
+                "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time",
+                "algbw", "busbw", "#wrong", pad, timestamps ? "timestamp" : "");
+  std::snprintf(buf[2], sizeof buf[2],
+                "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s %*s\n", "(B)",
+                "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)",
+                "(GB/s)", "", pad, timestamps ? "%Y-%m-%d %H:%M:%S" : "");
+  return std::string(buf[0]) + buf[1] + buf[2];
 }
 
 std::string format_header(const TableHeader& h) {
@@ -70,9 +82,10 @@ std::string format_header(const TableHeader& h) {
                                              : fmt::format("{}(bytes)", h.step_bytes);
   s += fmt::format(
       "# nThread 1 nGpus 1 minBytes {} maxBytes {} step: {} warmup iters: {} iters: {} agg iters: "
-      "{} validation: {} graph: 0\n",
-      h.min_bytes, h.max_bytes, step, h.warmup_iters, h.iters, h.agg_iters,
-      h.check_iters > 0 ? 1 : 0);
+      "{} validation: {} graph: 0 unalign: 0\n",
+      h.min_bytes, h.max_bytes, step, h.warmup_iters, h.iters, h.agg_iters, h.check_iters);
+  if (h.blocking)
+    s += "# Blocking Enabled: wait for completion and barrier after each collective \n";
   s += "#\n# Using devices\n";
   for (int r = 0; r < h.world_size; ++r) {
     const std::string host = r < static_cast<int>(h.hosts.size()) ? h.hosts[r] : "?";
@@ -83,7 +96,7 @@ std::string format_header(const TableHeader& h) {
     s += line;
   }
   s += "#\n";
-  return s + format_column_header();
+  return s + format_column_header(h.timestamps);
 }
 
 std::string format_straggler_line(const std::vector<ResultRow>& rows, const Summary& s) {
@@ -113,7 +126,7 @@ std::string format_trailer(const std::string& collective, const Summary& s) {
                                 s.wrong_total == 0 ? "OK" : "FAILED");
   char avg[64];
   std::snprintf(avg, sizeof avg, "%g", s.avg_busbw_gbps);
-  out += fmt::format("# Avg bus bandwidth    : {}\n", avg);
+  out += fmt::format("# Avg bus bandwidth    : {} \n", avg);  // nccl-tests' trailing space
   char peak[64], largest[64];
   std::snprintf(peak, sizeof peak, "%g", s.peak_busbw_gbps);
   std::snprintf(largest, sizeof largest, "%g", s.largest_size_busbw_gbps);

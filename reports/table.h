@@ -1,7 +1,7 @@
 #pragma once
 // The nccl-tests table, byte-compatible with nccl-tests 2.19 so tools that parse its output parse
 // collie's unchanged: same header lines, row format "%12li  %12li  %8s  %6s  %6s" followed per
-// placement by "  %7s  %6s  %6s  %6g" (or "N/A" when unchecked), numbers shrinking their
+// placement by "  %7s  %6s  %6s  %6g" (or "    N/A" when unchecked), numbers shrinking their
 // precision to fit the column width. collie-only lines (version, straggler, summary) are '#'
 // comments, which those parsers skip. Pure functions; thread-safe.
 #include <string>
@@ -15,7 +15,8 @@ namespace collie::reports {
 // exponent notation, as nccl-tests prints time and bandwidth.
 std::string format_float(double value, int width);
 
-// One table line (no newline) for one size. Either placement may be null: its cells print N/A.
+// One table line (no newline) for one size. Either placement may be null (not run): its cells
+// print N/A. An unchecked placement (wrong < 0) prints N/A in #wrong only.
 // REQUIRES: at least one of out/in is non-null; both describe the same size/dtype/op/root.
 std::string format_row(const ResultRow* out, const ResultRow* in);
 
@@ -27,12 +28,15 @@ struct TableHeader {
   std::vector<std::string> hosts;  // indexed by rank
   std::vector<int> pids;           // indexed by rank (may be empty)
   std::string device = "cpu";
+  bool blocking = false;    // -z: nccl-tests' "# Blocking Enabled" line
+  bool timestamps = false;  // -S: the column header names the timestamp column
 };
 
 // "# Collective test starting" through the three column-header lines, each ending in '\n'.
 std::string format_header(const TableHeader& h);
-// The column-header lines only (the last three lines of format_header).
-std::string format_column_header();
+// The column-header lines only (the last three lines of format_header), trailing spaces
+// included as nccl-tests prints them; `timestamps` adds the -S column's title.
+std::string format_column_header(bool timestamps = false);
 // "# Out of bounds values" through "# Collective test concluded", plus collie's summary lines.
 std::string format_trailer(const std::string& collective, const Summary& s);
 // "# Straggler: rank 3 ..." line (empty string when there is none).

@@ -187,8 +187,55 @@ std::string srun_command(int ranks) {
   return out;
 }
 
+// The environment nccl-tests' JSON "env" list records, limited to the variables that shape a
+// collective run (nccl-tests dumps every variable; collie does not copy unrelated secrets).
+std::vector<std::string> recorded_env() {
+  static constexpr const char* kPrefixes[] = {
+      "NCCL_",        "COLLIE_", "GLOO_", "OMPI_", "SLURM_", "UCX_", "CUDA_VISIBLE_DEVICES",
+      "TORCHELASTIC_"};
+  std::vector<std::string> out;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const std::string v = *e;
+    // Credentials never go into a result file (the store secret, the debug server's token).
+    const std::string name = v.substr(0, v.find('='));
+    if (name.find("SECRET") != std::string::npos || name.find("TOKEN") != std::string::npos)
+      continue;
+    for (const char* p : kPrefixes) {
+      if (v.starts_with(p)) {
+        out.push_back(v);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+reports::NcclTestsConfig nccl_config(const PerfOptions& o, double min_bw) {
+  reports::NcclTestsConfig c;
+  c.args = launch::self_argv();
+  c.env = recorded_env();
+  c.min_bytes = o.min_bytes;
+  c.max_bytes = o.max_bytes;
+  c.step_bytes = o.step_bytes;
+  c.step_factor = o.step_factor;
+  c.warmup_iters = o.warmup_iters;
+  c.iters = o.iters;
+  c.agg_iters = o.agg_iters;
+  c.check_iters = o.check_iters;
+  c.blocking = o.blocking;
+  c.per_iter = o.report_iters;
+  c.iter_skip = o.iter_skip;
+  c.min_busbw = min_bw > 0 ? min_bw : -1;
+  return c;
+}
+
 int run_rank(const PerfFlags& f, const PerfOptions& o,
              const std::map<std::string, std::string>& flags) {
+  double min_bw = f.min_busbw;
+  if (min_bw <= 0) {
+    if (auto env = Env::process().get("NCCL_TESTS_MIN_BW"); env && !env->empty())
+      min_bw = std::strtod(env->c_str(), nullptr);
+  }
   InitOptions init;
   init.backend = f.backend;
   if (f.timeout_s > 0) init.timeout = std::chrono::seconds(f.timeout_s);
@@ -206,6 +253,7 @@ int run_rank(const PerfFlags& f, const PerfOptions& o,
     out.progress = ::isatty(STDERR_FILENO) != 0 ||
                    Env::process().get("COLLIE_PERF_PROGRESS").value_or("") == "1";
     out.flags = flags;
+    out.nccl = nccl_config(o, min_bw);
     sink = std::make_unique<perf::ReportSink>(stdout, out);
   }
   perf::StopOnSignal stop_on_signal;  // after rendezvous: Ctrl-C before it still kills at once
@@ -227,11 +275,6 @@ int run_rank(const PerfFlags& f, const PerfOptions& o,
                    "first wrong rank and offset)\n",
                    static_cast<long long>(res.wrong_total));
     return kExitFailure;
-  }
-  double min_bw = f.min_busbw;
-  if (min_bw <= 0) {
-    if (auto env = Env::process().get("NCCL_TESTS_MIN_BW"); env && !env->empty())
-      min_bw = std::strtod(env->c_str(), nullptr);
   }
   if (pg->rank() == 0 && min_bw > 0 && res.result.summary &&
       res.result.summary->avg_busbw_gbps < 0.9 * min_bw) {
@@ -267,7 +310,8 @@ COLLIE_COMMAND(Command{
       app.add_option("-z,--blocking", f->blocking, "wait for every op (1) even with -m");
       app.add_option("-T,--timeout", f->timeout_s, "seconds bounding every step (0 = group's)");
       app.add_option("-S,--report_timestamps", f->timestamps, "append a timestamp to each row");
-      app.add_option("-J,--output_file", f->json, "write results JSON (collie.perf.v1)");
+      app.add_option("-J,--output_file", f->json,
+                     "write results JSON (nccl-tests' version-3 keys + collie.perf.v1)");
       app.add_option("-I,--per_iter", f->per_iter, "print per-iteration statistics");
       app.add_option("-K,--skip_iters", f->iter_skip, "skip the first K iterations in -I stats");
       app.add_option("-G,--cudagraph", f->cuda_graph, "CUDA graph launches (nccl backend only)");

@@ -34,17 +34,25 @@ struct CallArgs {
   int root = 0;
   Millis timeout = kUseGroupTimeout;
   bool async_op = false;
+  // In-place runs of a descriptor with in_place_staging: send.nbytes() of the driver's memory,
+  // disjoint from send/recv, where run() may stage the send data (nullptr otherwise).
+  void* staging = nullptr;
 };
 
 struct CollectiveDescriptor {
-  std::string name;                   // "all_reduce" (also the table's "<name>_perf")
-  OpType op_type;                     // for capability checks
-  bool reduces = false;               // takes -o; redop column is "none" otherwise
-  bool rooted = false;                // takes -r; root column is -1 otherwise
-  bool in_place_api = false;          // the verb is in place only (torch semantics): send is copied
-                                      // into recv before out-of-place validation calls
-  bool in_place_unsupported = false;  // no in-place variant (sendrecv, barrier): N/A cells
-  bool latency_only = false;          // no data: one row of size 0 (barrier)
+  std::string name;           // "all_reduce" (also the table's "<name>_perf")
+  OpType op_type;             // for capability checks
+  bool reduces = false;       // takes -o; redop column is "none" otherwise
+  bool rooted = false;        // takes -r; root column is -1 otherwise
+  bool in_place_api = false;  // the verb is in place only (torch semantics): send is copied
+                              // into recv before out-of-place validation calls
+  // In place, nccl-tests does not validate the result (alltoall, sendrecv: its reportErrors is
+  // 0 in place), so #wrong reads N/A there; time and bandwidth are measured like any other row.
+  bool in_place_unchecked = false;
+  // In place, run() needs CallArgs::staging (send and receive share one buffer, and the verbs
+  // behind it may not read and write the same memory at once).
+  bool in_place_staging = false;
+  bool latency_only = false;  // no data: one row of size 0 (barrier)
   // Layout for `elems` elements of the sweep size (size / dtype size) on `n` ranks.
   Layout (*layout)(size_t elems, int n) = nullptr;
   // Bytes counted by algbw = count * dtype size * algbw_ranks_factor(n).

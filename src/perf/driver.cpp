@@ -237,6 +237,8 @@ class Driver {
       h.world_size = pg_.size();
       h.hosts = out.result.meta.hosts;
       h.pids = pids_;
+      h.blocking = o_.blocking;
+      h.timestamps = o_.timestamps;
       sink_->collective_started(h);
     }
     std::vector<ResultRow> rows;
@@ -283,7 +285,7 @@ class Driver {
       if (!j.desc->latency_only && l.count == 0) continue;  // below one element per rank
       const int iters = iters_for(o_, bytes);
       const bool want_out = o_.placement != Placement::In;
-      const bool want_in = o_.placement != Placement::Out && !j.desc->in_place_unsupported;
+      const bool want_in = o_.placement != Placement::Out;
       std::optional<ResultRow> out_row, in_row;
       if (want_out) out_row = measure(j, l, false, iters);
       if (want_in) in_row = measure(j, l, true, iters);
@@ -391,7 +393,14 @@ class Driver {
       per_iter.push_back(m);
     }
     r.iter = reports::compute_iter_stats(per_iter);
-    if (o_.report_iters) r.samples_us = std::move(per_iter);
+    if (o_.report_iters) {
+      r.samples_us = std::move(per_iter);
+      r.iter_skip = o_.iter_skip;
+      r.rank_samples_us.resize(pg_.size());
+      for (int k = 0; k < pg_.size(); ++k)
+        for (int it = o_.iter_skip; it < iters; ++it)
+          r.rank_samples_us[k].push_back(all[k * stride + kIterAt + it]);
+    }
     const double algbytes = static_cast<double>(l.count * ts) * d.algbw_ranks_factor(pg_.size());
     r.algbw_gbps = r.time_us > 0 ? algbytes / 1e3 / r.time_us : 0;
     r.busbw_gbps = r.algbw_gbps * d.busbw_factor(pg_.size());
@@ -418,6 +427,11 @@ class Driver {
       recv = view(b.data(), 0, l.recv_count, dt);
     }
     CallArgs args{send, recv, in_place, j.op, std::max(j.root, 0), timeout_, false};
+    Buffer staging;
+    if (in_place && d.in_place_staging) {
+      staging = Buffer(send.nbytes());
+      args.staging = staging.data();
+    }
     const DataSpec spec{dt, d.reduces ? j.op : ReduceOp::Sum, pg_.size(), o_.seed};
     Local res;
     stall_if_asked(what);
@@ -425,7 +439,7 @@ class Driver {
     steps_.enter(what + ": warmup");
     for (int w = 0; w < o_.warmup_iters; ++w) wait_all(d.run(pg_, args));
 
-    if (o_.check_iters > 0 && !d.latency_only) {
+    if (o_.check_iters > 0 && !d.latency_only && !(in_place && d.in_place_unchecked)) {
       steps_.enter(what + ": validation");
       Buffer want(l.recv_count * dtype_size(dt));
       res.wrong = 0;

@@ -20,11 +20,12 @@ void ReportSink::run_started(const reports::RunMeta& meta) {
   std::fprintf(table_, "# collie version %s backend %s world size %d\n", meta.version.c_str(),
                meta.backend.c_str(), meta.world_size);
   std::fflush(table_);
-  if (!o_.json_path.empty()) reports::write_results_atomic(o_.json_path, partial_);
+  if (!o_.json_path.empty()) write_json(partial_);
 }
 
 void ReportSink::collective_started(const reports::TableHeader& h) {
   clear_progress();
+  o_.nccl.pids = h.pids;
   std::fputs(reports::format_header(h).c_str(), table_);
   std::fflush(table_);
 }
@@ -62,7 +63,7 @@ void ReportSink::row(const reports::ResultRow* out, const reports::ResultRow* in
     if (csv_) csv_->write(*r);
     if (jsonl_) jsonl_->write(*r);
   }
-  if (!o_.json_path.empty()) reports::write_results_atomic(o_.json_path, partial_);
+  if (!o_.json_path.empty()) write_json(partial_);
 }
 
 void ReportSink::collective_finished(const std::string& collective,
@@ -106,7 +107,11 @@ void ReportSink::finish(const reports::RunResult& result) {
   if (o_.json_path.empty()) return;
   reports::RunResult r = result;
   r.meta.flags = o_.flags;
-  reports::write_results_atomic(o_.json_path, r);
+  write_json(r);
+}
+
+void ReportSink::write_json(const reports::RunResult& r) const {
+  reports::write_file_atomic(o_.json_path, reports::to_results_document(r, o_.nccl).dump(2) + "\n");
 }
 
 }  // namespace collie::perf

@@ -1,6 +1,7 @@
 #pragma once
 // The rank-0 result sink used by `collie perf`: the nccl-tests table on a FILE (stdout), the
-// straggler and summary lines, optional JSON (rewritten atomically after every row), CSV and
+// straggler and summary lines, optional JSON (rewritten atomically after every row: nccl-tests'
+// version-3 keys beside collie.perf.v1's, see reports/nccl_tests_json.h), CSV and
 // JSONL (appended and flushed per row), and a progress bar on stderr only when it is a terminal.
 // Not thread-safe (the driver calls it from one thread).
 #include <cstdio>
@@ -9,6 +10,7 @@
 #include <string>
 
 #include "perf/driver.h"
+#include "reports/nccl_tests_json.h"
 #include "reports/row_writers.h"
 
 namespace collie::perf {
@@ -21,6 +23,8 @@ struct OutputOptions {
   bool report_iters = false;  // -I: a '#' line of per-iteration stats under every row
   bool progress = false;      // draw a progress bar on stderr (callers pass isatty(2))
   std::map<std::string, std::string> flags;  // recorded in the JSON run metadata
+  // The run as nccl-tests' JSON keys record it (the -J file carries both layouts).
+  reports::NcclTestsConfig nccl;
 };
 
 class ReportSink : public ResultSink {
@@ -44,6 +48,7 @@ class ReportSink : public ResultSink {
 
  private:
   void clear_progress();
+  void write_json(const reports::RunResult& r) const;
   std::FILE* table_;
   OutputOptions o_;
   reports::RunResult partial_;

@@ -50,13 +50,36 @@ TEST(Table, PrecisionShrinksToFitTheWidth) {
   EXPECT_EQ(format_float(1234567.0, 6), " 1e+06");
 }
 
+// nccl-tests prints an unchecked #wrong as "    N/A" (one column narrower than "%6g").
 TEST(Table, UncheckedAndMissingPlacementsPrintNA) {
   ResultRow out = row(5.01, 0.0, 0.0, -1);
   out.size_bytes = 8;
   out.count = 2;
   EXPECT_EQ(format_row(&out, nullptr),
-            "           8             2     float     sum      -1     5.01    0.00    0.00     N/A"
-            "      N/A     N/A     N/A     N/A");
+            "           8             2     float     sum      -1     5.01    0.00    0.00    N/A"
+            "      N/A     N/A     N/A    N/A");
+  ResultRow in = row(4.5, 0.01, 0.01, -1);
+  out.wrong = 0;
+  in.size_bytes = 8;
+  in.count = 2;
+  EXPECT_EQ(format_row(&out, &in),
+            "           8             2     float     sum      -1     5.01    0.00    0.00       0"
+            "     4.50    0.01    0.01    N/A");
+}
+
+// The three column-header lines as nccl-tests' writeResultHeader prints them, trailing spaces
+// included (an empty timestamp column is "%*s" of width 0 after a space).
+TEST(Table, ColumnHeaderIsByteIdenticalToNcclTests) {
+  EXPECT_EQ(format_column_header(),
+            "#                                                              out-of-place"
+            "                       in-place          \n"
+            "#       size         count      type   redop    root     time   algbw   busbw  #wrong"
+            "     time   algbw   busbw  #wrong \n"
+            "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)"
+            "             (us)  (GB/s)  (GB/s)         \n");
+  const std::string ts = format_column_header(true);
+  EXPECT_NE(ts.find("  #wrong           timestamp\n"), std::string::npos) << ts;
+  EXPECT_NE(ts.find("(GB/s)           %Y-%m-%d %H:%M:%S\n"), std::string::npos) << ts;
 }
 
 TEST(Table, WrongCountUsesPercentG) {
@@ -75,19 +98,25 @@ TEST(Table, HeaderAndTrailerLines) {
   const std::string s = format_header(h);
   EXPECT_EQ(s.substr(0, s.find('\n') + 1), "# Collective test starting: all_reduce_perf\n");
   EXPECT_NE(s.find("# nThread 1 nGpus 1 minBytes 8 maxBytes 134217728 step: 2(factor) warmup "
-                   "iters: 1 iters: 20 agg iters: 1 validation: 1 graph: 0\n"),
+                   "iters: 1 iters: 20 agg iters: 1 validation: 1 graph: 0 unalign: 0\n#\n"
+                   "# Using devices\n"),
+            std::string::npos);
+  EXPECT_EQ(s.find("# Blocking Enabled"), std::string::npos);
+  h.blocking = true;
+  EXPECT_NE(format_header(h).find("graph: 0 unalign: 0\n# Blocking Enabled: wait for completion "
+                                  "and barrier after each collective \n#\n"),
             std::string::npos);
   EXPECT_NE(s.find("#  Rank  0 Group  0 Pid  12345 on      host1 device -1 [cpu]"),
             std::string::npos);
-  EXPECT_NE(
-      s.find("#       size         count      type   redop    root     time   algbw   busbw  #wrong"
-             "     time   algbw   busbw  #wrong\n"),
-      std::string::npos);
+  EXPECT_TRUE(s.ends_with("#  Rank  0 Group  0 Pid  12345 on      host1 device -1 [cpu] host "
+                          "memory\n#\n" +
+                          format_column_header()))
+      << s;
   Summary sum;
   sum.avg_busbw_gbps = 482.29;
   const std::string t = format_trailer("all_reduce", sum);
   EXPECT_EQ(t.substr(0, t.find("# Peak")),
-            "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 482.29\n");
+            "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 482.29 \n");
   EXPECT_NE(t.find("#\n# Collective test concluded: all_reduce_perf\n"), std::string::npos);
 }
 

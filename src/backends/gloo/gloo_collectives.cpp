@@ -171,25 +171,44 @@ void gloo_scatter(const GlooOpArgs& a) {
   });
 }
 
+// True when the byte ranges of `a` and `b` overlap.
+bool overlaps(const TensorView& a, const TensorView& b) {
+  const auto* pa = static_cast<const uint8_t*>(a.data);
+  const auto* pb = static_cast<const uint8_t*>(b.data);
+  return pa != nullptr && pb != nullptr && pa < pb + b.nbytes() && pb < pa + a.nbytes();
+}
+
+// Gloo's alltoall writes blocks of the output while it still reads the input, so an in-place
+// call (input overlapping output) would send data it already overwrote. Such a call sends from
+// a copy of the input in the group's scratch memory instead; the output is the caller's.
+void* alltoall_source(const GlooOpArgs& a) {
+  const OpCall& c = a.call;
+  if (!overlaps(c.input, c.output)) return c.input.data;
+  a.scratch.resize(c.input.nbytes());
+  std::memcpy(a.scratch.data(), c.input.data, c.input.nbytes());
+  return a.scratch.data();
+}
+
 void gloo_all_to_all(const GlooOpArgs& a) {
   const OpCall& c = a.call;
   if (c.input_splits.empty()) {
     if (c.input.numel == 0) return;
+    void* src = alltoall_source(a);
     with_element_type(c.input.dtype, [&](auto t) {
       using T = decltype(t);
       gloo::AlltoallOptions o(a.ctx);
-      o.setInput(typed<T>(c.input.data), c.input.numel);
+      o.setInput(typed<T>(src), c.input.numel);
       o.setOutput(typed<T>(c.output.data), c.output.numel);
       set_tag_and_timeout(o, a);
       gloo::alltoall(o);
     });
     return;
   }
+  void* src = alltoall_source(a);
   with_element_type(c.input.dtype, [&](auto t) {
     using T = decltype(t);
     gloo::AlltoallvOptions o(a.ctx);
-    o.setInput(typed<T>(c.input.data),
-               std::vector<int64_t>(c.input_splits.begin(), c.input_splits.end()));
+    o.setInput(typed<T>(src), std::vector<int64_t>(c.input_splits.begin(), c.input_splits.end()));
     o.setOutput(typed<T>(c.output.data),
                 std::vector<int64_t>(c.output_splits.begin(), c.output_splits.end()));
     set_tag_and_timeout(o, a);

@@ -300,8 +300,10 @@ void ProcessGroupMPI::start(const OpCall& c, MpiWork& w, MPI_Request* req) {
       if (c.input_splits.empty()) {
         fn = "alltoall";
         const int cnt = static_cast<int>(c.input.numel / static_cast<size_t>(n));
-        rc = req ? MPI_Ialltoall(c.input.data, cnt, dt, c.output.data, cnt, dt, comm_, req)
-                 : MPI_Alltoall(c.input.data, cnt, dt, c.output.data, cnt, dt, comm_);
+        // In place (one buffer for both): MPI forbids aliased send/receive buffers.
+        const void* src = c.input.data == c.output.data ? MPI_IN_PLACE : c.input.data;
+        rc = req ? MPI_Ialltoall(src, cnt, dt, c.output.data, cnt, dt, comm_, req)
+                 : MPI_Alltoall(src, cnt, dt, c.output.data, cnt, dt, comm_);
         break;
       }
       fn = "alltoallv";

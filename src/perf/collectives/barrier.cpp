@@ -1,4 +1,5 @@
-// barrier: latency only (one row, size 0, no data).
+// barrier: latency only (one row, size 0, no data). Without a buffer both placements are the
+// same call; the in-place column is a second, separately timed run of it.
 #include <cstring>
 
 #include "perf/collective.h"
@@ -23,7 +24,6 @@ std::vector<std::shared_ptr<Work>> run(ProcessGroup& pg, const CallArgs& a) {
 
 COLLIE_PERF_COLLECTIVE(CollectiveDescriptor{.name = "barrier",
                                             .op_type = OpType::Barrier,
-                                            .in_place_unsupported = true,
                                             .latency_only = true,
                                             .layout = layout,
                                             .algbw_ranks_factor = ranks_factor_one,

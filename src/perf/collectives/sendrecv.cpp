@@ -18,19 +18,27 @@ size_t expected(const DataSpec& s, const Layout& l, int rank, int, void* want) {
 }
 
 // Both directions are posted before either is waited on; a blocking send would deadlock the ring.
+// In place (one buffer, as nccl-tests), the outgoing data is first copied to the staging buffer:
+// the receive may land before the send has read the buffer, so sending from it would be a race.
 std::vector<std::shared_ptr<Work>> run(ProcessGroup& pg, const CallArgs& a) {
   const int n = pg.size(), r = pg.rank();
   P2POptions o;
   o.timeout = a.timeout;
   o.async_op = true;
-  auto s = pg.send(a.send, (r + 1) % n, o);
+  TensorView src = a.send;
+  if (a.in_place) {
+    std::memcpy(a.staging, a.send.data, a.send.nbytes());
+    src = TensorView::cpu(a.staging, a.send.numel, a.send.dtype);
+  }
+  auto s = pg.send(src, (r + 1) % n, o);
   auto v = pg.recv(a.recv, (r - 1 + n) % n, o);
   return {s, v};
 }
 
 COLLIE_PERF_COLLECTIVE(CollectiveDescriptor{.name = "sendrecv",
                                             .op_type = OpType::Send,
-                                            .in_place_unsupported = true,
+                                            .in_place_unchecked = true,
+                                            .in_place_staging = true,
                                             .layout = layout,
                                             .algbw_ranks_factor = ranks_factor_one,
                                             .busbw_factor = busbw_one,

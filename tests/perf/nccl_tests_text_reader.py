@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""Reads `collie perf` stdout the way public nccl-tests parsers read nccl-tests stdout, and checks
+that every number round-trips against the -J file of the same run.
+
+The reader is written from nccl-tests' documented table (src/util.cu): '#' lines are comments,
+"# Collective test starting: <name>_perf" opens a table, a data line splits on whitespace into
+size, count, type, redop, root and then per placement (out-of-place, in-place) time, algbw,
+busbw and #wrong; parsers apply float() to time/algbw/busbw of both placements and read the
+"# Avg bus bandwidth    : X " line. Only #wrong may be N/A (in-place alltoall and sendrecv).
+
+usage: nccl_tests_text_reader.py COLLIE_BIN WORKDIR
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+
+COLLECTIVES = ["all_reduce", "all_gather", "broadcast", "reduce", "reduce_scatter", "alltoall",
+               "gather", "scatter", "sendrecv", "barrier"]
+UNCHECKED_IN_PLACE = {"alltoall", "sendrecv"}
+
+
+def fail(msg):
+    print("FAIL: " + msg, file=sys.stderr)
+    sys.exit(1)
+
+
+def tolerance(cell):
+    """Half a unit of the last digit printed in `cell` (fixed or exponent notation)."""
+    m = re.fullmatch(r"-?\d+(?:\.(\d+))?(?:e([+-]\d+))?", cell)
+    if not m:
+        fail("not a number as nccl-tests prints one: %r" % cell)
+    decimals = len(m.group(1) or "")
+    exp = int(m.group(2) or 0)
+    return 0.5 * 10 ** (exp - decimals)
+
+
+def parse_table(text):
+    """nccl-tests parsers' view of the output: {collective: {"lines": [...], "avg_busbw": x}}."""
+    tables, current = {}, None
+    for line in text.splitlines():
+        if line.startswith("#"):
+            m = re.match(r"# Collective test starting: (\w+)_perf$", line)
+            if m:
+                current = m.group(1)
+                tables[current] = {"lines": [], "avg_busbw": None, "raw": []}
+            m = re.match(r"# Avg bus bandwidth\s*: (\S+) $", line)
+            if m and current:
+                tables[current]["avg_busbw"] = float(m.group(1))
+            continue
+        if not line.strip():
+            continue
+        cells = line.split()
+        if len(cells) != 13:
+            fail("data line has %d cells, not 13: %r" % (len(cells), line))
+        parsed = {"size": int(cells[0]), "count": int(cells[1]), "type": cells[2],
+                  "redop": cells[3], "root": int(cells[4]), "cells": cells}
+        for name, at in (("out", 5), ("in", 9)):
+            # float() exactly as the public parsers do: an N/A here is what broke them.
+            try:
+                parsed[name] = {"time": float(cells[at]), "algbw": float(cells[at + 1]),
+                                "busbw": float(cells[at + 2]),
+                                "wrong": None if cells[at + 3] == "N/A" else float(cells[at + 3])}
+            except ValueError as e:
+                fail("%s: %s in %r" % (current, e, line))
+        tables[current]["lines"].append(parsed)
+    return tables
+
+
+def main():
+    collie, work = sys.argv[1], sys.argv[2]
+    os.makedirs(work, exist_ok=True)
+    jpath = os.path.join(work, "text_reader.json")
+    if os.path.exists(jpath):
+        os.remove(jpath)
+    cmd = [collie, "perf", "all", "-np", "2", "-b", "1K", "-e", "16K", "-f", "4", "-n", "3",
+           "-w", "1", "-T", "60", "-J", jpath]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    if p.returncode != 0:
+        fail("collie perf exited %d: %s" % (p.returncode, p.stderr[-2000:]))
+    tables = parse_table(p.stdout)
+    if sorted(tables) != sorted(COLLECTIVES):
+        fail("tables found: %s" % sorted(tables))
+    doc = json.load(open(jpath))
+    rows = {}
+    for r in doc["rows"]:
+        rows[(r["collective"], r["size_bytes"], r["dtype"], r["redop"], r["root"],
+              r["placement"])] = r
+    checked = 0
+    for coll, t in tables.items():
+        if not t["lines"]:
+            fail("%s: no data lines" % coll)
+        if t["avg_busbw"] is None:
+            fail("%s: no '# Avg bus bandwidth    : X ' line" % coll)
+        busbws = []
+        for line in t["lines"]:
+            for place, at in (("out", 5), ("in", 9)):
+                key = (coll, line["size"], line["type"], line["redop"], line["root"], place)
+                if key not in rows:
+                    fail("%s: no -J row for %s" % (coll, key))
+                row = rows[key]
+                got = line[place]
+                for name, field, off in (("time", "time_us", 0), ("algbw", "algbw_gbps", 1),
+                                         ("busbw", "busbw_gbps", 2)):
+                    cell = line["cells"][at + off]
+                    if abs(got[name] - row[field]) > tolerance(cell) * (1 + 1e-9):
+                        fail("%s %s %s: table %s vs -J %r" % (coll, place, name, cell, row[field]))
+                    checked += 1
+                want_na = coll == "barrier" or (place == "in" and coll in UNCHECKED_IN_PLACE)
+                if want_na != (got["wrong"] is None):
+                    fail("%s %s: #wrong is %r" % (coll, place, line["cells"][at + 3]))
+                if got["wrong"] is not None and got["wrong"] != row["wrong"]:
+                    fail("%s %s: #wrong %r vs -J %r" % (coll, place, got["wrong"], row["wrong"]))
+                if got["time"] <= 0:
+                    fail("%s %s: time %r is not a measurement" % (coll, place, got["time"]))
+                busbws.append(row["busbw_gbps"])
+        # The table's average is nccl-tests' mean busbw over every cell of the table.
+        mean = sum(busbws) / len(busbws)
+        if abs(mean - t["avg_busbw"]) > max(1e-6, abs(mean) * 1e-5):
+            fail("%s: Avg bus bandwidth %r vs mean of the rows %r" % (coll, t["avg_busbw"], mean))
+    print("ok: %d collectives, %d numbers round-tripped" % (len(tables), checked))
+
+
+if __name__ == "__main__":
+    main()
