@@ -184,7 +184,9 @@ static RunResult run_from_json_fields(const json& j) {
   r.meta.started_at = field<std::string>(m, "started_at");
   if (m.contains("finished_at") && !m["finished_at"].is_null())
     r.meta.finished_at = field<std::string>(m, "finished_at");
-  for (const auto& row : j.at("rows")) r.rows.push_back(row_from_json(row));
+  const json& rows = j.at("rows");
+  if (rows.is_array()) r.rows.reserve(rows.size());
+  for (const auto& row : rows) r.rows.push_back(row_from_json(row));
   if (j.contains("summary")) {
     const json& s = j["summary"];
     Summary sum;
