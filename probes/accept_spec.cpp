@@ -341,12 +341,14 @@ AcceptSpec load_spec(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw SpecError(fmt::format("cannot read spec file '{}'", path));
   // A spec is a page of text; a larger file is a mistake, not a spec.
-  constexpr std::streamsize kMaxSpecBytes = 1 << 20;
-  std::string text(static_cast<size_t>(kMaxSpecBytes) + 1, '\0');
-  in.read(text.data(), kMaxSpecBytes + 1);
-  text.resize(static_cast<size_t>(in.gcount()));
-  if (static_cast<std::streamsize>(text.size()) > kMaxSpecBytes)
-    throw SpecError(fmt::format("{} is larger than 1 MiB; not a spec", path));
+  constexpr size_t kMaxSpecBytes = 1 << 20;
+  std::string text;
+  char buf[1 << 14];
+  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+    text.append(buf, static_cast<size_t>(in.gcount()));
+    if (text.size() > kMaxSpecBytes)
+      throw SpecError(fmt::format("{} is larger than 1 MiB; not a spec", path));
+  }
   const bool yaml = path.ends_with(".yaml") || path.ends_with(".yml");
   if (!yaml) {
     json j;

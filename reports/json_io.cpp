@@ -4,7 +4,11 @@
 
 #include <cstdio>
 #include <fstream>
+#include <limits>
+#include <optional>
 #include <sstream>
+#include <type_traits>
+#include <vector>
 
 #include "core/error.h"
 #include "reports/nccl_tests_json.h"
@@ -73,39 +77,87 @@ json to_json(const RunResult& r) {
   return j;
 }
 
+// An integer of type I from `v`, or nullopt when v is not an integer in I's range (nlohmann's
+// get<int>() would truncate 2^40 and convert 1e300 with undefined behaviour).
+template <typename I>
+static std::optional<I> checked_int(const json& v) {
+  if (v.is_number_unsigned()) {
+    const uint64_t u = v.get<uint64_t>();
+    if (u > static_cast<uint64_t>(std::numeric_limits<I>::max())) return std::nullopt;
+    return static_cast<I>(u);
+  }
+  if (!v.is_number_integer()) return std::nullopt;
+  const int64_t i = v.get<int64_t>();
+  if (i < static_cast<int64_t>(std::numeric_limits<I>::min()) ||
+      i > static_cast<int64_t>(std::numeric_limits<I>::max()))
+    return std::nullopt;
+  return static_cast<I>(i);
+}
+
 template <typename T>
 static T field(const json& j, const char* key) {
-  if (!j.contains(key))
+  if (!j.is_object() || !j.contains(key))
     throw InvalidArgument(std::string("results JSON: missing field '") + key + "'");
-  try {
-    return j.at(key).get<T>();
-  } catch (const json::exception& e) {
-    throw InvalidArgument(std::string("results JSON: field '") + key +
-                          "' has the wrong type: " + e.what());
+  const json& v = j.at(key);
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    if (auto i = checked_int<T>(v)) return *i;
+    throw InvalidArgument(std::string("results JSON: field '") + key + "' is " + v.dump() +
+                          ", not an integer in range");
+  } else if constexpr (std::is_same_v<T, std::vector<int>>) {
+    std::vector<int> out;
+    if (!v.is_array())
+      throw InvalidArgument(std::string("results JSON: field '") + key + "' is not a list");
+    for (const json& x : v) {
+      auto i = checked_int<int>(x);
+      if (!i)
+        throw InvalidArgument(std::string("results JSON: field '") + key + "' holds " + x.dump() +
+                              ", not an integer in range");
+      out.push_back(*i);
+    }
+    return out;
+  } else {
+    try {
+      return v.get<T>();
+    } catch (const json::exception& e) {
+      throw InvalidArgument(std::string("results JSON: field '") + key +
+                            "' has the wrong type: " + e.what());
+    }
   }
+}
+
+// A count or size: field<I> that must be >= lo.
+template <typename I>
+static I at_least(const json& j, const char* key, I lo) {
+  const I v = field<I>(j, key);
+  if (v < lo)
+    throw InvalidArgument(std::string("results JSON: field '") + key + "' is " +
+                          std::to_string(v) + ", below " + std::to_string(lo));
+  return v;
 }
 
 ResultRow row_from_json(const json& j) {
   ResultRow r;
   r.collective = field<std::string>(j, "collective");
   r.placement = field<std::string>(j, "placement");
-  r.size_bytes = field<int64_t>(j, "size_bytes");
-  r.count = field<int64_t>(j, "count");
+  r.size_bytes = at_least<int64_t>(j, "size_bytes", 0);
+  r.count = at_least<int64_t>(j, "count", 0);
   r.dtype = field<std::string>(j, "dtype");
   r.redop = field<std::string>(j, "redop");
-  r.root = field<int>(j, "root");
+  r.root = at_least<int>(j, "root", -1);
   r.time_us = field<double>(j, "time_us");
   r.algbw_gbps = field<double>(j, "algbw_gbps");
   r.busbw_gbps = field<double>(j, "busbw_gbps");
-  r.wrong = field<bool>(j, "checked") ? field<int64_t>(j, "wrong") : -1;
+  r.wrong = field<bool>(j, "checked") ? at_least<int64_t>(j, "wrong", 0) : -1;
   if (j.contains("first_wrong")) {
     r.wrong_rank = field<int>(j["first_wrong"], "rank");
     r.wrong_offset = field<int64_t>(j["first_wrong"], "offset");
   }
   r.rank_time_us = field<std::vector<double>>(j, "rank_time_us");
-  r.slowest_rank = field<int>(j, "slowest_rank");
+  r.slowest_rank = at_least<int>(j, "slowest_rank", -1);
+  if (!j.contains("iter_stats") || !j["iter_stats"].is_object())
+    throw InvalidArgument("results JSON: missing field 'iter_stats'");
   const json& s = j.at("iter_stats");
-  r.iter.samples = field<int>(s, "samples");
+  r.iter.samples = at_least<int>(s, "samples", 0);
   r.iter.min_us = field<double>(s, "min_us");
   r.iter.p50_us = field<double>(s, "p50_us");
   r.iter.p95_us = field<double>(s, "p95_us");
@@ -114,13 +166,13 @@ ResultRow row_from_json(const json& j) {
   r.iter.mean_us = field<double>(s, "mean_us");
   r.iter.cv = field<double>(s, "cv");
   if (j.contains("samples_us")) r.samples_us = field<std::vector<double>>(j, "samples_us");
-  r.iters = field<int>(j, "iters");
-  r.agg_iters = field<int>(j, "agg_iters");
-  r.cycle = field<int>(j, "cycle");
+  r.iters = at_least<int>(j, "iters", 0);
+  r.agg_iters = at_least<int>(j, "agg_iters", 0);
+  r.cycle = at_least<int>(j, "cycle", 0);
   return r;
 }
 
-RunResult run_from_json(const json& j) {
+static RunResult run_from_json_fields(const json& j) {
   RunResult r;
   r.meta.schema = field<std::string>(j, "schema");
   if (r.meta.schema != kSchemaName)
@@ -128,7 +180,7 @@ RunResult run_from_json(const json& j) {
   const json& m = j.at("run");
   r.meta.version = field<std::string>(m, "version");
   r.meta.backend = field<std::string>(m, "backend");
-  r.meta.world_size = field<int>(m, "world_size");
+  r.meta.world_size = at_least<int>(m, "world_size", 0);
   r.meta.hosts = field<std::vector<std::string>>(m, "hosts");
   r.meta.library_versions = field<std::map<std::string, std::string>>(m, "library_versions");
   r.meta.flags = field<std::map<std::string, std::string>>(m, "flags");
@@ -138,7 +190,9 @@ RunResult run_from_json(const json& j) {
   if (m.contains("test_hooks")) r.meta.test_hooks = field<std::vector<std::string>>(m, "test_hooks");
   if (m.contains("interrupted_by"))
     r.meta.interrupted_by = field<std::string>(m, "interrupted_by");
-  for (const auto& row : j.at("rows")) r.rows.push_back(row_from_json(row));
+  const json& rows = j.at("rows");
+  if (rows.is_array()) r.rows.reserve(rows.size());
+  for (const auto& row : rows) r.rows.push_back(row_from_json(row));
   if (j.contains("summary")) {
     const json& s = j["summary"];
     Summary sum;
@@ -154,13 +208,23 @@ RunResult run_from_json(const json& j) {
   return r;
 }
 
+RunResult run_from_json(const json& j) {
+  // What field<> does not check itself (a missing object, a list that is not one) is still one
+  // InvalidArgument line, never an "internal error".
+  try {
+    return run_from_json_fields(j);
+  } catch (const json::exception& e) {
+    throw InvalidArgument(std::string("results JSON: ") + e.what());
+  }
+}
+
 RunResult read_results(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw InvalidArgument("cannot read results file " + path);
   json j;
   try {
     j = json::parse(in);
-  } catch (const json::exception& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for 1e999
     throw InvalidArgument("results file " + path + " is not valid JSON: " + e.what());
   }
   try {

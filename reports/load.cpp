@@ -42,6 +42,9 @@ json parse_file(const std::string& path) {
         path + ": not valid JSON at byte " + std::to_string(e.byte) +
         (at_end ? " (file is truncated; was the run interrupted?)" : " (file is corrupt)") +
         "; re-run collie perf -J to regenerate it");
+  } catch (const json::exception& e) {  // out_of_range: a number like 1e999
+    throw InvalidArgument(path + ": not usable JSON (" + e.what() +
+                          "); re-run collie perf -J to regenerate it");
   }
 }
 

@@ -270,9 +270,13 @@ std::string render_table(const std::vector<LoadedRun>& runs) {
       s += "#\n# Collective test starting: " + coll + "_perf\n#\n" + format_column_header();
       const std::vector<const ResultRow*>& ptrs = by_collective[coll];
       for (const auto& [out, in] : pair_rows(ptrs)) s += format_row(out, in) + "\n";
-      std::vector<ResultRow> rows;
-      rows.reserve(ptrs.size());
-      for (const ResultRow* r : ptrs) rows.push_back(*r);
+      // One collective (the usual file): its rows are the run's, no copy.
+      std::vector<ResultRow> copy;
+      if (collectives.size() > 1) {
+        copy.reserve(ptrs.size());
+        for (const ResultRow* r : ptrs) copy.push_back(*r);
+      }
+      const std::vector<ResultRow>& rows = collectives.size() > 1 ? copy : run.result.rows;
       const Summary sum = summarize(rows, m.world_size);
       s += format_straggler_line(rows, sum) + format_trailer(coll, sum);
     }

@@ -167,5 +167,32 @@ TEST(CliBadInput, ReportCompareNumbers) {
   EXPECT_EQ(ok.code, 0) << ok.err;
 }
 
+TEST(CliBadInput, ResultFileNumbersAreValidated) {
+  TempDir t;
+  std::ifstream in(std::string(COLLIE_SOURCE_DIR) + "/tests/reports/golden/report_input_gloo2.json");
+  const std::string good((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string key = "\"size_bytes\": 1024";
+  ASSERT_NE(good.find(key), std::string::npos);
+  auto with = [&](const std::string& name, const std::string& from, const std::string& to) {
+    std::string text = good;
+    text.replace(text.find(from), from.size(), to);
+    return t.write(name, text);
+  };
+  struct Case {
+    std::string file, words;
+  } cases[] = {
+      {with("a.json", key, "\"size_bytes\": 1e999"), "not usable JSON"},
+      {with("b.json", key, "\"size_bytes\": -1024"), "'size_bytes' is -1024, below 0"},
+      {with("c.json", key, "\"size_bytes\": 1e300"), "'size_bytes' is 1e+300, not an integer"},
+      {with("d.json", "\"root\": -1", "\"root\": 1099511627776"), "'root' is 1099511627776"},
+      {with("e.json", "\"iter_stats\": {", "\"iter_stats\": 5, \"x\": {"), "iter_stats"},
+  };
+  for (const Case& c : cases) {
+    expect_usage({"report", "render", c.file, "--format", "table"}, c.words);
+  }
+  const CliRun ok = collie({"report", "render", t.write("ok.json", good), "--format", "table"});
+  EXPECT_EQ(ok.code, 0) << ok.err;
+}
+
 }  // namespace
 }  // namespace collie

@@ -232,6 +232,21 @@ TEST(DebugServer, BadRequestsGet4xxAndNeverWedgeTheServer) {
   }
 }
 
+// A rank's store entry that points at another rank's server (a stale or planted address) must
+// not count as that rank: its dump names a different rank (issue 17).
+TEST(DebugServer, ClusterViewRejectsADumpOfAnotherRank) {
+  TestCluster c(4);
+  c.run_collectives(2);
+  c.store().set("debug_server/3", c.store().get_string("debug_server/1"));
+  auto r = http_get(c.port(0), "/v1/cluster/analyze");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  Json a = Json::parse(r->body);
+  EXPECT_EQ(a["ranks"][3]["state"], "unreachable") << a.dump(2);
+  EXPECT_NE(a.dump().find("served the dump of rank 1"), std::string::npos) << a.dump(2);
+  EXPECT_EQ(a["ranks"][1]["state"], "ok") << a.dump(2);
+}
+
 TEST(DebugServer, ClusterAnalyzeNamesTheRankThatDidNotJoin) {
   TestCluster c(4);
   c.run_collectives(5);
