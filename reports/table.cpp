@@ -47,20 +47,58 @@ static std::string placement_cells(const ResultRow* r) {
   return buf;
 }
 
-std::string format_row(const ResultRow* out, const ResultRow* in) {
+// nccl-tests -I: "  i_min  i_max  i_p99  i_cv%" after a placement's cells, over the
+// per-iteration times (the slowest rank's, iteration by iteration).
+static std::string per_iter_cells(const ResultRow* r) {
+  char buf[64];
+  if (r == nullptr) {
+    std::snprintf(buf, sizeof buf, "  %7s  %7s  %7s  %7s", "N/A", "N/A", "N/A", "N/A");
+    return buf;
+  }
+  std::snprintf(buf, sizeof buf, "  %7s  %7s  %7s  %7s", format_float(r->iter.min_us, 7).c_str(),
+                format_float(r->iter.max_us, 7).c_str(), format_float(r->iter.p99_us, 7).c_str(),
+                format_float(r->iter.cv * 100, 7).c_str());
+  return buf;
+}
+
+std::string format_row(const ResultRow* out, const ResultRow* in, bool per_iter) {
   const ResultRow& k = out ? *out : *in;
   char root[32];
   std::snprintf(root, sizeof root, "%6i", k.root);
   char head[160];
   std::snprintf(head, sizeof head, "%12li  %12li  %8s  %6s  %6s", static_cast<long>(k.size_bytes),
                 static_cast<long>(k.count), k.dtype.c_str(), k.redop.c_str(), root);
+  if (per_iter)
+    return head + placement_cells(out) + per_iter_cells(out) + placement_cells(in) +
+           per_iter_cells(in);
   return head + placement_cells(out) + placement_cells(in);
 }
 
-std::string format_column_header(bool timestamps) {
+std::string format_column_header(bool timestamps, bool per_iter) {
   // nccl-tests pads an empty timestamp column with "%*s" of width 0, hence the trailing spaces.
   const int pad = timestamps ? 19 : 0;
-  char buf[3][256];
+  const char* ts_label = timestamps ? "timestamp" : "";
+  const char* ts_format = timestamps ? "%Y-%m-%d %H:%M:%S" : "";
+  char buf[3][512];
+  if (per_iter) {
+    std::snprintf(buf[0], sizeof buf[0],
+                  "# %10s  %12s  %8s  %6s  %6s              out-of-place (+ per-iteration)       "
+                  "                         in-place (+ per-iteration)\n",
+                  "", "", "", "", "");
+    std::snprintf(buf[1], sizeof buf[1],
+                  "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %7s  %7s  %7s  %7s  %6s  "
+                  "%6s  %6s  %7s  %7s  %7s  %7s %*s\n",
+                  "size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong",
+                  "i_min", "i_max", "i_p99", "i_cv%", "time", "algbw", "busbw", "#wrong", "i_min",
+                  "i_max", "i_p99", "i_cv%", pad, ts_label);
+    std::snprintf(buf[2], sizeof buf[2],
+                  "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %7s  %7s  %7s  %7s  %6s  "
+                  "%6s  %6s  %7s  %7s  %7s  %7s %*s\n",
+                  "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(us)",
+                  "(us)", "(%)", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(us)", "(us)", "(%)", pad,
+                  ts_format);
+    return std::string(buf[0]) + buf[1] + buf[2];
+  }
   std::snprintf(buf[0], sizeof buf[0],
                 "# %10s  %12s  %8s  %6s  %6s           out-of-place                       "
                 "in-place          \n",
@@ -68,11 +106,11 @@ std::string format_column_header(bool timestamps) {
   std::snprintf(buf[1], sizeof buf[1],
                 "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s %*s\n", "size",
                 "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time",
-                "algbw", "busbw", "#wrong", pad, timestamps ? "timestamp" : "");
+                "algbw", "busbw", "#wrong", pad, ts_label);
   std::snprintf(buf[2], sizeof buf[2],
                 "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s %*s\n", "(B)",
                 "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)",
-                "(GB/s)", "", pad, timestamps ? "%Y-%m-%d %H:%M:%S" : "");
+                "(GB/s)", "", pad, ts_format);
   return std::string(buf[0]) + buf[1] + buf[2];
 }
 
@@ -86,6 +124,8 @@ std::string format_header(const TableHeader& h) {
       h.min_bytes, h.max_bytes, step, h.warmup_iters, h.iters, h.agg_iters, h.check_iters);
   if (h.blocking)
     s += "# Blocking Enabled: wait for completion and barrier after each collective \n";
+  // nccl-tests says "CUDA event timing" here; collie times on the host and says so.
+  if (h.per_iter) s += "# Per-Iteration Report: host timing; i_* uses max over process rows \n";
   s += "#\n# Using devices\n";
   for (int r = 0; r < h.world_size; ++r) {
     const std::string host = r < static_cast<int>(h.hosts.size()) ? h.hosts[r] : "?";
@@ -96,7 +136,7 @@ std::string format_header(const TableHeader& h) {
     s += line;
   }
   s += "#\n";
-  return s + format_column_header(h.timestamps);
+  return s + format_column_header(h.timestamps, h.per_iter);
 }
 
 std::string format_straggler_line(const std::vector<ResultRow>& rows, const Summary& s) {

@@ -18,7 +18,8 @@ std::string format_float(double value, int width);
 // One table line (no newline) for one size. Either placement may be null (not run): its cells
 // print N/A. An unchecked placement (wrong < 0) prints N/A in #wrong only.
 // REQUIRES: at least one of out/in is non-null; both describe the same size/dtype/op/root.
-std::string format_row(const ResultRow* out, const ResultRow* in);
+// `per_iter` (-I) adds nccl-tests' i_min / i_max / i_p99 / i_cv% cells after each placement.
+std::string format_row(const ResultRow* out, const ResultRow* in, bool per_iter = false);
 
 struct TableHeader {
   std::string collective;  // "all_reduce"
@@ -30,13 +31,15 @@ struct TableHeader {
   std::string device = "cpu";
   bool blocking = false;    // -z: nccl-tests' "# Blocking Enabled" line
   bool timestamps = false;  // -S: the column header names the timestamp column
+  bool per_iter = false;    // -I: the per-iteration columns and their header line
 };
 
 // "# Collective test starting" through the three column-header lines, each ending in '\n'.
 std::string format_header(const TableHeader& h);
 // The column-header lines only (the last three lines of format_header), trailing spaces
-// included as nccl-tests prints them; `timestamps` adds the -S column's title.
-std::string format_column_header(bool timestamps = false);
+// included as nccl-tests prints them; `timestamps` adds the -S column's title, `per_iter` the
+// -I columns (nccl-tests' per-iteration header).
+std::string format_column_header(bool timestamps = false, bool per_iter = false);
 // "# Out of bounds values" through "# Collective test concluded", plus collie's summary lines.
 std::string format_trailer(const std::string& collective, const Summary& s);
 // "# Straggler: rank 3 ..." line (empty string when there is none).

@@ -239,6 +239,7 @@ class Driver {
       h.pids = pids_;
       h.blocking = o_.blocking;
       h.timestamps = o_.timestamps;
+      h.per_iter = o_.report_iters;
       sink_->collective_started(h);
     }
     std::vector<ResultRow> rows;

@@ -32,7 +32,7 @@ void ReportSink::collective_started(const reports::TableHeader& h) {
 
 void ReportSink::row(const reports::ResultRow* out, const reports::ResultRow* in) {
   clear_progress();
-  std::string line = reports::format_row(out, in);
+  std::string line = reports::format_row(out, in, o_.report_iters);
   if (o_.timestamps) {
     const std::time_t t = std::time(nullptr);
     std::tm tm{};
@@ -42,20 +42,6 @@ void ReportSink::row(const reports::ResultRow* out, const reports::ResultRow* in
     line += buf;
   }
   std::fprintf(table_, "%s\n", line.c_str());
-  if (o_.report_iters) {
-    for (const reports::ResultRow* r : {out, in}) {
-      if (r == nullptr) continue;
-      const auto& s = r->iter;
-      std::fprintf(table_,
-                   "#   %-3s per-iter (us): min %s p50 %s p95 %s p99 %s max %s cv %.1f %% "
-                   "(slowest rank %d)\n",
-                   r->placement.c_str(), reports::format_float(s.min_us, 7).c_str(),
-                   reports::format_float(s.p50_us, 7).c_str(),
-                   reports::format_float(s.p95_us, 7).c_str(),
-                   reports::format_float(s.p99_us, 7).c_str(),
-                   reports::format_float(s.max_us, 7).c_str(), s.cv * 100, r->slowest_rank);
-    }
-  }
   std::fflush(table_);
   for (const reports::ResultRow* r : {out, in}) {
     if (r == nullptr) continue;

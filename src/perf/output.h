@@ -20,7 +20,7 @@ struct OutputOptions {
   std::string csv_path;       // --csv
   std::string jsonl_path;     // --jsonl
   bool timestamps = false;    // -S: append the wall-clock time to every row
-  bool report_iters = false;  // -I: a '#' line of per-iteration stats under every row
+  bool report_iters = false;  // -I: nccl-tests' per-iteration columns (i_min .. i_cv%)
   bool progress = false;      // draw a progress bar on stderr (callers pass isatty(2))
   std::map<std::string, std::string> flags;  // recorded in the JSON run metadata
   // The run as nccl-tests' JSON keys record it (the -J file carries both layouts).

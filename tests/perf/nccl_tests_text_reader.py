@@ -36,8 +36,11 @@ def tolerance(cell):
     return 0.5 * 10 ** (exp - decimals)
 
 
-def parse_table(text):
-    """nccl-tests parsers' view of the output: {collective: {"lines": [...], "avg_busbw": x}}."""
+def parse_table(text, per_iter=False):
+    """nccl-tests parsers' view of the output: {collective: {"lines": [...], "avg_busbw": x}}.
+    With -I (per_iter) every placement has four more cells: i_min, i_max, i_p99, i_cv%."""
+    width = 21 if per_iter else 13
+    stride = 8 if per_iter else 4
     tables, current = {}, None
     for line in text.splitlines():
         if line.startswith("#"):
@@ -52,20 +55,54 @@ def parse_table(text):
         if not line.strip():
             continue
         cells = line.split()
-        if len(cells) != 13:
-            fail("data line has %d cells, not 13: %r" % (len(cells), line))
+        if len(cells) != width:
+            fail("data line has %d cells, not %d: %r" % (len(cells), width, line))
         parsed = {"size": int(cells[0]), "count": int(cells[1]), "type": cells[2],
                   "redop": cells[3], "root": int(cells[4]), "cells": cells}
-        for name, at in (("out", 5), ("in", 9)):
+        for name, at in (("out", 5), ("in", 5 + stride)):
             # float() exactly as the public parsers do: an N/A here is what broke them.
             try:
                 parsed[name] = {"time": float(cells[at]), "algbw": float(cells[at + 1]),
                                 "busbw": float(cells[at + 2]),
                                 "wrong": None if cells[at + 3] == "N/A" else float(cells[at + 3])}
+                if per_iter:
+                    parsed[name]["iter"] = [float(c) for c in cells[at + 4:at + 8]]
             except ValueError as e:
                 fail("%s: %s in %r" % (current, e, line))
         tables[current]["lines"].append(parsed)
     return tables
+
+
+def check_per_iter(collie, work):
+    """-I: nccl-tests' i_min / i_max / i_p99 / i_cv% cells against the -J per-iteration stats."""
+    jpath = os.path.join(work, "text_reader_iter.json")
+    if os.path.exists(jpath):
+        os.remove(jpath)
+    cmd = [collie, "perf", "all_reduce", "alltoall", "sendrecv", "barrier", "-np", "2", "-b",
+           "1K", "-e", "4K", "-f", "4", "-n", "5", "-w", "1", "-I", "1", "-T", "60", "-J", jpath]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    if p.returncode != 0:
+        fail("collie perf -I 1 exited %d: %s" % (p.returncode, p.stderr[-2000:]))
+    if "# Per-Iteration Report: " not in p.stdout:
+        fail("no per-iteration header line with -I")
+    tables = parse_table(p.stdout, per_iter=True)
+    rows = {}
+    for r in json.load(open(jpath))["rows"]:
+        rows[(r["collective"], r["size_bytes"], r["placement"])] = r
+    n = 0
+    for coll, t in tables.items():
+        for line in t["lines"]:
+            for place, at in (("out", 5), ("in", 13)):
+                st = rows[(coll, line["size"], place)]["iter_stats"]
+                for off, want in enumerate((st["min_us"], st["max_us"], st["p99_us"],
+                                            st["cv"] * 100)):
+                    cell = line["cells"][at + 4 + off]
+                    if abs(float(cell) - want) > tolerance(cell) * (1 + 1e-9):
+                        fail("%s %s -I cell %s vs -J %r" % (coll, place, cell, want))
+                    n += 1
+    if len(tables) != 4 or n == 0:
+        fail("-I tables: %s" % sorted(tables))
+    return n
 
 
 def main():
@@ -119,6 +156,7 @@ def main():
         mean = sum(busbws) / len(busbws)
         if abs(mean - t["avg_busbw"]) > max(1e-6, abs(mean) * 1e-5):
             fail("%s: Avg bus bandwidth %r vs mean of the rows %r" % (coll, t["avg_busbw"], mean))
+    checked += check_per_iter(collie, work)
     print("ok: %d collectives, %d numbers round-tripped" % (len(tables), checked))
 
 

@@ -82,6 +82,32 @@ TEST(Table, ColumnHeaderIsByteIdenticalToNcclTests) {
   EXPECT_NE(ts.find("(GB/s)           %Y-%m-%d %H:%M:%S\n"), std::string::npos) << ts;
 }
 
+// nccl-tests -I: the per-iteration header and i_min / i_max / i_p99 / i_cv% after each placement.
+TEST(Table, PerIterationColumnsAsNcclTestsPrintsThem) {
+  EXPECT_EQ(format_column_header(false, true),
+            "#                                                                 out-of-place (+ "
+            "per-iteration)                                in-place (+ per-iteration)\n"
+            "#       size         count      type   redop    root     time   algbw   busbw  #wrong"
+            "    i_min    i_max    i_p99    i_cv%     time   algbw   busbw  #wrong    i_min    "
+            "i_max    i_p99    i_cv% \n"
+            "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)       "
+            "      (us)     (us)     (us)      (%)     (us)  (GB/s)  (GB/s)             (us)     "
+            "(us)     (us)      (%) \n");
+  ResultRow out = row(123.45, 271.82, 475.69, 0), in = row(120.11, 279.37, 488.89, -1);
+  out.iter = compute_iter_stats({100, 120.5, 150.25});
+  in.iter = compute_iter_stats({110, 110, 110, 140});
+  EXPECT_EQ(format_row(&out, &in, true),
+            "    33554432       8388608     float     sum      -1   123.45  271.82  475.69       0"
+            "   100.00   150.25   150.25    16.69   120.11  279.37  488.89    N/A   110.00   "
+            "140.00   140.00    11.06");
+  TableHeader h;
+  h.collective = "all_reduce";
+  h.per_iter = true;
+  EXPECT_NE(format_header(h).find("graph: 0 unalign: 0\n# Per-Iteration Report: host timing; i_* "
+                                  "uses max over process rows \n#\n"),
+            std::string::npos);
+}
+
 TEST(Table, WrongCountUsesPercentG) {
   ResultRow out = row(10, 1, 1, 1234567);
   EXPECT_NE(format_row(&out, nullptr).find(" 1.23457e+06"), std::string::npos);
@@ -108,9 +134,10 @@ TEST(Table, HeaderAndTrailerLines) {
             std::string::npos);
   EXPECT_NE(s.find("#  Rank  0 Group  0 Pid  12345 on      host1 device -1 [cpu]"),
             std::string::npos);
-  EXPECT_TRUE(s.ends_with("#  Rank  0 Group  0 Pid  12345 on      host1 device -1 [cpu] host "
-                          "memory\n#\n" +
-                          format_column_header()))
+  EXPECT_TRUE(
+      s.ends_with("#  Rank  0 Group  0 Pid  12345 on      host1 device -1 [cpu] host "
+                  "memory\n#\n" +
+                  format_column_header()))
       << s;
   Summary sum;
   sum.avg_busbw_gbps = 482.29;
