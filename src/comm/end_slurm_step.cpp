@@ -10,6 +10,9 @@
 #include "core/env.h"
 
 namespace collie {
+namespace {
+constexpr unsigned kCancelDelaySeconds = 2;
+}  // namespace
 
 bool end_slurm_step_on_failure(const Env& env, int exit_code) {
   if (exit_code == 0 || exit_code == 2) return false;
@@ -36,6 +39,9 @@ bool end_slurm_step_on_failure(const Env& env, int exit_code) {
       dup2(null, STDIN_FILENO);
       dup2(null, STDOUT_FILENO);
     }
+    // Slurm cancels a step with SIGKILL: give the other tasks, which usually fail the same
+    // moment, time to finish their own reports (rank 0 names the laggards within ~1.5 s).
+    sleep(kCancelDelaySeconds);
     execlp("scancel", "scancel", "--quiet", id.c_str(), static_cast<char*>(nullptr));
     _exit(127);
   }
