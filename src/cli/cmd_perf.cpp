@@ -21,6 +21,7 @@
 #include "core/error.h"
 #include "core/output_path.h"
 #include "core/size.h"
+#include "debug/dump_service.h"
 #include "debug_server/auto_start.h"
 #include "launch/launch.h"
 #include "perf/collective.h"
@@ -257,8 +258,15 @@ int run_rank(const PerfFlags& f, const PerfOptions& o,
     sink = std::make_unique<perf::ReportSink>(stdout, out);
   }
   perf::StopOnSignal stop_on_signal;  // after rendezvous: Ctrl-C before it still kills at once
-  const perf::PerfOutcome res =
-      perf::run_perf(*pg, o, sink.get(), COLLIE_VERSION, &stop_on_signal.flag());
+  perf::PerfOutcome res;
+  try {
+    res = perf::run_perf(*pg, o, sink.get(), COLLIE_VERSION, &stop_on_signal.flag());
+  } catch (...) {
+    // Write this rank's flight-recorder dump before leaving, while a SIGTERM from the launcher
+    // (another rank failed the same moment) is still only a flag.
+    DumpService::global().flush(std::chrono::seconds(2));
+    throw;
+  }
   if (sink) sink->finish(res.result);
   destroy_process_group(*pg);
   if (res.stopped_by != 0 && pg->rank() == 0) {

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <optional>
+
 #include "comm/net_route.h"
 #include "core/env.h"
 #include "core/error.h"
@@ -40,15 +42,28 @@ BindChoice choose_gloo_bind(const Env& env, const std::string& rendezvous_host) 
                                           : fmt::format("COLLIE_GLOO_HOST ({})", *h)};
   }
   if (auto list = env.get("GLOO_SOCKET_IFNAME"); list && !list->empty()) {
-    const std::string first = list->substr(0, list->find(','));
-    auto a = net::address_of_interface(first);
-    if (!a) {
-      throw InvalidArgument(fmt::format(
-          "GLOO_SOCKET_IFNAME '{}': interface '{}' does not exist or has no address on this host "
-          "(see `ip addr`)",
-          *list, first));
+    // Every listed interface must exist, as torch requires; one Gloo device uses the first.
+    std::optional<std::string> first_addr;
+    std::string first;
+    size_t pos = 0;
+    while (pos <= list->size()) {
+      size_t comma = list->find(',', pos);
+      if (comma == std::string::npos) comma = list->size();
+      const std::string name = list->substr(pos, comma - pos);
+      auto a = name.empty() ? std::nullopt : net::address_of_interface(name);
+      if (!a) {
+        throw InvalidArgument(fmt::format(
+            "GLOO_SOCKET_IFNAME '{}': interface '{}' does not exist or has no address on this "
+            "host (see `ip addr`)",
+            *list, name));
+      }
+      if (!first_addr) {
+        first_addr = a;
+        first = name;
+      }
+      pos = comma + 1;
     }
-    return BindChoice{*a, first, fmt::format("GLOO_SOCKET_IFNAME={}", *list)};
+    return BindChoice{*first_addr, first, fmt::format("GLOO_SOCKET_IFNAME={}", *list)};
   }
   std::string host = rendezvous_host;
   std::string via = "rendezvous host";

@@ -2,7 +2,8 @@
 // Which local address a rank binds (Gloo's TCP device; rank 0's store server), chosen so that
 // the other hosts can dial it with nothing set. Precedence for Gloo:
 //   COLLIE_GLOO_HOST (a host name or address of this host)
-//   > GLOO_SOCKET_IFNAME (comma list as torch reads it; the first listed interface is used)
+//   > GLOO_SOCKET_IFNAME (comma list as torch reads it: every name must exist; collie's one Gloo
+//     device per group binds the first)
 //   > the source address of this host's route to the rendezvous host (never loopback when that
 //     host is remote; when the rendezvous host is this host and its name maps to loopback, as a
 //     stock Debian/Ubuntu /etc/hosts maps it to 127.0.1.1, the first non-loopback interface)

@@ -10,6 +10,11 @@
 #include "core/env.h"
 
 namespace collie {
+namespace {
+// Task 0 reports the laggards before it exits, so it cancels at once; the others wait a little
+// (in case task 0 is the one that hangs) so that task 0's report is not cut off.
+constexpr unsigned kOtherTasksCancelDelaySeconds = 5;
+}  // namespace
 
 bool end_slurm_step_on_failure(const Env& env, int exit_code) {
   if (exit_code == 0 || exit_code == 2) return false;
@@ -19,6 +24,7 @@ bool end_slurm_step_on_failure(const Env& env, int exit_code) {
   const auto tasks = env.first_of({"SLURM_STEP_NUM_TASKS", "SLURM_NTASKS"});
   if (!job || !step || !tasks || *tasks == "1") return false;
   const std::string id = *job + "." + *step;
+  const bool task0 = env.get("SLURM_PROCID").value_or("") == "0";
   std::fprintf(stderr,
                "collie: this task failed (exit %d); cancelling Slurm step %s so that the other "
                "tasks stop too (COLLIE_SLURM_CANCEL_ON_FAILURE=0 to keep them)\n",
@@ -36,6 +42,9 @@ bool end_slurm_step_on_failure(const Env& env, int exit_code) {
       dup2(null, STDIN_FILENO);
       dup2(null, STDOUT_FILENO);
     }
+    // Slurm cancels a step with SIGKILL: unless this is task 0 (which reports last), give task
+    // 0 time to finish its report (it names the laggards within ~1.5 s of its own deadline).
+    if (!task0) sleep(kOtherTasksCancelDelaySeconds);
     execlp("scancel", "scancel", "--quiet", id.c_str(), static_cast<char*>(nullptr));
     _exit(127);
   }

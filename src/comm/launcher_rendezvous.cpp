@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 
 #include "comm/hostlist.h"
@@ -22,6 +23,8 @@ uint16_t parse_port(const std::string& s) {
 }
 
 std::string nonempty(const Env& env, const char* name) { return env.get(name).value_or(""); }
+
+int plan_port_after(const std::string& port) { return parse_port(port) + 1; }
 
 }  // namespace
 
@@ -50,6 +53,24 @@ RendezvousPlan plan_env_rendezvous(const Env& env) {
     plan.host = addr;
     plan.ports = {parse_port(port)};
     plan.reason = fmt::format("MASTER_ADDR={} MASTER_PORT={}", addr, port);
+    std::string agent = nonempty(env, "TORCHELASTIC_USE_AGENT_STORE");
+    for (auto& c : agent) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (agent == "true" || agent == "1") {
+      // torchrun's agent serves torch's TCPStore on MASTER_PORT; collie's own store takes the
+      // next free port, which the other ranks find by probing.
+      plan.kind = RendezvousPlan::Kind::TorchrunAgent;
+      plan.ports.clear();
+      for (int p = plan_port_after(port); static_cast<int>(plan.ports.size()) < 8 && p <= 65535; ++p) {
+        plan.ports.push_back(static_cast<uint16_t>(p));
+      }
+      plan.serve = nonempty(env, "RANK") == "0";
+      plan.id = fmt::format("torchrun {}", env.get("TORCHELASTIC_RUN_ID").value_or(addr + ":" + port));
+      plan.reason += " (torchrun agent store: collie's store on a port after MASTER_PORT)";
+      if (plan.ports.empty()) {
+        throw InvalidArgument(fmt::format(
+            "MASTER_PORT {} leaves no port after it for collie's store; use a lower port", port));
+      }
+    }
     return plan;
   }
   const std::string job = env.first_of({"SLURM_JOB_ID", "SLURM_JOBID"}).value_or("");
@@ -68,14 +89,14 @@ RendezvousPlan plan_env_rendezvous(const Env& env) {
     plan.kind = RendezvousPlan::Kind::SlurmStep;
     plan.host = hosts.front();
     plan.ports = slurm_step_ports(job_id, step_id);
-    plan.id = fmt::format("{}.{}", job, step);
+    plan.id = fmt::format("slurm step {}.{}", job, step);
     // The step's first task on the first host serves; with Slurm's default block distribution
     // that is task 0. SLURMD_NODENAME is the node name Slurm runs this task on.
     const std::string node = nonempty(env, "SLURMD_NODENAME");
     const std::string local = nonempty(env, "SLURM_LOCALID");
     plan.serve = node.empty() ? nonempty(env, "SLURM_PROCID") == "0"
                               : node == plan.host && (local.empty() || local == "0");
-    plan.reason = fmt::format("slurm step {} ({}={}): store on {}", plan.id, var, list, plan.host);
+    plan.reason = fmt::format("{} ({}={}): store on {}", plan.id, var, list, plan.host);
     return plan;
   }
   if (env.first_of({"OMPI_COMM_WORLD_SIZE", "PMIX_RANK"})) {

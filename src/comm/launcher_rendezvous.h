@@ -1,7 +1,9 @@
 #pragma once
 // Where an env:// rendezvous meets when the user set nothing, decided from the launcher's own
 // variables (a pure function of the environment, unit-tested from a map):
-//   MASTER_ADDR + MASTER_PORT (torchrun, collie launch, by hand) -> that store;
+//   MASTER_ADDR + MASTER_PORT (torchrun, collie launch, by hand) -> that store; under torchrun's
+//     agent store (TORCHELASTIC_USE_AGENT_STORE=True, MASTER_PORT is taken by torch's own store)
+//     collie's store goes on the next free port after MASTER_PORT, found like a Slurm step's;
 //   a Slurm job step (SLURM_STEP_ID set) -> the first host of SLURM_STEP_NODELIST (hostlist
 //     expanded), on a port derived from the job and step ids with fallbacks when it is taken;
 //     the step's first task on that host serves the store;
@@ -19,12 +21,14 @@ namespace collie {
 class Env;
 
 struct RendezvousPlan {
-  enum class Kind { Explicit, SlurmStep, Mpi, SlurmAllocation, None };
+  // SlurmStep and TorchrunAgent: a store on the first free candidate port, found by probing.
+  enum class Kind { Explicit, SlurmStep, TorchrunAgent, Mpi, SlurmAllocation, None };
   Kind kind = Kind::None;
   std::string host;             // Explicit, SlurmStep: the store's host as the ranks dial it
   std::vector<uint16_t> ports;  // Explicit: one; SlurmStep: candidates, tried in order
   bool serve = false;           // SlurmStep: this process serves the store
-  std::string id;               // SlurmStep: "JOB.STEP", written into the store to recognise it
+  std::string id;               // SlurmStep: "slurm step JOB.STEP", TorchrunAgent: "torchrun RUN",
+                                // written into the store to recognise it
   std::string reason;           // what decided, for logs and errors
 };
 

@@ -63,10 +63,11 @@ std::shared_ptr<Store> tcp_store(const std::string& host, uint16_t port, bool se
   return std::make_shared<TcpStore>(o);
 }
 
-// A Slurm step's store: the serving task takes the first free candidate port and marks the store
+// A Slurm step's (or a torchrun job's) store: the serving task takes the first free candidate
+// port and marks the store
 // with the step id; the others try the candidates in turn until one answers with that id.
 std::shared_ptr<Store> slurm_store(const RendezvousPlan& plan, Millis timeout) {
-  const std::string mark = "collie/slurm_step";
+  const std::string mark = "collie/job_id";
   if (plan.serve) {
     std::string last;
     for (uint16_t port : plan.ports) {
@@ -78,7 +79,7 @@ std::shared_ptr<Store> slurm_store(const RendezvousPlan& plan, Millis timeout) {
         last = e.what();  // port taken: next candidate
       }
     }
-    throw NetworkError(fmt::format("slurm step {}: no free store port among {} on {} (last: {}); "
+    throw NetworkError(fmt::format("{}: no free store port among {} on {} (last: {}); "
                                    "set MASTER_ADDR and MASTER_PORT",
                                    plan.id, fmt::join(plan.ports, ", "), plan.host, last));
   }
@@ -103,8 +104,8 @@ std::shared_ptr<Store> slurm_store(const RendezvousPlan& plan, Millis timeout) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
   throw TimeoutError(fmt::format(
-      "slurm step {}: no store of this step answered on {} ports {} within {} ms (did the "
-      "step's first task on {} start?); set MASTER_ADDR and MASTER_PORT to override",
+      "{}: no store of this job answered on {} ports {} within {} ms (did the task that serves "
+      "it, on {}, start?); set COLLIE_INIT_METHOD=tcp://HOST:PORT to override",
       plan.id, plan.host, fmt::join(plan.ports, ", "), timeout.count(), plan.host));
 }
 
@@ -184,6 +185,7 @@ Rendezvous rendezvous(const RendezvousRequest& in, const Env& env) {
         out.store = tcp_store(plan.host, plan.ports.front(), req.rank == 0, req.timeout);
         break;
       case RendezvousPlan::Kind::SlurmStep:
+      case RendezvousPlan::Kind::TorchrunAgent:
         out.store = slurm_store(plan, req.timeout);
         break;
       case RendezvousPlan::Kind::Mpi:

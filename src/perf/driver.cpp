@@ -91,6 +91,13 @@ class Driver {
       throw TimeoutError(fmt::format("[Rank {}] perf step '{}' exceeded {} ms: {}{}{}", pg_.rank(),
                                      steps_.current(), timeout_.count(), e.what(),
                                      who.empty() ? "" : "; ", who));
+    } catch (const NetworkError& e) {
+      // A peer that timed out first and exited closes its connections: the rank behind the
+      // stall is still the one to name.
+      steps_.report_position();
+      const std::string who = pg_.rank() == 0 ? steps_.laggards() : "";
+      if (who.empty()) throw;
+      throw NetworkError(fmt::format("{}; {}", e.what(), who));
     }
   }
 

@@ -37,11 +37,11 @@ TEST(BindAddress, RouteToARemoteHostIsNeverLoopback) {
 }
 
 TEST(BindAddress, OverridesWinInOrder) {
-  const MapEnv ifname(MapEnv::Map{{"GLOO_SOCKET_IFNAME", "lo,eth9"}});
+  const MapEnv ifname(MapEnv::Map{{"GLOO_SOCKET_IFNAME", "lo,lo"}});
   const auto c = choose_gloo_bind(ifname, "no-such-host.invalid");
   EXPECT_EQ(c.address, "127.0.0.1");
   EXPECT_EQ(c.iface, "lo");
-  EXPECT_EQ(c.reason, "GLOO_SOCKET_IFNAME=lo,eth9");
+  EXPECT_EQ(c.reason, "GLOO_SOCKET_IFNAME=lo,lo");
   const MapEnv both(MapEnv::Map{{"GLOO_SOCKET_IFNAME", "no-such-if0"},
                                 {"COLLIE_GLOO_HOST", "127.0.0.1"}});
   EXPECT_EQ(choose_gloo_bind(both, "10.9.9.9").reason, "COLLIE_GLOO_HOST");
@@ -53,6 +53,13 @@ TEST(BindAddress, BadOverridesAreOneLineNamingTheVariable) {
     FAIL();
   } catch (const InvalidArgument& e) {
     EXPECT_NE(std::string(e.what()).find("GLOO_SOCKET_IFNAME 'no-such-if0,lo'"), std::string::npos)
+        << e.what();
+  }
+  try {  // every listed interface must exist, not only the first (as torch checks them)
+    choose_gloo_bind(MapEnv(MapEnv::Map{{"GLOO_SOCKET_IFNAME", "lo,no-such-if1"}}), "");
+    FAIL();
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("interface 'no-such-if1'"), std::string::npos)
         << e.what();
   }
   try {

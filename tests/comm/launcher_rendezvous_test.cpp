@@ -56,6 +56,25 @@ TEST(RendezvousPlan, MasterAddrAndPortWinOverEverything) {
   EXPECT_EQ(p.ports, std::vector<uint16_t>{29500});
 }
 
+TEST(RendezvousPlan, TorchrunAgentStoreMovesCollieToTheNextPorts) {
+  const MapEnv env(MapEnv::Map{{"MASTER_ADDR", "node0"},
+                               {"MASTER_PORT", "29500"},
+                               {"RANK", "0"},
+                               {"TORCHELASTIC_USE_AGENT_STORE", "True"},
+                               {"TORCHELASTIC_RUN_ID", "abc"}});
+  const auto p = plan_env_rendezvous(env);
+  EXPECT_EQ(p.kind, K::TorchrunAgent);
+  EXPECT_EQ(p.host, "node0");
+  ASSERT_EQ(p.ports.size(), 8u);
+  EXPECT_EQ(p.ports.front(), 29501);
+  EXPECT_TRUE(p.serve);
+  EXPECT_EQ(p.id, "torchrun abc");
+  EXPECT_THROW(plan_env_rendezvous(MapEnv(MapEnv::Map{{"MASTER_ADDR", "node0"},
+                                                      {"MASTER_PORT", "65535"},
+                                                      {"TORCHELASTIC_USE_AGENT_STORE", "1"}})),
+               InvalidArgument);
+}
+
 TEST(RendezvousPlan, OnlyOneOfMasterAddrPortIsAnErrorNamingBoth) {
   for (const char* var : {"MASTER_ADDR", "MASTER_PORT"}) {
     try {
@@ -75,7 +94,7 @@ TEST(RendezvousPlan, SlurmStepUsesFirstHostAndOneServingTask) {
   const auto p0 = plan_env_rendezvous(MapEnv(slurm_step("node02", "0", "0")));
   EXPECT_EQ(p0.kind, K::SlurmStep);
   EXPECT_EQ(p0.host, "node02");
-  EXPECT_EQ(p0.id, "4711.3");
+  EXPECT_EQ(p0.id, "slurm step 4711.3");
   EXPECT_TRUE(p0.serve);
   EXPECT_EQ(p0.ports, slurm_step_ports(4711, 3));
   EXPECT_NE(p0.reason.find("node[02-03]"), std::string::npos) << p0.reason;

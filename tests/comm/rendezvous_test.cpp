@@ -291,6 +291,27 @@ TEST(Rendezvous, SlurmStepMeetsOnDerivedPortSkippingATakenOne) {
   for (int r = 0; r < 3; ++r) EXPECT_EQ(out[r].rdzv.store_host, "127.0.0.1");
 }
 
+// Under torchrun's agent store MASTER_PORT is torch's; collie's ranks meet on a port after it.
+TEST(Rendezvous, TorchrunAgentStoreLeavesMasterPortAlone) {
+  uint16_t agent_port = 0;
+  const int agent = net::listen_on("127.0.0.1", 0, &agent_port);  // stands in for torch's store
+  if (agent_port >= 65535 - 8) {
+    close(agent);
+    GTEST_SKIP() << "ephemeral port " << agent_port << " leaves no room after it";
+  }
+  auto out = run_ranks(3, [&](int r) {
+    return rendezvous(RendezvousRequest{"", -1, -1, 20s},
+                      MapEnv(MapEnv::Map{{"MASTER_ADDR", "127.0.0.1"},
+                                         {"MASTER_PORT", std::to_string(agent_port)},
+                                         {"RANK", std::to_string(r)},
+                                         {"WORLD_SIZE", "3"},
+                                         {"TORCHELASTIC_USE_AGENT_STORE", "True"},
+                                         {"TORCHELASTIC_RUN_ID", std::to_string(getpid())}}));
+  });
+  close(agent);
+  expect_connected(out, 3, "env");
+}
+
 TEST(Rendezvous, SbatchBodyIsOneLineSayingToUseSrun) {
   const MapEnv env(MapEnv::Map{{"SLURM_JOB_ID", "12"}, {"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "4"}});
   try {
