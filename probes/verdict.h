@@ -45,9 +45,11 @@ struct Thresholds {
 };
 
 // The reference a measurement is compared with: the median over units of each unit's median
-// survey link (a bad unit does not move it, even when it touches many links), and the noise:
-// the larger of the typical relative spread within one measurement (robust sigma / value, times
-// the reference) and, with >= 8 units, the robust spread (1.4826 * MAD) of the units' medians.
+// survey link (a bad unit does not move it, even when it touches many links), and the noise,
+// the spread expected between repeated measurements of one link: the larger of the typical
+// relative standard error of a measurement (its samples' robust sigma * 1.2533 / sqrt(n) over
+// its value, times the reference) and, with >= 8 units, the robust spread (1.4826 * MAD) of the
+// units' medians.
 struct Reference {
   double gbps = 0;
   double noise_gbps = 0;
