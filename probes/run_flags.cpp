@@ -9,6 +9,7 @@
 #include "core/env.h"
 #include "core/error.h"
 #include "launch/launch.h"
+#include "perf/options.h"
 
 namespace collie::probes {
 
@@ -28,6 +29,15 @@ int launch_or_run(const RunFlags& f, const std::string& command,
   // The debug server starts itself in every rank when this is set (debug_server/auto_start).
   if (f.debug_port >= 0) ::setenv("COLLIE_DEBUG_PORT", std::to_string(f.debug_port).c_str(), 1);
   const LaunchEnv le = detect_launch_env(Env::process());
+  // Test-only hooks change what is measured: refused unless enabled, and always announced (once
+  // per job, by rank 0; the launching process only refuses them).
+  try {
+    const perf::TestHooks hooks = perf::TestHooks::from_env(Env::process());
+    if (!hooks.active.empty() && !le.source.empty() && le.rank.value_or(0) == 0)
+      std::fprintf(stderr, "collie %s: %s\n", command.c_str(), hooks.warning().c_str());
+  } catch (const InvalidArgument& e) {
+    return usage(e.what());
+  }
   const bool has_init = Env::process().get("COLLIE_INIT_METHOD").has_value();
   if (le.source.empty() && !has_init) {
     if (f.backend == "mpi")

@@ -51,6 +51,8 @@ json to_json(const RunResult& r) {
             {"flags", r.meta.flags},
             {"started_at", r.meta.started_at},
             {"finished_at", r.meta.finished_at.empty() ? json(nullptr) : json(r.meta.finished_at)}};
+  if (!r.meta.test_hooks.empty()) meta["test_hooks"] = r.meta.test_hooks;
+  if (!r.meta.interrupted_by.empty()) meta["interrupted_by"] = r.meta.interrupted_by;
   json rows = json::array();
   for (const auto& row : r.rows) rows.push_back(to_json(row));
   json j{{"schema", r.meta.schema},
@@ -132,6 +134,9 @@ RunResult run_from_json(const json& j) {
   r.meta.started_at = field<std::string>(m, "started_at");
   if (m.contains("finished_at") && !m["finished_at"].is_null())
     r.meta.finished_at = field<std::string>(m, "finished_at");
+  if (m.contains("test_hooks")) r.meta.test_hooks = field<std::vector<std::string>>(m, "test_hooks");
+  if (m.contains("interrupted_by"))
+    r.meta.interrupted_by = field<std::string>(m, "interrupted_by");
   for (const auto& row : j.at("rows")) r.rows.push_back(row_from_json(row));
   if (j.contains("summary")) {
     const json& s = j["summary"];

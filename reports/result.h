@@ -56,6 +56,10 @@ struct RunMeta {
   std::map<std::string, std::string> flags;  // the effective flags, as given on the command line
   std::string started_at;                    // ISO 8601 UTC
   std::string finished_at;                   // empty while the run is in progress
+  // Test-only hooks that were active ("NAME=value"); such a run is not a measurement.
+  std::vector<std::string> test_hooks;
+  // Name of the signal that stopped the run ("SIGINT"), empty when it was not interrupted.
+  std::string interrupted_by;
 };
 
 struct Summary {

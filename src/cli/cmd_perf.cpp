@@ -195,6 +195,8 @@ int run_rank(const PerfFlags& f, const PerfOptions& o,
   if (f.timeout_s > 0) init.timeout = std::chrono::seconds(f.timeout_s);
   std::shared_ptr<ProcessGroup> pg = init_process_group(init);
   std::unique_ptr<perf::ReportSink> sink;
+  if (pg->rank() == 0 && !o.hooks.active.empty())
+    std::fprintf(stderr, "collie perf: %s\n", o.hooks.warning().c_str());
   if (pg->rank() == 0) {
     perf::OutputOptions out;
     out.json_path = f.json;

@@ -8,14 +8,16 @@
 #include <string>
 #include <vector>
 
+#include "core/exit_codes.h"
+
 namespace collie::cli {
 
-// Exit codes shared by every subcommand.
-inline constexpr int kExitOk = 0;
-inline constexpr int kExitFailure = 1;   // the thing tested failed (wrong data, regression, ...)
-inline constexpr int kExitUsage = 2;     // bad flags or unusable input
-inline constexpr int kExitTimeout = 3;   // a deadline expired
-inline constexpr int kExitRuntime = 4;   // backend / network / store error
+// Exit codes shared by every subcommand (core/exit_codes.h).
+using collie::kExitFailure;
+using collie::kExitOk;
+using collie::kExitRuntime;
+using collie::kExitTimeout;
+using collie::kExitUsage;
 
 struct Command {
   std::string name;

@@ -12,6 +12,7 @@
 
 #include "comm/registry.h"
 #include "core/error.h"
+#include "core/exit_codes.h"
 #include "metrics/metrics.h"
 #include "perf/step_tracker.h"
 
@@ -21,8 +22,12 @@ namespace {
 using SteadyClock = std::chrono::steady_clock;
 using reports::ResultRow;
 
-// Timed-out steps exit with the CLI's timeout status (cli/command.h kExitTimeout).
-constexpr int kWatchdogExitCode = 3;
+
+// "SIGINT" for SIGINT: how results name the signal that stopped a run.
+std::string signal_name(int sig) {
+  const char* abbrev = sigabbrev_np(sig);
+  return abbrev != nullptr ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
+}
 
 // 8-byte aligned storage for any dtype.
 struct Buffer {
@@ -74,7 +79,7 @@ class Driver {
         stop_(stop),
         timeout_(o.timeout == kUseGroupTimeout ? pg.info().timeout : o.timeout),
         steps_(
-            pg.info().store, pg.rank(), pg.size(), timeout_, kWatchdogExitCode,
+            pg.info().store, pg.rank(), pg.size(), timeout_, kExitTimeout,
             [&pg] { return pg.last_collective_seq(); }, o.on_hang) {}
 
   PerfOutcome run(const std::string& version) {
@@ -101,7 +106,11 @@ class Driver {
           fmt::format("root {} is outside the world of {} ranks (-r)", o_.root, pg_.size()));
     PerfOutcome out;
     fill_meta(out.result.meta, version);
-    if (sink_) sink_->run_started(out.result.meta);
+    out.result.meta.test_hooks = o_.hooks.active;
+    if (sink_) {
+      sink_->run_started(out.result.meta);
+      if (!o_.hooks.active.empty()) sink_->note("# " + o_.hooks.warning());
+    }
     total_rows_ = estimate_rows(descs);
     const bool soak = o_.cycles == 0 || o_.duration.count() > 0;
     const auto started = SteadyClock::now();
@@ -124,8 +133,17 @@ class Driver {
     out.wrong_total = wrong_total_;
     out.stopped_by = stopped_by_;
     if (pg_.rank() == 0) {
-      out.result.summary = reports::summarize(out.result.rows, pg_.size());
       out.result.meta.finished_at = now_iso8601();
+      // An interrupted run is not complete: no summary (so "complete": false), and the signal
+      // is named. Every row it did finish is kept.
+      if (stopped_by_ == 0) {
+        out.result.summary = reports::summarize(out.result.rows, pg_.size());
+      } else {
+        out.result.meta.interrupted_by = signal_name(stopped_by_);
+        if (sink_)
+          sink_->note(fmt::format("# Interrupted by {}: {} rows measured; no summary",
+                                  out.result.meta.interrupted_by, out.result.rows.size()));
+      }
     }
     return out;
   }
@@ -245,7 +263,9 @@ class Driver {
           fmt::format("the {} backend supports none of the requested dtype/op "
                       "combinations for {} (see `collie info`)",
                       pg_.backend_name(), d.name));
-    if (sink_) {
+    // A collective cut short by a stop signal gets no "Avg bus bandwidth" line: it would average
+    // a partial sweep.
+    if (sink_ && stopped_by_ == 0) {
       sink_->collective_finished(d.name, rows, reports::summarize(rows, pg_.size()));
     }
     out.result.rows.insert(out.result.rows.end(), rows.begin(), rows.end());

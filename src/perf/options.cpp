@@ -29,8 +29,20 @@ std::pair<int64_t, int64_t> parse_pair(const std::string& s, const char* var, bo
 
 }  // namespace
 
+constexpr const char* kHookVars[] = {"COLLIE_PERF_TEST_CORRUPT", "COLLIE_PERF_TEST_DELAY_US",
+                                     "COLLIE_PERF_TEST_STALL"};
+constexpr const char* kEnableVar = "COLLIE_ENABLE_TEST_HOOKS";
+
 TestHooks TestHooks::from_env(const Env& env) {
   TestHooks h;
+  for (const char* var : kHookVars) {
+    auto v = env.get(var);
+    if (!v || v->empty()) continue;
+    if (env.get(kEnableVar).value_or("") != "1")
+      throw InvalidArgument(std::string(var) + " is a test-only hook that changes what is " +
+                            "measured; unset it, or set " + kEnableVar + "=1 in a test");
+    h.active.push_back(std::string(var) + "=" + *v);
+  }
   if (auto v = env.get("COLLIE_PERF_TEST_CORRUPT"); v && !v->empty()) {
     auto [r, off] = parse_pair(*v, "COLLIE_PERF_TEST_CORRUPT", false);
     h.corrupt_rank = static_cast<int>(r);
@@ -49,6 +61,13 @@ TestHooks TestHooks::from_env(const Env& env) {
     h.stall_file = v->substr(colon + 1);
   }
   return h;
+}
+
+std::string TestHooks::warning() const {
+  if (active.empty()) return "";
+  std::string line = "WARNING: test hooks active (";
+  for (size_t i = 0; i < active.size(); ++i) line += (i ? ", " : "") + active[i];
+  return line + "): these results are not a measurement";
 }
 
 int iters_for(const PerfOptions& o, int64_t bytes) {

@@ -19,7 +19,9 @@ enum class Placement { Out, In, Both };
 // How per-rank times become the table's time (-a): rank 0's, the mean, the min or the max.
 enum class TimeReduce { Rank0 = 0, Avg = 1, Min = 2, Max = 3 };
 
-// Test-only hooks, read from the environment (documented in src/perf/README.md):
+// Test-only hooks, read from the environment (documented in src/perf/README.md). They change
+// what is measured, so they are refused unless COLLIE_ENABLE_TEST_HOOKS=1 is also set; when
+// active they are warned about on stderr and recorded in the run's metadata (`test_hooks`).
 //   COLLIE_PERF_TEST_CORRUPT=rank:offset  flips element `offset` of `rank`'s result buffer after
 //                                         every validation call, so validation must see #wrong>0.
 //   COLLIE_PERF_TEST_DELAY_US=N | rank:N  sleeps N us before every timed call (on `rank` only
@@ -34,8 +36,13 @@ struct TestHooks {
   int delay_rank = -1;  // -1 = every rank
   int stall_rank = -1;
   std::string stall_file;
-  // Throws InvalidArgument on a malformed value.
+  // The hook variables as set ("NAME=value"), empty when no hook is active.
+  std::vector<std::string> active;
+  // Throws InvalidArgument on a malformed value, and when a hook is set without
+  // COLLIE_ENABLE_TEST_HOOKS=1 (one line naming the variable).
   static TestHooks from_env(const Env& env);
+  // One line for stderr and the table, empty when no hook is active.
+  std::string warning() const;
 };
 
 struct PerfOptions {

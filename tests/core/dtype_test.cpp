@@ -29,8 +29,14 @@ TEST(ReduceOp, NamesRoundTrip) {
 TEST(Half, ExactValuesRoundTrip) {
   for (float f : {0.0f, 1.0f, -2.5f, 65504.0f, 0.000061035156f, 1024.0f, -0.5f}) {
     EXPECT_EQ(Half::from_float(f).to_float(), f) << f;
-    EXPECT_EQ(BFloat16::from_float(f).to_float(), BFloat16::from_float(f).to_float());
   }
+  // Values with at most 8 significant bits are exact in bfloat16 (its range is float's).
+  for (float f : {0.0f, 1.0f, -2.5f, 0.000061035156f, 1024.0f, -0.5f, 65536.0f, 1.5f,
+                  -255.0f}) {
+    EXPECT_EQ(BFloat16::from_float(f).to_float(), f) << f;
+  }
+  // 65504 needs 11 significant bits: it rounds to the nearest bfloat16 (65536).
+  EXPECT_EQ(BFloat16::from_float(65504.0f).to_float(), 65536.0f);
   EXPECT_EQ(Half::from_float(1.0f).bits, 0x3c00);
   EXPECT_EQ(Half::from_float(1e6f).bits, 0x7c00);  // overflow to inf
   EXPECT_EQ(BFloat16::from_float(1.0f).bits, 0x3f80);

@@ -101,7 +101,7 @@ TEST_F(PerfCli, EveryCollectiveValidatesOverGlooOn2To4Ranks) {
 TEST_F(PerfCli, CorruptedResultIsCountedAndFailsTheRun) {
   const std::string json = tmp("corrupt.json");
   const Result r =
-      run("all_reduce -np 2 -b 64 -e 64 -n 2 -J " + json, "COLLIE_PERF_TEST_CORRUPT=1:5");
+      run("all_reduce -np 2 -b 64 -e 64 -n 2 -J " + json, "COLLIE_ENABLE_TEST_HOOKS=1 COLLIE_PERF_TEST_CORRUPT=1:5");
   EXPECT_EQ(r.rc, 1) << r.out << r.err;
   const auto t = rows(r.out);
   ASSERT_EQ(t.size(), 1u);
@@ -112,6 +112,40 @@ TEST_F(PerfCli, CorruptedResultIsCountedAndFailsTheRun) {
   ASSERT_EQ(res.rows.size(), 2u);
   EXPECT_EQ(res.rows[0].wrong_rank, 1);
   EXPECT_EQ(res.rows[0].wrong_offset, 5);
+  std::filesystem::remove(json);
+}
+
+TEST(PerfCliFlags, TestHooksAreRefusedWithoutTheTestSwitch) {
+  // A stray hook in a user's environment must not skew a real run: one line naming it, exit 2,
+  // no table.
+  for (const char* env : {"COLLIE_PERF_TEST_DELAY_US=20000", "COLLIE_PERF_TEST_CORRUPT=1:5",
+                          "COLLIE_PERF_TEST_STALL=1:/tmp/x",
+                          "COLLIE_ENABLE_TEST_HOOKS=yes COLLIE_PERF_TEST_DELAY_US=1"}) {
+    const Result r = run("all_reduce -np 2 -b 8 -e 8 -n 2", env);
+    EXPECT_EQ(r.rc, 2) << env << ": " << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << env << ": " << r.err;
+    EXPECT_NE(r.err.find("COLLIE_ENABLE_TEST_HOOKS=1"), std::string::npos) << r.err;
+    EXPECT_TRUE(r.out.empty()) << env << ": " << r.out;
+  }
+}
+
+TEST_F(PerfCli, ActiveTestHooksAreAnnouncedAndRecorded) {
+  const std::string json = tmp("hooks.json");
+  const Result r = run("all_reduce -np 2 -b 8 -e 8 -n 2 -J " + json,
+                       "COLLIE_ENABLE_TEST_HOOKS=1 COLLIE_PERF_TEST_DELAY_US=1:1000");
+  EXPECT_EQ(r.rc, 0) << r.out << r.err;
+  const std::string warning =
+      "WARNING: test hooks active (COLLIE_PERF_TEST_DELAY_US=1:1000): these results are not a "
+      "measurement";
+  EXPECT_NE(r.err.find("collie perf: " + warning), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("# " + warning), std::string::npos) << r.out;
+  const auto res = collie::reports::read_results(json);
+  EXPECT_EQ(res.meta.test_hooks, std::vector<std::string>{"COLLIE_PERF_TEST_DELAY_US=1:1000"});
+  // Without hooks nothing is recorded or announced.
+  const Result plain = run("all_reduce -np 2 -b 8 -e 8 -n 2 -J " + json);
+  EXPECT_EQ(plain.rc, 0) << plain.err;
+  EXPECT_EQ(plain.err.find("test hooks"), std::string::npos) << plain.err;
+  EXPECT_TRUE(collie::reports::read_results(json).meta.test_hooks.empty());
   std::filesystem::remove(json);
 }
 
@@ -169,7 +203,7 @@ TEST_F(PerfCli, MinBusBandwidthGateFailsTheRun) {
 TEST_F(PerfCli, TimeoutNamesTheLaggingRankAndExits3) {
   // Rank 1 sleeps 4 s before its first timed call; -T 1 must end the run and name rank 1.
   const Result r =
-      run("all_reduce -np 2 -b 8 -e 8 -n 2 -T 1", "COLLIE_PERF_TEST_DELAY_US=1:4000000");
+      run("all_reduce -np 2 -b 8 -e 8 -n 2 -T 1", "COLLIE_ENABLE_TEST_HOOKS=1 COLLIE_PERF_TEST_DELAY_US=1:4000000");
   EXPECT_EQ(r.rc, 3) << r.out << r.err;
   EXPECT_NE(r.err.find("rank 1"), std::string::npos) << r.err;
 }

@@ -1,7 +1,8 @@
 // Ctrl-C and SIGTERM stop a long `collie perf` cleanly: real ranks as processes, signals sent the
 // way a user or a batch system sends them. Every rank stops after the same row, every completed
-// row is in the table, the JSON (valid, written atomically), CSV and JSONL, and the exit status
-// is 128 + signal.
+// row is in the table, the JSON (valid, written atomically), CSV and JSONL, the exit status
+// is 128 + signal, and nothing claims the run is complete: the JSON has "complete": false, no
+// summary and names the signal, and the table has no "Avg bus bandwidth" line.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -76,8 +77,9 @@ class PerfStop : public ::testing::Test {
     }
     ASSERT_GE(count_lines(read_file(jsonl_)), rows) << job.err();
   }
-  // Every completed row is in every output, and the JSON holds the interrupted cycle's rows.
-  void expect_results_complete(const std::string& table_out) {
+  // Every completed row is in every output, the JSON holds the interrupted cycle's rows, and
+  // nothing claims the run completed.
+  void expect_rows_kept_and_run_incomplete(const std::string& table_out, const char* signal) {
     const std::string jsonl = read_file(jsonl_);
     const size_t n = count_lines(jsonl);
     std::istringstream in(jsonl);
@@ -90,7 +92,15 @@ class PerfStop : public ::testing::Test {
     EXPECT_EQ(table_rows(table_out) * 2, n);         // out + in per table line
     const auto res = collie::reports::read_results(json_);
     ASSERT_FALSE(res.rows.empty());
-    ASSERT_TRUE(res.summary.has_value());
+    EXPECT_FALSE(res.summary.has_value());
+    EXPECT_EQ(res.meta.interrupted_by, signal);
+    EXPECT_FALSE(nlohmann::json::parse(read_file(json_)).at("complete").get<bool>());
+    // Earlier soak cycles finished and have their trailer; the interrupted one has none.
+    const size_t last = table_out.rfind("# Collective test starting");
+    ASSERT_NE(last, std::string::npos) << table_out;
+    EXPECT_EQ(table_out.find("Avg bus bandwidth", last), std::string::npos) << table_out;
+    EXPECT_NE(table_out.find("# Interrupted by " + std::string(signal), last), std::string::npos)
+        << table_out;
     for (const auto& r : res.rows) EXPECT_EQ(r.cycle, last_cycle);
     EXPECT_GE(last_cycle, 1) << "stopped before the soak ran a second cycle";
   }
@@ -113,7 +123,7 @@ TEST_F(PerfStop, CtrlCToCollieLaunchStopsEveryRankAfterTheSameRow) {
   const std::string err = job.err();
   EXPECT_NE(err.find("[0] collie perf: stopped by Interrupt after"), std::string::npos) << err;
   EXPECT_EQ(err.find("Killed"), std::string::npos) << err;
-  expect_results_complete(job.out());
+  expect_rows_kept_and_run_incomplete(job.out(), "SIGINT");
 }
 
 TEST_F(PerfStop, SigtermToPerfNpEndsTheDurationSoakWith143) {
@@ -127,7 +137,7 @@ TEST_F(PerfStop, SigtermToPerfNpEndsTheDurationSoakWith143) {
   EXPECT_EQ(*rc, 143) << job.err();
   EXPECT_NE(job.err().find("collie perf: stopped by Terminated after"), std::string::npos)
       << job.err();
-  expect_results_complete(job.out());
+  expect_rows_kept_and_run_incomplete(job.out(), "SIGTERM");
 }
 
 TEST_F(PerfStop, ASignalToOneRankStopsThemAll) {
@@ -150,7 +160,73 @@ TEST_F(PerfStop, ASignalToOneRankStopsThemAll) {
   EXPECT_EQ(*rc, 143) << job.err();  // rank 2's status, reported by the launcher
   EXPECT_NE(job.err().find("[0] collie perf: stopped by Terminated after"), std::string::npos)
       << job.err();
-  expect_results_complete(job.out());
+  expect_rows_kept_and_run_incomplete(job.out(), "SIGTERM");
+}
+
+// A plain sweep (not a soak) interrupted at three points. The JSON on disk is valid at every
+// point and never says "complete": true; rows are those the table shows.
+class PerfSweepInterrupt : public PerfStop {
+ protected:
+  // 2 ranks, 8 B .. 64 KiB, every timed call slowed by `delay_us` on rank 1 (a test hook).
+  ChildProcess start(int delay_us) {
+    std::vector<std::string> argv = {COLLIE_BIN, "perf", "-np", "2", "-b", "8", "-e", "64K",
+                                     "-w", "0", "-n", "4", "-c", "1", "-J", json_, "--jsonl",
+                                     jsonl_};
+    return ChildProcess(argv, {{"COLLIE_ENABLE_TEST_HOOKS", "1"},
+                               {"COLLIE_PERF_TEST_DELAY_US", "1:" + std::to_string(delay_us)}});
+  }
+  // The JSON (when the run got far enough to write one) is valid and incomplete.
+  void expect_incomplete_json(const std::string& table_out) {
+    if (!std::filesystem::exists(json_)) return;  // stopped before the run started: nothing claimed
+    const auto j = nlohmann::json::parse(read_file(json_));
+    EXPECT_FALSE(j.at("complete").get<bool>()) << j.dump();
+    EXPECT_FALSE(j.contains("summary")) << j.dump();
+    EXPECT_EQ(j.at("rows").size(), table_rows(table_out) * 2) << table_out;
+    EXPECT_EQ(table_out.find("Avg bus bandwidth"), std::string::npos) << table_out;
+  }
+};
+
+TEST_F(PerfSweepInterrupt, BeforeTheFirstRow) {
+  ChildProcess job = start(200000);
+  std::this_thread::sleep_for(100ms);  // ranks starting up or in rendezvous
+  job.signal(SIGINT);
+  const auto rc = job.wait(30s);
+  ASSERT_TRUE(rc.has_value()) << job.err();
+  EXPECT_NE(*rc, 0) << job.err();
+  EXPECT_EQ(table_rows(job.out()), 0u) << job.out();
+  expect_incomplete_json(job.out());
+}
+
+TEST_F(PerfSweepInterrupt, MidRow) {
+  // 4 timed calls of 300 ms on rank 1: the first row takes over a second. Signal once the run
+  // has started (its JSON exists) and before any row is done: the row in flight is finished.
+  ChildProcess job = start(300000);
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (!std::filesystem::exists(json_) && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(20ms);
+  ASSERT_TRUE(std::filesystem::exists(json_)) << job.err();
+  ASSERT_EQ(count_lines(read_file(jsonl_)), 0u);
+  job.signal(SIGINT);
+  const auto rc = job.wait(30s);
+  ASSERT_TRUE(rc.has_value()) << job.err();
+  EXPECT_EQ(*rc, 130) << job.err();
+  EXPECT_EQ(table_rows(job.out()), 1u) << job.out();
+  expect_incomplete_json(job.out());
+  EXPECT_EQ(collie::reports::read_results(json_).meta.interrupted_by, "SIGINT");
+}
+
+TEST_F(PerfSweepInterrupt, BetweenRows) {
+  ChildProcess job = start(20000);
+  wait_for_rows(job, 4);  // two table rows (out + in each) are done
+  job.signal(SIGTERM);
+  const auto rc = job.wait(30s);
+  ASSERT_TRUE(rc.has_value()) << job.err();
+  EXPECT_EQ(*rc, 143) << job.err();
+  const size_t n = table_rows(job.out());
+  EXPECT_GE(n, 2u);
+  EXPECT_LT(n, 14u) << "the whole sweep ran: the signal was not seen";  // 8 B .. 64 KiB = 14 rows
+  expect_incomplete_json(job.out());
+  EXPECT_EQ(collie::reports::read_results(json_).meta.interrupted_by, "SIGTERM");
 }
 
 }  // namespace

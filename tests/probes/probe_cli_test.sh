@@ -149,14 +149,25 @@ accept)
   expect "$W/a.md" "^\| perf all_reduce \| perf \| pass \|" "Markdown summary row"
   expect "$W/a.html" 'class="plot busbw-plot"' "HTML perf chart"
 
-  # Wrong data on rank 1: rejected, every size named with the rank; every rank exits 1.
+  # A test-only hook without the test switch: refused before any rank starts, one line, exit 2.
   rc=0
-  COLLIE_PERF_TEST_CORRUPT=1:0 timeout 90 "$COLLIE" accept --spec "$spec" -np 3 \
+  COLLIE_PERF_TEST_DELAY_US=150000 timeout 30 "$COLLIE" accept --spec "$spec" -np 3 \
+    > "$W/hook.out" 2> "$W/hook.err" || rc=$?
+  [ "$rc" = 2 ] || { show "$W/hook.err"; fail "unswitched test hook: exit $rc, expected 2"; }
+  [ "$(wc -l < "$W/hook.err")" = 1 ] || { show "$W/hook.err"; fail "hook refusal is not one line"; }
+  expect "$W/hook.err" "COLLIE_PERF_TEST_DELAY_US is a test-only hook" "hook refusal message"
+
+  # Wrong data on rank 1: rejected, every size named with the rank; every rank exits 1.
+  # The active hook is announced once, by rank 0.
+  rc=0
+  COLLIE_ENABLE_TEST_HOOKS=1 COLLIE_PERF_TEST_CORRUPT=1:0 timeout 90 "$COLLIE" accept --spec "$spec" -np 3 \
     > "$W/bad.log" 2>&1 || rc=$?
   [ "$rc" = 1 ] || { show "$W/bad.log"; fail "corrupted perf data: exit $rc, expected 1"; }
   expect "$W/bad.log" "^FAIL perf all_reduce" "perf check not failed"
   expect "$W/bad.log" "size 256K: 1 wrong elements, first on rank 1 \(" "size/rank not named"
   expect "$W/bad.log" "^REJECTED: 1 of 4 checks failed" "only the perf check should fail"
+  [ "$(grep -c "WARNING: test hooks active (COLLIE_PERF_TEST_CORRUPT=1:0)" "$W/bad.log")" = 1 ] ||
+    { show "$W/bad.log"; fail "the active test hook was not announced exactly once"; }
 
   # Relative rule against the first report: a 150 ms delay per call is far beyond any noise.
   cat > "$W/rel.yaml" <<EOF
@@ -171,7 +182,7 @@ checks:
       max_drop_vs_baseline: {busbw: 0.9}
 EOF
   rc=0
-  COLLIE_PERF_TEST_DELAY_US=150000 timeout 90 "$COLLIE" accept --spec "$W/rel.yaml" -np 3 \
+  COLLIE_ENABLE_TEST_HOOKS=1 COLLIE_PERF_TEST_DELAY_US=150000 timeout 90 "$COLLIE" accept --spec "$W/rel.yaml" -np 3 \
     -J "$W/rel.json" > "$W/rel.log" 2>&1 || rc=$?
   [ "$rc" = 1 ] || { show "$W/rel.log"; fail "slowed sweep vs baseline: exit $rc, expected 1"; }
   expect "$W/rel.log" "size 1M: busbw@1M fell [0-9]+% below the baseline" "size not named"
@@ -198,7 +209,7 @@ checks:
       all_reachable: true
 EOF
   rc=0
-  COLLIE_PERF_TEST_DELAY_US=0:6000000 timeout 60 "$COLLIE" accept --spec "$W/hang.yaml" -np 2 \
+  COLLIE_ENABLE_TEST_HOOKS=1 COLLIE_PERF_TEST_DELAY_US=0:6000000 timeout 60 "$COLLIE" accept --spec "$W/hang.yaml" -np 2 \
     -J "$W/hang.json" --junit "$W/hang.xml" > "$W/hang.log" 2>&1 || rc=$?
   [ "$rc" = 1 ] || { show "$W/hang.log"; fail "hung perf step: exit $rc, expected 1"; }
   expect "$W/hang.log" "^PASS env" "the check before the hang is lost"

@@ -90,7 +90,7 @@ gate)
   # slowest median the three runs saw, and at least 250 ms per call.
   delay=$(python3 -c 'import json,sys; t=max(r["time_us"] for f in sys.argv[1:] for r in json.load(open(f))["rows"]); print(max(250000, int(40*t)))' "$W/a.json" "$W/b.json" "$W/c.json")
   echo "injected delay: $delay us per call"
-  COLLIE_PERF_TEST_DELAY_US=$delay run slow -n 8
+  COLLIE_ENABLE_TEST_HOOKS=1 COLLIE_PERF_TEST_DELAY_US=$delay run slow -n 8
   rc=0
   "$COLLIE" report compare "$W/base.json" "$W/slow.json" "${gate[@]}" > "$W/slow.md" 2> "$W/slow.err" || rc=$?
   cat "$W/slow.md"

@@ -14,6 +14,7 @@
 #include "backends/mpi/mpi_work.h"
 #include "comm/rendezvous.h"
 #include "core/error.h"
+#include "core/exit_codes.h"
 #include "core/log.h"
 #include "core/reduce_kernel.h"
 
@@ -36,8 +37,6 @@ bool test_until(MPI_Request& req, Clock::time_point deadline) {
   }
 }
 
-// collie's exit status for an expired deadline (cli/command.h kExitTimeout).
-constexpr int kTimeoutExitStatus = 3;
 
 int checked_count(size_t n, const MpiWork& w) {
   if (n > static_cast<size_t>(INT_MAX)) {
@@ -182,8 +181,8 @@ void ProcessGroupMPI::expire(OpType op, uint64_t seq, Millis timeout) {
   log(LogLevel::Error, "{}", msg);
   std::fprintf(stderr, "collie: timeout: %s\n", msg.c_str());
   std::fflush(stderr);
-  MPI_Abort(MPI_COMM_WORLD, kTimeoutExitStatus);
-  std::_Exit(kTimeoutExitStatus);  // MPI_Abort does not return; this keeps [[noreturn]] honest
+  MPI_Abort(MPI_COMM_WORLD, kExitTimeout);
+  std::_Exit(kExitTimeout);  // MPI_Abort does not return; this keeps [[noreturn]] honest
 }
 
 // Each case issues the non-blocking call when `req` is set, else the blocking one.
