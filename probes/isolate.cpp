@@ -37,6 +37,11 @@ class Engine {
  private:
   std::vector<LinkSample> round(const std::vector<UnitPair>& pairs);
   Observation observe(const LinkSample& s, int self, bool* absolute);
+  // A re-measurement round plus control pairs of known-good units (in the same round when some
+  // are idle, else in a round right after): *round_ref = their median (0 = none), so a slowdown
+  // of the whole cluster during the re-measurements is not blamed on the suspects.
+  std::vector<LinkSample> round_with_controls(const std::vector<UnitPair>& pairs,
+                                              double* round_ref);
   // Needs more re-measurements?
   bool pending(const Track& t) const;
   // b bad of n re-measurements is beyond chance for one of `tracks_` suspects.
@@ -50,7 +55,9 @@ class Engine {
   const MeasureRound& measure_;
   IsolationReport rep_;
   double chance_ = 0.02;
-  size_t tracks_ = 1;  // suspects in the current phase
+  double round_ref_ = 0;   // the current re-measurement round's control reference (0 = none)
+  std::vector<int> good_;  // known-good units (control pairs)
+  size_t tracks_ = 1;      // suspects in the current phase
 };
 
 // P(X >= b) for X ~ Binomial(n, p).
@@ -92,8 +99,49 @@ std::vector<LinkSample> Engine::round(const std::vector<UnitPair>& pairs) {
   return out;
 }
 
+std::vector<LinkSample> Engine::round_with_controls(const std::vector<UnitPair>& pairs,
+                                                    double* round_ref) {
+  constexpr size_t kControls = 8;
+  std::set<int> busy;
+  for (const auto& p : pairs) busy.insert({p.a, p.b});
+  auto control_pairs = [&](const std::set<int>& skip) {
+    std::vector<UnitPair> c;
+    int pending = -1;
+    for (int g : good_) {
+      if (skip.count(g)) continue;
+      if (pending < 0) {
+        pending = g;
+        continue;
+      }
+      c.push_back({std::min(pending, g), std::max(pending, g)});
+      pending = -1;
+      if (c.size() >= kControls) break;
+    }
+    return c;
+  };
+  auto reference_of = [](const std::vector<LinkSample>& v, size_t from) {
+    std::vector<double> ok;
+    for (size_t i = from; i < v.size(); ++i)
+      if (v[i].ok()) ok.push_back(v[i].value());
+    return ok.empty() ? 0.0 : median(ok);
+  };
+  std::vector<UnitPair> all = pairs;
+  const auto same = control_pairs(busy);
+  all.insert(all.end(), same.begin(), same.end());
+  std::vector<LinkSample> got = round(all);
+  *round_ref = reference_of(got, pairs.size());
+  got.resize(pairs.size());
+  if (same.empty()) {
+    const auto after = control_pairs({});
+    if (!after.empty()) *round_ref = reference_of(round(after), 0);
+  }
+  return got;
+}
+
 Observation Engine::observe(const LinkSample& s, int self, bool* absolute) {
-  const Judgement j = judge(s, rep_.reference, o_.thresholds);
+  Reference ref = rep_.reference;
+  if (round_ref_ > 0 && round_ref_ < ref.gbps) ref.gbps = round_ref_;
+  const Judgement j = judge(s, ref, o_.thresholds);
   Observation ob;
   ob.round = rep_.rounds;
   ob.partner = s.a == self ? s.b : s.a;
@@ -145,7 +193,7 @@ void Engine::reremeasure_units(std::vector<Track>& tracks, const std::vector<int
       who.push_back(i);
     }
     if (pairs.empty()) break;
-    const auto got = round(pairs);
+    const auto got = round_with_controls(pairs, &round_ref_);
     for (size_t k = 0; k < got.size(); ++k) {
       Track& t = tracks[who[k]];
       bool abs = false;
@@ -171,7 +219,7 @@ void Engine::remeasure_links(std::vector<Track>& tracks) {
       who.push_back(i);
     }
     if (pairs.empty()) break;
-    const auto got = round(pairs);
+    const auto got = round_with_controls(pairs, &round_ref_);
     for (size_t k = 0; k < got.size(); ++k) {
       Track& t = tracks[who[k]];
       bool abs = false;
@@ -318,6 +366,7 @@ IsolationReport Engine::run(const std::vector<LinkSample>& given, int given_roun
           ? fmt::format(" ({} not in the survey)", std::count(total.begin(), total.end(), 0))
           : ""));
   rep_.suspects = static_cast<int>(units.size());
+  good_ = good;
   if (survey.size() >= 32)
     chance_ = std::max(chance_, static_cast<double>(bad_links.size()) / survey.size());
   tracks_ = std::max<size_t>(units.size(), 1);

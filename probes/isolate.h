@@ -19,6 +19,10 @@
 //     the bad ones are beyond chance.
 //  4. links: bad survey pairs whose units were both cleared are re-measured themselves, with
 //     the same rule.
+// Every re-measurement round also measures control pairs of known-good units (idle ones in the
+// same round, else a control round right after); when they are slower than the survey's
+// reference, the round is judged against them, so a slowdown of the whole cluster (a load
+// burst) is not blamed on the suspects being measured at that moment.
 // So one bad unit among N costs 1 + confirm + confirm rounds whatever N is, versus N - 1 for
 // the full tournament; a bad link is only seen if the survey measured it (use "full" for every
 // link, or rotate the quick pass across runs).

@@ -75,7 +75,11 @@ Reference estimate_reference(const std::vector<LinkSample>& survey) {
   for (const auto& s : survey) {
     if (!s.ok()) continue;
     values.push_back(s.value());
-    if (s.value() > 0) spreads.push_back(s.spread() / s.value());
+    // The spread of the measurement's value (the median of its samples) is the samples'
+    // spread over sqrt(n) (times 1.2533, the median's efficiency against the mean).
+    if (s.value() > 0)
+      spreads.push_back(s.spread() * 1.2533 / std::sqrt(static_cast<double>(s.gbps.size())) /
+                        s.value());
   }
   r.links = static_cast<int>(values.size());
   if (values.empty()) return r;

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "core/exit_codes.h"
+
 namespace collie::probes {
 
 enum class Verdict { Ok = 0, Warn = 1, Crit = 2 };
@@ -13,10 +15,9 @@ enum class Verdict { Ok = 0, Warn = 1, Crit = 2 };
 const char* verdict_name(Verdict v);  // "OK", "WARN", "CRIT"
 Verdict worse(Verdict a, Verdict b);
 
-// Exit status for a verdict. collie keeps 2 for bad flags/input (as every command), so GCM's
-// 0/1/2 map to: OK -> 0, CRIT -> 1 (the "found a problem" status every collie check uses),
-// WARN -> 5. 3 and 4 stay the timeout and runtime errors.
-inline constexpr int kExitWarn = 5;
+// Exit status for a verdict (core/exit_codes.h). collie keeps 2 for bad flags/input (as every
+// command), so GCM's 0/1/2 map to: OK -> 0, CRIT -> 1 (the "found a problem" status every
+// collie check uses), WARN -> kExitWarn (5). 3 and 4 stay the timeout and runtime errors.
 int verdict_exit_code(Verdict v);
 
 // One measurement of a link between two units (hosts; ranks when every rank is on one host).
@@ -45,9 +46,11 @@ struct Thresholds {
 };
 
 // The reference a measurement is compared with: the median over units of each unit's median
-// survey link (a bad unit does not move it, even when it touches many links), and the noise:
-// the larger of the typical relative spread within one measurement (robust sigma / value, times
-// the reference) and, with >= 8 units, the robust spread (1.4826 * MAD) of the units' medians.
+// survey link (a bad unit does not move it, even when it touches many links), and the noise,
+// the spread expected between repeated measurements of one link: the larger of the typical
+// relative standard error of a measurement (its samples' robust sigma * 1.2533 / sqrt(n) over
+// its value, times the reference) and, with >= 8 units, the robust spread (1.4826 * MAD) of the
+// units' medians.
 struct Reference {
   double gbps = 0;
   double noise_gbps = 0;

@@ -41,10 +41,22 @@ const char* result_word(const CheckOutcome& c) {
   return !c.passed ? "FAIL" : c.warnings.empty() ? "PASS" : "WARN";
 }
 
-// "[HOST_SLOW CRIT] " for coded findings.
+// The same in the Markdown and HTML pages, which have always said "pass".
+const char* page_word(const CheckOutcome& c) {
+  return !c.passed ? "FAIL" : c.warnings.empty() ? "pass" : "warn";
+}
+
+// Findings with fault codes get the code, severity and next-step columns.
+bool coded(const CheckOutcome& c) {
+  for (const auto& x : c.findings)
+    if (!x.code.empty()) return true;
+  return false;
+}
+
+// " [HOST_SLOW CRIT]" after the evidence of coded findings.
 std::string code_tag(const Finding& x) {
   if (x.code.empty()) return "";
-  return fmt::format("[{}{}] ", x.code, x.severity.empty() ? "" : " " + x.severity);
+  return fmt::format(" [{}{}]", x.code, x.severity.empty() ? "" : " " + x.severity);
 }
 
 std::string headline(const AcceptReport& r) {
@@ -57,7 +69,7 @@ std::string evidence_text(const CheckOutcome& c, const char* indent) {
   for (const auto& f : c.failures) s += fmt::format("{}rule broken: {}\n", indent, f);
   for (const auto& w : c.warnings) s += fmt::format("{}warning: {}\n", indent, w);
   for (const auto& x : c.findings) {
-    s += fmt::format("{}{} {}: {}{}\n", indent, x.kind, x.who, code_tag(x), x.evidence);
+    s += fmt::format("{}{} {}: {}{}\n", indent, x.kind, x.who, x.evidence, code_tag(x));
     if (!x.next_step.empty()) s += fmt::format("{}  next step: {}\n", indent, x.next_step);
   }
   return s;
@@ -150,11 +162,16 @@ std::string accept_markdown(const AcceptReport& r) {
                                             : "*warn*",
                        c.seconds);
   for (const auto& c : r.checks) {
-    out += fmt::format("\n## {} — {}\n\n", md_cell(c.name), result_word(c));
+    out += fmt::format("\n## {} — {}\n\n", md_cell(c.name), page_word(c));
     for (const auto& f : c.failures) out += "- rule broken: " + md_cell(f) + "\n";
     for (const auto& w : c.warnings) out += "- warning: " + md_cell(w) + "\n";
     if (!c.failures.empty() || !c.warnings.empty()) out += "\n";
-    if (!c.findings.empty()) {
+    if (!c.findings.empty() && !coded(c)) {
+      out += "| kind | who | evidence |\n|---|---|---|\n";
+      for (const auto& x : c.findings)
+        out += fmt::format("| {} | {} | {} |\n", x.kind, md_cell(x.who), md_cell(x.evidence));
+      out += "\n";
+    } else if (!c.findings.empty()) {
       out += "| kind | who | code | severity | evidence | next step |\n|---|---|---|---|---|---|\n";
       for (const auto& x : c.findings)
         out += fmt::format("| {} | {} | {} | {} | {} | {} |\n", x.kind, md_cell(x.who),
@@ -204,7 +221,7 @@ std::string accept_html(const AcceptReport& r) {
     s += fmt::format(
         "<tr><td class=\"l\"><a href=\"#c{}\">{}</a></td><td class=\"l\">{}</td>"
         "<td class=\"l {}\">{}</td><td>{:.1f}</td></tr>\n",
-        i, xml_escape(c.name), xml_escape(c.kind), cls(c.passed), result_word(c), c.seconds);
+        i, xml_escape(c.name), xml_escape(c.kind), cls(c.passed), page_word(c), c.seconds);
   }
   s += "</table>\n";
   for (size_t i = 0; i < r.checks.size(); ++i) {
@@ -212,14 +229,23 @@ std::string accept_html(const AcceptReport& r) {
     s += fmt::format(
         "<section class=\"check\" id=\"c{}\">\n<h2>{} — <span class=\"{}\">{}</span>"
         "</h2>\n",
-        i, xml_escape(c.name), cls(c.passed), result_word(c));
+        i, xml_escape(c.name), cls(c.passed), page_word(c));
     if (!c.failures.empty() || !c.warnings.empty()) {
       s += "<ul>\n";
       for (const auto& f : c.failures) s += "<li>" + xml_escape(f) + "</li>\n";
       for (const auto& w : c.warnings) s += "<li>warning: " + xml_escape(w) + "</li>\n";
       s += "</ul>\n";
     }
-    if (!c.findings.empty()) {
+    if (!c.findings.empty() && !coded(c)) {
+      s += "<table class=\"findings\"><tr><th class=\"l\">kind</th><th class=\"l\">who</th>"
+           "<th class=\"l\">evidence</th></tr>\n";
+      for (const auto& x : c.findings)
+        s += fmt::format(
+            "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}"
+            "</td></tr>\n",
+            xml_escape(x.kind), xml_escape(x.who), xml_escape(x.evidence));
+      s += "</table>\n";
+    } else if (!c.findings.empty()) {
       s += "<table class=\"findings\"><tr><th class=\"l\">kind</th><th class=\"l\">who</th>"
            "<th class=\"l\">code</th><th class=\"l\">severity</th>"
            "<th class=\"l\">evidence</th><th class=\"l\">next step</th></tr>\n";

@@ -9,5 +9,6 @@ inline constexpr int kExitFailure = 1;  // the thing tested failed (wrong data, 
 inline constexpr int kExitUsage = 2;    // bad flags or unusable input
 inline constexpr int kExitTimeout = 3;  // a deadline expired
 inline constexpr int kExitRuntime = 4;  // backend / network / store error
+inline constexpr int kExitWarn = 5;     // acceptance passed with warnings (probes/verdict.h)
 
 }  // namespace collie

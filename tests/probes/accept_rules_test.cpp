@@ -283,6 +283,46 @@ TEST(AcceptRules, PerfFloorsNameTheSizeAndSlowestRank) {
   EXPECT_EQ(o.rows.size(), 2u);
 }
 
+TEST(AcceptRules, NodeProfilesSetPerHostLimits) {
+  const AcceptSpec spec = parse_spec(json::parse(R"({
+    "profiles": [
+      {"name": "gpu", "hosts": "gpu-*", "min_link_gbps": 20, "max_latency_us": 30,
+       "min_busbw_gbps": {"64M": 150, "1M": 10}},
+      {"name": "cpu", "hosts": "*", "min_busbw_gbps": {"64M": 1}, "max_time_us": {"1M": 500}}],
+    "checks": [{"perf": "all_reduce", "min_bytes": "1M", "max_bytes": "64M",
+                "rules": {"min_busbw_gbps": {"64M": 0.1}}},
+               {"probe": "pairwise", "rules": {"max_slow_hosts": 0}}]})"));
+  ASSERT_EQ(spec.profiles.size(), 2u);
+  EXPECT_EQ(spec.profile_for("gpu-07")->name, "gpu");
+  EXPECT_EQ(spec.profile_for("login1")->name, "cpu");
+  EXPECT_EQ(spec.profiles[0].min_busbw_gbps.at(64 << 20), 150);
+
+  // Pairwise: the gpu hosts get the gpu floor and ceiling, the others none (0 = no limit).
+  const PairwiseOptions po =
+      pairwise_options(spec.checks[1], spec, {"gpu-01", "gpu-01", "gpu-02", "cpu-01"});
+  EXPECT_EQ(po.host_floor_gbps.at("gpu-02"), 20);
+  EXPECT_EQ(po.host_max_latency_us.at("gpu-01"), 30);
+  EXPECT_FALSE(po.host_floor_gbps.count("cpu-01"));
+  const IsolateOptions io = isolate_options(po, {"gpu-01", "gpu-02", "cpu-01"});
+  EXPECT_EQ(io.thresholds.floor(0, 1), 20);
+  EXPECT_EQ(io.thresholds.floor(0, 2), 20);  // the cpu host has none: the gpu one's applies
+  EXPECT_EQ(io.thresholds.ceiling(1, 2), 30);
+
+  // Perf: all-gpu job held to 150 GB/s at 64M; a mixed job to the loosest floor (cpu's 1).
+  PerfCheckResult r;
+  r.rows = {perf_row(1 << 20, 12, 100, 0, {90, 100}), perf_row(64 << 20, 100, 900, 0, {800, 900})};
+  const CheckOutcome gpu = evaluate_perf(spec.checks[0], r, {"gpu-01", "gpu-02"}, {}, &spec);
+  EXPECT_FALSE(gpu.passed);
+  ASSERT_EQ(gpu.failures.size(), 1u);
+  EXPECT_NE(gpu.failures[0].find("busbw 100.0 GB/s at 64M is below profile 'gpu' floor 150.0"),
+            std::string::npos)
+      << gpu.failures[0];
+  EXPECT_EQ(gpu.findings.at(0).code, "PERF_BELOW_PROFILE");
+  const CheckOutcome mixed = evaluate_perf(spec.checks[0], r, {"gpu-01", "login1"}, {}, &spec);
+  EXPECT_TRUE(mixed.passed) << (mixed.failures.empty() ? "" : mixed.failures[0]);
+  EXPECT_TRUE(evaluate_perf(spec.checks[0], r, {"gpu-01", "gpu-02"}, {}).passed);  // no spec
+}
+
 TEST(AcceptRules, PerfWrongDataErrorsAndBaseline) {
   PerfCheckResult r;
   r.rows = {perf_row(1 << 20, 0.9, 100, 0, {}), perf_row(2 << 20, 1.5, 9000, 3, {})};

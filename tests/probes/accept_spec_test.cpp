@@ -74,6 +74,24 @@ TEST(AcceptSpec, UnusableSpecsNameTheProblem) {
   expect_error(R"({"checks": [{"probe": "pairwise", "rules": {"max_slow_hosts": -1}}]})",
                "non-negative integer");
   expect_error(
+      R"({"checks": [{"probe": "pairwise", "schedule": "all", "rules": {"max_slow_hosts": 0}}]})",
+      "schedule must be \"quick\" or \"full\"");
+  expect_error(
+      R"({"checks": [{"probe": "pairwise", "confirm": 0, "rules": {"max_slow_hosts": 0}}]})",
+      "confirm must be >= 1");
+  expect_error(
+      R"({"checks": [{"probe": "pairwise", "crit_drop": 1.5, "rules": {"max_slow_hosts": 0}}]})",
+      "crit_drop must be in (0, 1]");
+  expect_error(R"({"profiles": [{"name": "x"}], "checks": [{"probe": "env",
+               "rules": {"consistent": true}}]})",
+               "profiles[0]: a profile without limits checks nothing");
+  expect_error(R"({"profiles": [{"min_link_gbps": 1, "speed": 2}], "checks": [{"probe": "env",
+               "rules": {"consistent": true}}]})",
+               "profiles[0]: unknown key 'speed'");
+  expect_error(R"({"profiles": [{"min_busbw_gbps": {"4Q": 1}}], "checks": [{"probe": "env",
+               "rules": {"consistent": true}}]})",
+               "'4Q' is not a size");
+  expect_error(
       R"({"checks": [{"probe": "pairwise", "bytes": "4Q", "rules": {"max_slow_hosts": 0}}]})",
       "not a size");
   expect_error(R"({"checks": [{"probe": "env", "rules": {"consistent": true}},

@@ -140,6 +140,25 @@ TEST(IsolateSim, NoisyHealthyClustersNameNothing) {
   EXPECT_GT(cleared, 0);
 }
 
+TEST(IsolateSim, ALoadBurstDuringReMeasurementIsNotBlamedOnTheSuspects) {
+  // Every link at 30 % speed in the rounds after the survey (the whole cluster busy): the
+  // suspects of the noisy survey would all look bad against the survey's reference; the control
+  // pairs measured with them slow down too, so nothing healthy is named, and the real slow host
+  // still is (it is slow against the controls as well).
+  for (int n : {16, 1024}) {
+    SimCluster c;
+    c.hosts = n;
+    c.rng.seed(77 + n);
+    c.transient_rate = 0.05;
+    for (int r = 2; r <= 30; ++r) c.burst_rounds.insert(r);
+    c.slow_hosts[n / 2 + 1] = 0.3;
+    const auto r = isolate(n, IsolateOptions{}, c.callback());
+    ASSERT_EQ(r.findings.size(), 1u) << n << "\n" << describe(r);
+    EXPECT_EQ(r.findings[0].a, n / 2 + 1);
+    EXPECT_GE(r.cleared, 1) << "no healthy suspect: the burst tested nothing";
+  }
+}
+
 TEST(IsolateSim, FullScheduleFindsLinksTheQuickPassDidNotMeasure) {
   const int n = 1024;
   // A link that round 0 does not pair: only the full tournament measures it.

@@ -12,6 +12,8 @@
 #            every format (JUnit validated against the XSD); corrupted data and a slowed sweep
 #            against a baseline are rejected naming the size and rank; a perf step hung past
 #            its deadline still leaves the reports (exit 1); YAML errors exit 2
+#   healthy: `collie probe pairwise -np 4` names nothing and exits 0, 3 runs in a row (quick
+#            schedule) and once with the full schedule; bad schedule flags exit 2
 # Exit: 0 pass, 1 fail, 77 skipped (mpirun case without mpirun / MPI backend).
 set -u
 COLLIE=${1:?collie binary}
@@ -227,6 +229,33 @@ EOF
   [ "$(wc -l < "$W/err")" = 1 ] || { show "$W/err"; fail "bad YAML spec: not one line"; }
   expect "$W/err" "bad.yaml:5: checks\[0\] \('perf all_reduce'\)\.rules: unknown key 'floor'" \
     "YAML error without file:line:key"
+  ;;
+healthy)
+  # A healthy local job names nothing, run after run (issue 18: one noisy measurement used to
+  # name "SLOW LINK"s): 4 ranks stand in for 4 hosts, the quick schedule, 3 times in a row, then
+  # the full schedule once. Every run: exit 0, verdict OK, no host or link named.
+  for run in 1 2 3 full; do
+    sched=quick
+    [ "$run" = full ] && sched=full
+    rc=0
+    timeout 60 "$COLLIE" probe pairwise -np 4 -T 5 --schedule $sched -J "$W/h$run.json" \
+      > "$W/h$run.log" 2>&1 || rc=$?
+    [ "$rc" = 0 ] || { show "$W/h$run.log"; fail "healthy run $run ($sched): exit $rc"; }
+    if grep -qE "^(SLOW|DEAD|FLAPPING) (LINK|HOST)" "$W/h$run.log"; then
+      show "$W/h$run.log"
+      fail "healthy run $run named a link or host"
+    fi
+    expect "$W/h$run.log" "^OK: nothing named" "healthy run $run: no OK line"
+    [ "$(json "$W/h$run.json" "j['verdict'], len(j['isolation']['findings']), j['isolation']['rounds'] > 0")" = "OK 0 True" ] ||
+      fail "healthy run $run JSON: $(head -c 400 "$W/h$run.json")"
+  done
+  rc=0
+  timeout 30 "$COLLIE" probe pairwise -np 2 --schedule all > "$W/out" 2> "$W/err" || rc=$?
+  [ "$rc" = 2 ] || fail "--schedule all: exit $rc, expected 2"
+  rc=0
+  timeout 30 "$COLLIE" probe pairwise -np 2 --confirm 0 > "$W/out" 2> "$W/err" || rc=$?
+  [ "$rc" = 2 ] || fail "--confirm 0: exit $rc, expected 2"
+  [ "$(wc -l < "$W/err")" = 1 ] || { show "$W/err"; fail "--confirm 0: not one stderr line"; }
   ;;
 *) fail "unknown case '$CASE'" ;;
 esac

@@ -29,6 +29,8 @@ struct SimCluster {
   std::map<std::pair<int, int>, double> slow_links;  // (a < b) -> speed factor
   std::set<std::pair<int, int>> flapping;            // down in every other round, from round 1
   std::map<int, double> latency_us;                  // host -> one-way latency (default 5)
+  std::set<int> burst_rounds;  // rounds in which every link runs at burst_factor (a load burst)
+  double burst_factor = 0.3;
   int rounds = 0;
   std::mt19937_64 rng{1};
 
@@ -51,6 +53,7 @@ struct SimCluster {
     if (slow_hosts.count(a)) speed *= slow_hosts.at(a);
     if (slow_hosts.count(b)) speed *= slow_hosts.at(b);
     if (slow_links.count({a, b})) speed *= slow_links.at({a, b});
+    if (burst_rounds.count(rounds)) speed *= burst_factor;
     std::uniform_real_distribution<double> u(0, 1);
     if (u(rng) < transient_rate) speed *= transient_factor;
     std::normal_distribution<double> n(1, jitter);
