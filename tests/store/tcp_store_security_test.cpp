@@ -327,7 +327,9 @@ TEST(TcpStoreLimits, StreamingWhileAGetWaitsIsCutOffAtTheConnectionCap) {
   EXPECT_EQ(status, static_cast<int>(Status::kError));
   EXPECT_NE(msg.find("per-connection cap"), std::string::npos) << msg;
   EXPECT_LT(sent, 200u << 20);  // cut near 65 MiB, not after 300
-  if (kRssIsMeaningful) EXPECT_LT(grew, 150u << 20);
+  if (kRssIsMeaningful) {
+    EXPECT_LT(grew, 150u << 20);
+  }
   TcpStore ok(client_of(server, ""));
   ok.set("still", "serving");
 }
@@ -346,7 +348,9 @@ TEST(TcpStoreLimits, SmallCapsBoundTheStreamTightly) {
   auto [status, msg] = raw.reply();
   EXPECT_NE(msg.find("per-connection cap (2097152)"), std::string::npos) << msg;
   EXPECT_LT(sent, 300u << 20);
-  if (kRssIsMeaningful) EXPECT_LT(grew, 32u << 20);
+  if (kRssIsMeaningful) {
+    EXPECT_LT(grew, 32u << 20);
+  }
 }
 
 // A client that sends GETs of a 512 KiB value and never reads the replies.
@@ -375,7 +379,9 @@ TEST(TcpStoreLimits, UnreadRepliesAreBoundedThenTheClientIsCut) {
   std::printf("unread replies: %zu GETs sent (%zu KiB) before the cut; peak RSS growth %.1f MiB\n",
               sent / frame.size(), sent >> 10, mib(grew));
   EXPECT_TRUE(cut);
-  if (kRssIsMeaningful) EXPECT_LT(grew, 32u << 20);
+  if (kRssIsMeaningful) {
+    EXPECT_LT(grew, 32u << 20);
+  }
   TcpStore ok(client_of(server, ""));
   EXPECT_EQ(ok.get("big").size(), 512u << 10);
 }
