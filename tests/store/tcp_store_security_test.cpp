@@ -82,11 +82,12 @@ class PeakRss {
   std::thread t_;
 };
 
-// ASan's quarantine keeps freed buffers mapped, so RSS does not measure what the server holds.
-#if defined(__SANITIZE_ADDRESS__)
+// Under ASan (its quarantine keeps freed buffers mapped) and TSan (shadow memory is several times
+// the memory touched) RSS does not measure what the server holds.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 constexpr bool kRssIsMeaningful = false;
 #elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
 constexpr bool kRssIsMeaningful = false;
 #else
 constexpr bool kRssIsMeaningful = true;
