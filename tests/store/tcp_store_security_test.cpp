@@ -82,6 +82,20 @@ class PeakRss {
   std::thread t_;
 };
 
+// Under ASan (its quarantine keeps freed buffers mapped) and TSan (shadow memory is several times
+// the memory touched) RSS does not measure what the server holds.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kRssIsMeaningful = false;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+constexpr bool kRssIsMeaningful = false;
+#else
+constexpr bool kRssIsMeaningful = true;
+#endif
+#else
+constexpr bool kRssIsMeaningful = true;
+#endif
+
 double mib(size_t b) { return static_cast<double>(b) / (1 << 20); }
 
 // A raw protocol peer: frames by hand, no TcpStore client logic.
@@ -314,7 +328,9 @@ TEST(TcpStoreLimits, StreamingWhileAGetWaitsIsCutOffAtTheConnectionCap) {
   EXPECT_EQ(status, static_cast<int>(Status::kError));
   EXPECT_NE(msg.find("per-connection cap"), std::string::npos) << msg;
   EXPECT_LT(sent, 200u << 20);  // cut near 65 MiB, not after 300
-  EXPECT_LT(grew, 150u << 20);
+  if (kRssIsMeaningful) {
+    EXPECT_LT(grew, 150u << 20);
+  }
   TcpStore ok(client_of(server, ""));
   ok.set("still", "serving");
 }
@@ -333,7 +349,9 @@ TEST(TcpStoreLimits, SmallCapsBoundTheStreamTightly) {
   auto [status, msg] = raw.reply();
   EXPECT_NE(msg.find("per-connection cap (2097152)"), std::string::npos) << msg;
   EXPECT_LT(sent, 300u << 20);
-  EXPECT_LT(grew, 32u << 20);
+  if (kRssIsMeaningful) {
+    EXPECT_LT(grew, 32u << 20);
+  }
 }
 
 // A client that sends GETs of a 512 KiB value and never reads the replies.
@@ -362,7 +380,9 @@ TEST(TcpStoreLimits, UnreadRepliesAreBoundedThenTheClientIsCut) {
   std::printf("unread replies: %zu GETs sent (%zu KiB) before the cut; peak RSS growth %.1f MiB\n",
               sent / frame.size(), sent >> 10, mib(grew));
   EXPECT_TRUE(cut);
-  EXPECT_LT(grew, 32u << 20);
+  if (kRssIsMeaningful) {
+    EXPECT_LT(grew, 32u << 20);
+  }
   TcpStore ok(client_of(server, ""));
   EXPECT_EQ(ok.get("big").size(), 512u << 10);
 }
