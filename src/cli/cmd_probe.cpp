@@ -142,7 +142,7 @@ COLLIE_COMMAND(Command{
           std::fprintf(stderr,
                        "collie probe: error: --repeats, -n, --coll-iters and --confirm must be "
                        ">= 1, --interval in 0..3600, --slow-threshold in (0, 1), --crit-drop in "
-                       "(0, 1], --noise-k, the floors and --late-us finite and >= 0, --work >= 0\n");
+                       "(0, 1], --late-us in 0..1e9, --noise-k and the floors finite and >= 0, --work >= 0\n");
           return kExitUsage;
         }
         try {

@@ -47,9 +47,13 @@ TEST(LaunchEnv, SourcesAndContradictions) {
   auto p = detect_launch_env(MapEnv(MapEnv::Map{{"PMI_RANK", "0"}, {"PMI_SIZE", "2"}}));
   EXPECT_EQ(p.source, "pmi");
   auto s = detect_launch_env(MapEnv(MapEnv::Map{{"SLURM_PROCID", "5"}, {"SLURM_NTASKS", "8"},
-                                     {"SLURM_NTASKS_PER_NODE", "4(x2)"}}));
+                                     {"SLURM_NTASKS_PER_NODE", "4(x2)"}, {"SLURM_STEP_ID", "0"}}));
   EXPECT_EQ(s.source, "slurm");
   EXPECT_FALSE(s.local_world_size.has_value());
+  // An sbatch body or salloc shell has SLURM_PROCID but no job step: not a rank of anything.
+  auto body = detect_launch_env(MapEnv(MapEnv::Map{{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "8"},
+                                        {"SLURM_JOB_ID", "42"}}));
+  EXPECT_EQ(body.source, "");
   EXPECT_THROW(detect_launch_env(MapEnv(MapEnv::Map{{"RANK", "1"}, {"WORLD_SIZE", "4"},
                                          {"OMPI_COMM_WORLD_RANK", "2"},
                                          {"OMPI_COMM_WORLD_SIZE", "4"}})),
