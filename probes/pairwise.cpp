@@ -136,7 +136,11 @@ void follow(ProbeContext& ctx, const std::string& tag, const PairwiseOptions& o)
       return;
     }
     const json plan = json::parse(ctx.store->get_string(key));
-    if (plan.value("done", false)) return;
+    if (plan.value("done", false)) {
+      // Rank 0 hosts the store and waits for this before it may exit.
+      ctx.store->set(fmt::format("{}/done/{}", tag, ctx.rank), "1");
+      return;
+    }
     measure_planned(ctx, tag, k, plan, o);
   }
 }
@@ -207,7 +211,19 @@ class Planner {
     return out;
   }
 
-  void finish() { ctx_.store->set(plan_key(tag_, k_), json{{"done", true}}.dump()); }
+  // Publishes "done" and waits (bounded) until every other rank has read it: rank 0 usually
+  // hosts the store, and leaving first would cut the others off before they learn the run ended.
+  void finish() {
+    ctx_.store->set(plan_key(tag_, k_), json{{"done", true}}.dump());
+    std::vector<std::string> keys;
+    for (int r = 1; r < ctx_.world; ++r) keys.push_back(fmt::format("{}/done/{}", tag_, r));
+    if (keys.empty()) return;
+    try {
+      ctx_.store->wait(keys, ctx_.timeout * 2);
+    } catch (const std::exception& e) {
+      log(LogLevel::Warning, "pairwise: not every rank confirmed the end of the run: {}", e.what());
+    }
+  }
 
  private:
   ProbeContext& ctx_;
