@@ -48,6 +48,10 @@ class Engine {
   bool significant(int b, int n) const;
   void reremeasure_units(std::vector<Track>& tracks, const std::vector<int>& good);
   void remeasure_links(std::vector<Track>& tracks);
+  // Measures one round of `pairs` (with control pairs) and records pairs[k]'s observation on
+  // tracks[who[k]].
+  void measure_round(std::vector<Track>& tracks, const std::vector<UnitPair>& pairs,
+                     const std::vector<size_t>& who);
   void conclude(Track& t, bool unit, int* named, int* cleared);
 
   int n_;
@@ -193,14 +197,19 @@ void Engine::reremeasure_units(std::vector<Track>& tracks, const std::vector<int
       who.push_back(i);
     }
     if (pairs.empty()) break;
-    const auto got = round_with_controls(pairs, &round_ref_);
-    for (size_t k = 0; k < got.size(); ++k) {
-      Track& t = tracks[who[k]];
-      bool abs = false;
-      t.obs.push_back(observe(got[k], t.a, &abs));
-      t.absolute.push_back(abs);
-      t.failed.push_back(!got[k].ok());
-    }
+    measure_round(tracks, pairs, who);
+  }
+}
+
+void Engine::measure_round(std::vector<Track>& tracks, const std::vector<UnitPair>& pairs,
+                           const std::vector<size_t>& who) {
+  const auto got = round_with_controls(pairs, &round_ref_);
+  for (size_t k = 0; k < got.size(); ++k) {
+    Track& t = tracks[who[k]];
+    bool abs = false;
+    t.obs.push_back(observe(got[k], t.a, &abs));
+    t.absolute.push_back(abs);
+    t.failed.push_back(!got[k].ok());
   }
 }
 
@@ -219,14 +228,7 @@ void Engine::remeasure_links(std::vector<Track>& tracks) {
       who.push_back(i);
     }
     if (pairs.empty()) break;
-    const auto got = round_with_controls(pairs, &round_ref_);
-    for (size_t k = 0; k < got.size(); ++k) {
-      Track& t = tracks[who[k]];
-      bool abs = false;
-      t.obs.push_back(observe(got[k], t.a, &abs));
-      t.absolute.push_back(abs);
-      t.failed.push_back(!got[k].ok());
-    }
+    measure_round(tracks, pairs, who);
   }
 }
 
