@@ -123,11 +123,14 @@ std::vector<LinkSample> Engine::round_with_controls(const std::vector<UnitPair>&
     }
     return c;
   };
+  // One control pair is no evidence of a cluster-wide slowdown: a single slow or disturbed
+  // control would excuse every suspect of its round. At least kMinControls agreeing samples.
+  constexpr size_t kMinControls = 2;
   auto reference_of = [](const std::vector<LinkSample>& v, size_t from) {
     std::vector<double> ok;
     for (size_t i = from; i < v.size(); ++i)
       if (v[i].ok()) ok.push_back(v[i].value());
-    return ok.empty() ? 0.0 : median(ok);
+    return ok.size() < kMinControls ? 0.0 : median(ok);
   };
   std::vector<UnitPair> all = pairs;
   const auto same = control_pairs(busy);
