@@ -147,13 +147,21 @@ std::vector<LinkSample> Engine::round_with_controls(const std::vector<UnitPair>&
 
 Observation Engine::observe(const LinkSample& s, int self, bool* absolute) {
   Reference ref = rep_.reference;
-  if (round_ref_ > 0 && round_ref_ < ref.gbps) ref.gbps = round_ref_;
+  if (round_ref_ > 0 && round_ref_ < ref.gbps) {
+    // The whole round ran slower (its control pairs did): judge against the controls, with the
+    // survey's noise scaled by the same factor. The noise is a spread of rates, so it shrinks with
+    // them; kept absolute, a round at 60 % speed left a margin (3 x noise) wider than the reference
+    // itself and a host at 4 % of it read "ok" (HOST_SLOW reported as HOST_FLAPPING).
+    ref.noise_gbps *= round_ref_ / ref.gbps;
+    ref.gbps = round_ref_;
+  }
   const Judgement j = judge(s, ref, o_.thresholds);
   Observation ob;
   ob.round = rep_.rounds;
   ob.partner = s.a == self ? s.b : s.a;
   ob.gbps = s.value();
   ob.lat_us = s.lat_us;
+  ob.ref_gbps = ref.gbps;
   ob.bad = j.bad;
   ob.why = j.why;
   if (absolute) *absolute = j.absolute;

@@ -63,6 +63,7 @@ struct Observation {
   int partner = -1;  // the other unit of the measured pair
   double gbps = 0;   // LinkSample::value()
   double lat_us = -1;
+  double ref_gbps = 0;  // the reference it was judged against (the round's controls when slower)
   bool bad = false;
   std::string why;  // judge()'s reason or the error ("" when fine)
 };

@@ -130,6 +130,7 @@ json PairwiseResult::to_json() const {
                     {"partner", unit_label(o.partner)},
                     {"gbps", o.gbps},
                     {"latency_us", o.lat_us < 0 ? json(nullptr) : json(o.lat_us)},
+                    {"reference_gbps", o.ref_gbps},
                     {"bad", o.bad},
                     {"why", o.why}});
     findings.push_back({{"code", fault_code(f.fault)},
@@ -185,7 +186,7 @@ std::string PairwiseResult::to_text() const {
     for (const auto& o : f.evidence) {
       const std::string when = o.round == 0 ? "survey" : fmt::format("round {}", o.round);
       ev += fmt::format("{}{} vs {} {}", ev.empty() ? "" : "; ", when, unit_label(o.partner),
-                        o.why.empty() ? fmt::format("{:.4g} GB/s ok", o.gbps)
+                        o.why.empty() ? fmt::format("{:.4g} GB/s ok (reference {:.4g})", o.gbps, o.ref_gbps)
                                       : (o.bad ? o.why : fmt::format("{:.4g} GB/s", o.gbps)));
     }
     out += "    evidence: " + ev + "\n";
