@@ -1,7 +1,8 @@
 // Overhead of collie's MPI backend over raw Open MPI, measured in the same mpirun: for each size,
-// alternating trials of a raw MPI_Allreduce / MPI_Alltoall loop (and the non-blocking
-// MPI_Iallreduce / MPI_Ialltoall + MPI_Wait the backend is built on) and the same op through the
-// ProcessGroup API. Prints per size the time per op (max over ranks) and the ratios.
+// interleaved rounds (the order rotates every round) of a raw MPI_Allreduce / MPI_Alltoall block
+// (and the non-blocking MPI_Iallreduce / MPI_Ialltoall + MPI_Wait the backend is built on) and
+// the same op through the ProcessGroup API, every op timed on its own (max over ranks). Prints per
+// size p50 and p90 of each side's samples and the ratios to the blocking raw call.
 // Built and run by overhead_mpi.sh.
 #include <fmt/format.h>
 #include <mpi.h>
@@ -16,22 +17,24 @@
 
 namespace {
 
-double time_loop(MPI_Comm comm, int iters, const std::function<void()>& op) {
-  for (int i = 0; i < std::max(2, iters / 10); ++i) op();
+// One block of `iters` ops, each timed on its own; returns every op's time, max over ranks (what
+// the slowest rank waited), appended to `out`.
+void time_block(MPI_Comm comm, int iters, const std::function<void()>& op, std::vector<double>& out) {
+  std::vector<double> mine(static_cast<size_t>(iters)), worst(mine.size());
   MPI_Barrier(comm);
-  const double t0 = MPI_Wtime();
-  for (int i = 0; i < iters; ++i) op();
-  double us = (MPI_Wtime() - t0) * 1e6 / iters, worst = 0;
-  MPI_Allreduce(&us, &worst, 1, MPI_DOUBLE, MPI_MAX, comm);
-  return worst;
+  for (int i = 0; i < iters; ++i) {
+    const double t0 = MPI_Wtime();
+    op();
+    mine[static_cast<size_t>(i)] = (MPI_Wtime() - t0) * 1e6;
+  }
+  MPI_Allreduce(mine.data(), worst.data(), iters, MPI_DOUBLE, MPI_MAX, comm);
+  out.insert(out.end(), worst.begin(), worst.end());
 }
 
-// The fastest trial: on a shared host, interference only ever adds time, so the minimum is the
-// best estimate of each loop's own cost (the median is printed too, to show the spread).
-double fastest(const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); }
-double median(std::vector<double> v) {
+double pct(std::vector<double> v, double q) {  // nearest rank
   std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
+  const auto k = static_cast<size_t>(std::max(1.0, q * static_cast<double>(v.size()) + 0.5));
+  return v[std::min(v.size(), k) - 1];
 }
 
 }  // namespace
@@ -54,11 +57,12 @@ int main(int argc, char** argv) {
 
   if (rank == 0) {
     std::printf(
-        "# ranks %d, %d alternating trials per point; us/op = fastest trial, max over "
-        "ranks; med_ratio = ratio of the medians\n",
+        "# ranks %d, %d interleaved rounds per point; per-op samples, max over ranks; ratios "
+        "against the blocking raw MPI call\n",
         size, trials);
-    std::printf("%-10s %10s %9s %9s %9s %7s %7s %9s %9s\n", "op", "bytes", "raw_us", "iraw_us",
-                "collie_us", "ratio", "iratio", "delta_us", "med_ratio");
+    std::printf("%-10s %10s %5s %8s %8s %8s %8s %8s %8s %7s %7s %7s %7s\n", "op", "bytes", "n",
+                "raw p50", "iraw p50", "col p50", "raw p90", "iraw p90", "col p90", "c/r p50",
+                "c/r p90", "c/i p50", "c/i p90");
   }
   for (const char* name : {"all_reduce", "all_to_all"}) {
     const bool ar = std::strcmp(name, "all_reduce") == 0;
@@ -87,17 +91,19 @@ int main(int argc, char** argv) {
         };
         collie_op = [&] { pg->all_to_all(v_in, v_out)->wait(); };
       }
-      std::vector<double> t_raw, t_iraw, t_collie;
-      for (int t = 0; t < trials; ++t) {
-        t_raw.push_back(time_loop(raw, iters, raw_op));
-        t_iraw.push_back(time_loop(raw, iters, iraw_op));
-        t_collie.push_back(time_loop(raw, iters, collie_op));
-      }
-      const double r = fastest(t_raw), ir = fastest(t_iraw), c = fastest(t_collie);
+      const std::function<void()>* ops[] = {&raw_op, &iraw_op, &collie_op};
+      std::vector<double> t[3];
+      for (int k = 0; k < 3; ++k) time_block(raw, std::max(2, iters / 10), *ops[k], t[k]);  // warm
+      for (auto& v : t) v.clear();
+      const int block = std::max(5, iters / trials);
+      for (int round = 0; round < trials; ++round)
+        for (int k = 0; k < 3; ++k) time_block(raw, block, *ops[(k + round) % 3], t[(k + round) % 3]);
       if (rank == 0) {
-        std::printf("%-10s %10zu %9.2f %9.2f %9.2f %7.3f %7.3f %+9.2f %9.3f\n", name,
-                    n * sizeof(float), r, ir, c, c / r, c / ir, c - r,
-                    median(t_collie) / median(t_raw));
+        const double r50 = pct(t[0], .5), i50 = pct(t[1], .5), c50 = pct(t[2], .5);
+        const double r90 = pct(t[0], .9), i90 = pct(t[1], .9), c90 = pct(t[2], .9);
+        std::printf("%-10s %10zu %5zu %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %7.3f %7.3f %7.3f %7.3f\n",
+                    name, n * sizeof(float), t[2].size(), r50, i50, c50, r90, i90, c90, c50 / r50,
+                    c90 / r90, c50 / i50, c90 / i90);
       }
     }
   }

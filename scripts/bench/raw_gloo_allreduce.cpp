@@ -1,7 +1,9 @@
 // Raw Gloo baseline for scripts/bench/overhead.sh: straight gloo calls, nothing from collie.
 // Usage: raw_gloo_allreduce RANK SIZE STORE_DIR MIN_BYTES MAX_BYTES FACTOR ITERS WARMUP
-// Rank 0 prints "<bytes> <avg us per all_reduce>" per size (float sum, in place), timing the
-// same way collie perf does: a barrier, then ITERS back-to-back calls, averaged.
+// Every rank prints "<bytes> <iteration> <us>" per timed all_reduce (float sum, in place), timed
+// the way collie perf times one iteration: a barrier, then back-to-back calls, each one timed
+// from its start to its return. overhead.sh takes the slowest rank per iteration, as collie
+// perf's per-iteration samples do.
 #include <gloo/allreduce.h>
 #include <gloo/barrier.h>
 #include <gloo/rendezvous/context.h>
@@ -29,6 +31,7 @@ int main(int argc, char** argv) {
   auto ctx = std::make_shared<gloo::rendezvous::Context>(rank, size);
   ctx->setTimeout(std::chrono::seconds(120));
   ctx->connectFullMesh(store, dev);
+  std::vector<double> us(static_cast<size_t>(iters));
   for (long bytes = min_b; bytes <= max_b; bytes *= factor) {
     const size_t count = static_cast<size_t>(bytes) / sizeof(float);
     std::vector<float> buf(count, 1.0f);
@@ -42,11 +45,13 @@ int main(int argc, char** argv) {
     for (int i = 0; i < warmup; ++i) one();
     gloo::BarrierOptions b(ctx);
     gloo::barrier(b);
-    const auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < iters; ++i) one();
-    const double us =
-        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
-    if (rank == 0) std::printf("%ld %.3f\n", bytes, us / iters);
+    for (int i = 0; i < iters; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      one();
+      us[static_cast<size_t>(i)] =
+          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+    }
+    for (int i = 0; i < iters; ++i) std::printf("%ld %d %.3f\n", bytes, i, us[static_cast<size_t>(i)]);
     if (factor <= 1) break;
   }
   return 0;
