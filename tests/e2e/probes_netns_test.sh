@@ -4,6 +4,9 @@
 #   usage: probes_netns_test.sh COLLIE_BINARY SOURCE_DIR SCENARIO [MPIRUN]
 #   SCENARIO: healthy   accept passes on a healthy cluster
 #             slow_link host2's data link is rate-limited (tc tbf): pairwise and accept name it
+#             slow_warn the same slow host under a spec whose pairwise crit_drop is 1 (warn on
+#                       slow hosts, reject only dead ones): accept exits 5, ACCEPTED WITH
+#                       WARNINGS, host2 named HOST_SLOW WARN in the text, JSON and JUnit reports
 #             link_down host3's data link goes down mid-run: connectivity names its pairs
 #             mpi       one Open MPI job of 8 ranks across the 4 hosts (mpirun in host0, its rsh
 #                       launch agent enters the other namespaces): connectivity and accept with
@@ -111,6 +114,38 @@ case "$SCENARIO" in
     expect_in accept "host host2 \(ranks 4, 5\): median cross-host link" "accept did not name host2"
     expect_in accept "PASS connectivity" "connectivity should pass on a slow (not broken) link"
     grep -q "host2 (ranks 4, 5)" "$WORK/report.md" || fail "Markdown report does not name host2"
+    ;;
+  slow_warn)
+    slow_host_data_link 2
+    # The operator's "warn, do not reject" spec: the sample spec with crit_drop 1 on pairwise.
+    sed 's/^\(    slow_threshold: .*\)$/\1\n    crit_drop: 1/' "$SPEC" >"$WORK/warn-spec.yaml"
+    grep -q "^    crit_drop: 1$" "$WORK/warn-spec.yaml" || fail "could not derive the WARN spec"
+    run_job accept 90 accept --spec "$WORK/warn-spec.yaml" -J "$WORK/report.json" \
+      --junit "$WORK/report.xml"
+    wait_job
+    show accept
+    [ "$RC0" = 5 ] || fail "accept exit $RC0, expected 5 (accepted with warnings)"
+    expect_in accept "^ACCEPTED WITH WARNINGS: all 5 checks passed, 1 with warnings" \
+      "no ACCEPTED WITH WARNINGS line"
+    expect_in accept "WARN pairwise" "the pairwise check is not WARN"
+    expect_in accept "warning: host host2 \(ranks 4, 5\) named \(HOST_SLOW; max_slow_hosts allows 0\)" \
+      "the warning does not name host2"
+    python3 - "$WORK/report.json" "$WORK/report.xml" <<'PY' || fail "WARN reports"
+import json, sys
+import xml.etree.ElementTree as ET
+j = json.load(open(sys.argv[1]))
+assert j["verdict"] == "WARN" and j["passed"] is True, (j["verdict"], j["passed"])
+pw = [c for c in j["checks"] if c["name"].startswith("pairwise")]
+assert len(pw) == 1 and pw[0]["passed"] and pw[0]["warnings"], pw
+f = pw[0]["findings"]
+assert len(f) == 1 and f[0]["code"] == "HOST_SLOW" and f[0]["severity"] == "WARN", f
+assert f[0]["who"].startswith("host2"), f
+root = ET.parse(sys.argv[2]).getroot()
+suites = [root] if root.tag == "testsuite" else list(root)
+assert sum(int(s.get("failures", 0)) for s in suites) == 0, "a WARN check is no JUnit failure"
+out = "".join(t.text or "" for t in root.iter("system-out"))
+assert "host2" in out and "warning" in out, out[:500]
+PY
     ;;
   link_down)
     run_job conn 90 probe connectivity --repeats 3 --interval 1 -T 1 -J "$WORK/conn.json"
