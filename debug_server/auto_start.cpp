@@ -10,8 +10,6 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "debug_server/server.h"
-#include "metrics/metrics.h"
-#include "monitored_barrier/monitored_barrier.h"
 #include "store/prefix_store.h"
 
 namespace collie {
@@ -25,7 +23,9 @@ std::unique_ptr<DebugServer>& server_slot() {
   return s;
 }
 
-void maybe_start(const ProcessGroup& pg, const BackendArgs& args) {
+}  // namespace
+
+void start_debug_server_if_asked(const ProcessGroup& pg, const BackendArgs& args) {
   const GroupInfo& info = pg.info();
   if (info.name != "0") return;  // the world group; other groups share its server
   const Env& env = args.env ? *args.env : Env::process();
@@ -58,22 +58,6 @@ void maybe_start(const ProcessGroup& pg, const BackendArgs& args) {
   o.dump_store = info.store;  // where this group's DumpService watches dump_request
   server_slot() = DebugServer::start(std::move(o));
 }
-
-// Instrumentation glue: monitored_barrier and metrics are siblings over comm (neither includes
-// the other), so the barrier's timeouts reach collie_monitored_barrier_timeouts_total here.
-const bool kBarrierHook = [] {
-  set_monitored_barrier_timeout_hook(
-      [](const ProcessGroup& g) { Metrics::global().record_barrier_timeout(g.info().backend); });
-  return true;
-}();
-
-const bool kRegistered = register_wrapper(WrapperRegistration{
-    "debug_server", 1000, [](std::shared_ptr<ProcessGroup> pg, const BackendArgs& args) {
-      maybe_start(*pg, args);
-      return pg;
-    }});
-
-}  // namespace
 
 void set_debug_port_override(int port) { g_port_override.store(port); }
 

@@ -9,7 +9,7 @@ namespace {
 struct Registry {
   std::mutex mu;
   std::vector<BackendRegistration> backends;
-  std::vector<WrapperRegistration> wrappers;
+  StackBuilder stack = nullptr;
   std::vector<MissingBackend> missing;
 };
 
@@ -27,12 +27,10 @@ bool register_backend(BackendRegistration reg) {
   return true;
 }
 
-bool register_wrapper(WrapperRegistration reg) {
+bool set_stack_builder(StackBuilder build) {
   auto& r = registry();
   std::lock_guard<std::mutex> lk(r.mu);
-  r.wrappers.push_back(std::move(reg));
-  std::stable_sort(r.wrappers.begin(), r.wrappers.end(),
-                   [](const auto& a, const auto& b) { return a.order < b.order; });
+  r.stack = build;
   return true;
 }
 
@@ -69,14 +67,13 @@ std::vector<MissingBackend> missing_backends() {
 
 std::shared_ptr<ProcessGroup> apply_wrappers(std::shared_ptr<ProcessGroup> pg,
                                              const BackendArgs& args) {
-  std::vector<WrapperRegistration> ws;
+  StackBuilder build = nullptr;
   {
     auto& r = registry();
     std::lock_guard<std::mutex> lk(r.mu);
-    ws = r.wrappers;
+    build = r.stack;
   }
-  for (const auto& w : ws) pg = w.wrap(std::move(pg), args);
-  return pg;
+  return build ? build(std::move(pg), args) : pg;
 }
 
 }  // namespace collie

@@ -39,14 +39,10 @@ struct BackendRegistration {
   std::function<std::optional<SelfRendezvous>(const Env&, Millis timeout)> self_rendezvous;
 };
 
-struct WrapperRegistration {
-  std::string name;
-  int order = 0;
-  // Returns the wrapped group, or `pg` unchanged when the wrapper is disabled by config.
-  std::function<std::shared_ptr<ProcessGroup>(std::shared_ptr<ProcessGroup> pg,
-                                              const BackendArgs& args)>
-      wrap;
-};
+// Builds the wrapper stack over a new backend group (src/stack/stack.cpp, the one place that
+// declares the layers and their order; comm cannot include the modules above it).
+using StackBuilder = std::shared_ptr<ProcessGroup> (*)(std::shared_ptr<ProcessGroup> backend,
+                                                       const BackendArgs& args);
 
 // A backend this build does not have, and why ("not built: CUDA toolkit not found").
 struct MissingBackend {
@@ -55,13 +51,14 @@ struct MissingBackend {
 };
 
 bool register_backend(BackendRegistration reg);
-bool register_wrapper(WrapperRegistration reg);
+// Installs the stack builder (once, from src/stack); returns true for static initialisers.
+bool set_stack_builder(StackBuilder build);
 bool register_missing_backend(MissingBackend m);
 
 const BackendRegistration* find_backend(const std::string& name);
 std::vector<const BackendRegistration*> backends();
 std::vector<MissingBackend> missing_backends();
-// Applies every registered wrapper in order.
+// The backend group wrapped in the stack (unchanged when no builder is installed).
 std::shared_ptr<ProcessGroup> apply_wrappers(std::shared_ptr<ProcessGroup> pg,
                                              const BackendArgs& args);
 

@@ -171,24 +171,20 @@ void DesyncCheckingProcessGroup::loop() {
   }
 }
 
-namespace {
+std::shared_ptr<ProcessGroup> with_desync_checks(std::shared_ptr<ProcessGroup> pg,
+                                                 const BackendArgs& args) {
+  if (debug_level() != DebugLevel::Detail || !pg->info().store) return pg;
+  const Env& env = args.env ? *args.env : Env::process();
+  const uint64_t sample = DesyncCheckingProcessGroup::sample_from_env(env);
+  std::shared_ptr<ProcessGroup> side;
+  try {
+    side = make_side_group(*pg, "desync_side");
+  } catch (const std::exception& e) {
+    log(LogLevel::Warning, "DETAIL: no side group for fingerprints ({}); using the store",
+        e.what());
+  }
+  return std::make_shared<DesyncCheckingProcessGroup>(std::move(pg), sample, nullptr,
+                                                      std::move(side));
+}
 
-const bool kRegistered = register_wrapper(WrapperRegistration{
-    "desync", kDesyncWrapperOrder,
-    [](std::shared_ptr<ProcessGroup> pg, const BackendArgs& args) -> std::shared_ptr<ProcessGroup> {
-      if (debug_level() != DebugLevel::Detail || !pg->info().store) return pg;
-      const Env& env = args.env ? *args.env : Env::process();
-      const uint64_t sample = DesyncCheckingProcessGroup::sample_from_env(env);
-      std::shared_ptr<ProcessGroup> side;
-      try {
-        side = make_side_group(*pg, "desync_side");
-      } catch (const std::exception& e) {
-        log(LogLevel::Warning, "DETAIL: no side group for fingerprints ({}); using the store",
-            e.what());
-      }
-      return std::make_shared<DesyncCheckingProcessGroup>(std::move(pg), sample, nullptr,
-                                                          std::move(side));
-    }});
-
-}  // namespace
 }  // namespace collie

@@ -30,10 +30,6 @@ namespace collie {
 
 class Env;
 
-// Below tracing (kTracingWrapperOrder = 10): the flight recorder then also records the ops whose
-// check fails, so `collie analyze` sees the mismatch too.
-inline constexpr int kDesyncWrapperOrder = 5;
-
 class DesyncCheckingProcessGroup : public ProcessGroupWrapper {
  public:
   // `side`: a group over the same ranks (make_side_group) that carries the collectives'
@@ -85,5 +81,12 @@ class DesyncCheckingProcessGroup : public ProcessGroupWrapper {
   bool stop_ = false;
   std::thread thread_;
 };
+
+// The stack's DETAIL layer (src/stack/stack.cpp): `pg` wrapped in a DesyncCheckingProcessGroup
+// when the debug level is DETAIL and the group has a store, else `pg` unchanged. Fingerprints go
+// over a side group (make_side_group) when one can be built, else through the store.
+struct BackendArgs;
+std::shared_ptr<ProcessGroup> with_desync_checks(std::shared_ptr<ProcessGroup> pg,
+                                                 const BackendArgs& args);
 
 }  // namespace collie

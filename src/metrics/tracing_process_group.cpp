@@ -109,17 +109,12 @@ void TracingProcessGroup::Done::finish(std::exception_ptr error) const {
   }
 }
 
-namespace {
+std::shared_ptr<ProcessGroup> with_tracing(std::shared_ptr<ProcessGroup> pg) {
+  auto traced = std::make_shared<TracingProcessGroup>(std::move(pg));
+  if (traced->info().name == "0") {
+    DumpService::global().start(traced->trace()->global_rank, traced->info().store);
+  }
+  return traced;
+}
 
-const bool kRegistered = register_wrapper(WrapperRegistration{
-    "tracing", kTracingWrapperOrder,
-    [](std::shared_ptr<ProcessGroup> pg, const BackendArgs&) -> std::shared_ptr<ProcessGroup> {
-      auto traced = std::make_shared<TracingProcessGroup>(std::move(pg));
-      if (traced->info().name == "0") {
-        DumpService::global().start(traced->trace()->global_rank, traced->info().store);
-      }
-      return traced;
-    }});
-
-}  // namespace
 }  // namespace collie

@@ -5,8 +5,8 @@
 //   - gives the op a deadline in the watchdog (which fails the Work on expiry),
 //   - asks for a flight-recorder dump when the op fails,
 //   - notifies the registered OpObservers (metrics).
-// Registered with register_wrapper at kTracingWrapperOrder for every group; the world group
-// (pg "0") also starts the DumpService (SIGUSR1, store `dump_request`).
+// Every group gets it through with_tracing (the stack, src/stack/stack.cpp); for the world group
+// (pg "0") that also starts the DumpService (SIGUSR1, store `dump_request`).
 // Ownership: shares the inner group; the GroupTrace is shared with the recorder.
 // Thread safety: as ProcessGroup.
 #include <memory>
@@ -18,8 +18,6 @@
 namespace collie {
 
 class Watchdog;
-
-inline constexpr int kTracingWrapperOrder = 10;
 
 class TracingProcessGroup : public ProcessGroupWrapper {
  public:
@@ -61,5 +59,9 @@ class TracingProcessGroup : public ProcessGroupWrapper {
   uint64_t op_id_ = 0;
   InFlight current_;  // between before() and after()/failed(); submits are single-threaded
 };
+
+// The stack's always-on layer: `pg` wrapped in a TracingProcessGroup; for the world group also
+// starts the process's DumpService.
+std::shared_ptr<ProcessGroup> with_tracing(std::shared_ptr<ProcessGroup> pg);
 
 }  // namespace collie

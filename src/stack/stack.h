@@ -1,0 +1,28 @@
+#pragma once
+// The wrapper stack every process group gets, declared in one place (stack.cpp). An op from the
+// caller passes through the layers top to bottom:
+//
+//   caller ─▶ TracingProcessGroup   always: seq tracking, flight recorder, watchdog deadline,
+//             │                     dump on failure, OpObservers (metrics)     (src/metrics)
+//             ▼
+//             DesyncCheckingProcessGroup   DETAIL only: op, shapes, dtypes, roots and peers
+//             │                            checked across ranks first          (src/debug)
+//             ▼
+//             backend (gloo / mpi / nccl)                                      (src/backends)
+//
+// Desync checks sit below tracing, so the flight recorder also records the ops whose check
+// fails and `collie analyze` sees the mismatch. After wrapping the world group the stack starts
+// the process's debug server when one is configured (debug_server/auto_start.h).
+// The stack is installed into comm's registry (set_stack_builder) by a static initialiser in
+// stack.cpp; init_process_group, new_group and the test harness reach it through apply_wrappers.
+#include <memory>
+
+#include "comm/registry.h"
+
+namespace collie {
+
+// `backend` wrapped in the stack above. Thread-safe; REQUIRES: backend != nullptr.
+std::shared_ptr<ProcessGroup> build_stack(std::shared_ptr<ProcessGroup> backend,
+                                          const BackendArgs& args);
+
+}  // namespace collie
