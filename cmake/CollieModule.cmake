@@ -2,7 +2,10 @@
 # of them into the single shared libcollie, so static registrars (backends, wrappers) are kept.
 
 add_library(collie_settings INTERFACE)
-target_compile_options(collie_settings INTERFACE -Wall -Wextra -Werror)
+# Warnings are errors in CI and development; packagers building with another compiler whose new
+# warnings would break the build can turn it off: -DCOLLIE_WERROR=OFF.
+option(COLLIE_WERROR "Treat compiler warnings as errors" ON)
+target_compile_options(collie_settings INTERFACE -Wall -Wextra $<$<BOOL:${COLLIE_WERROR}>:-Werror>)
 target_include_directories(collie_settings INTERFACE
   $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/src>
   $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}>)
