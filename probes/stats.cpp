@@ -13,12 +13,6 @@
 
 namespace collie::probes {
 
-double median(std::vector<double> v) {
-  v.erase(std::remove_if(v.begin(), v.end(), [](double x) { return std::isnan(x); }), v.end());
-  if (v.empty()) return std::numeric_limits<double>::quiet_NaN();
-  return reports::median(std::move(v));
-}
-
 RankMatrix::RankMatrix(int n)
     : n_(n), v_(static_cast<size_t>(n) * n, std::numeric_limits<double>::quiet_NaN()) {}
 

@@ -1,14 +1,13 @@
 #pragma once
-// Matrix and deviation math shared by the probes: medians, per-link and per-host deviation from
+// Matrix and deviation math shared by the probes: per-link and per-host deviation from
 // the median, and a text heat map. Pure functions on values; thread-safe.
 #include <cstddef>
 #include <string>
 #include <vector>
 
-namespace collie::probes {
+#include "core/stats.h"  // median, percentile
 
-// NaN-free median (NaN entries are ignored); NaN when nothing is left.
-double median(std::vector<double> v);
+namespace collie::probes {
 
 // Square matrix over ranks; value(i, j) is NaN where nothing was measured (i == j, broken pair).
 class RankMatrix {

@@ -18,13 +18,6 @@ using Clock = std::chrono::steady_clock;
 
 constexpr double kStandOut = 3.0;  // a straggler is this many times later than the median rank
 
-double percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t i = static_cast<size_t>(std::ceil(p * static_cast<double>(v.size()))) - 1;
-  return v[std::min(i, v.size() - 1)];
-}
-
 // Fixed work (not fixed time), so a slower or busier host takes longer.
 float spin(std::vector<float>& buf, int64_t units) {
   float acc = 0;
@@ -94,7 +87,7 @@ StragglerResult analyze_stragglers(const std::vector<std::vector<double>>& waits
     res.ranks.push_back(l);
   }
   res.median_skew_us = skews.empty() ? 0 : median(skews);
-  res.p95_skew_us = percentile(skews, 0.95);
+  res.p95_skew_us = skews.empty() ? 0 : percentile(skews, 0.95);
   return res;
 }
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/stats.h"
+
 namespace collie::reports {
 
 IterStats compute_iter_stats(std::vector<double> t) {
@@ -10,13 +12,12 @@ IterStats compute_iter_stats(std::vector<double> t) {
   if (t.empty()) return s;
   std::sort(t.begin(), t.end());
   const int n = static_cast<int>(t.size());
-  auto pct = [&](int p) { return t[std::min(n - 1, std::max(0, (n * p + 99) / 100 - 1))]; };
   s.samples = n;
   s.min_us = t.front();
   s.max_us = t.back();
-  s.p50_us = t[n / 2];
-  s.p95_us = pct(95);
-  s.p99_us = pct(99);
+  s.p50_us = median(t);  // the midpoint, as every other median in collie
+  s.p95_us = percentile_sorted(t, 0.95);
+  s.p99_us = percentile_sorted(t, 0.99);
   double sum = 0;
   for (double v : t) sum += v;
   s.mean_us = sum / n;
@@ -24,12 +25,6 @@ IterStats compute_iter_stats(std::vector<double> t) {
   for (double v : t) var += (v - s.mean_us) * (v - s.mean_us);
   s.cv = s.mean_us > 0 ? std::sqrt(var / n) / s.mean_us : 0;
   return s;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 std::vector<int> find_stragglers(const std::vector<ResultRow>& rows, int world_size,

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "core/stats.h"  // median, percentile: the ones reports use
+
 namespace collie::reports {
 
 inline constexpr const char* kSchemaName = "collie.perf.v1";
@@ -18,7 +20,8 @@ struct IterStats {
   double min_us = 0, p50_us = 0, p95_us = 0, p99_us = 0, max_us = 0, mean_us = 0, cv = 0;
 };
 
-// Computes IterStats over `times_us` (nearest-rank percentiles, as nccl-tests -I does).
+// Computes IterStats over `times_us`: p50 the median (midpoint), p95/p99 nearest-rank, as
+// collie::median / percentile (core/stats.h).
 IterStats compute_iter_stats(std::vector<double> times_us);
 
 struct ResultRow {
@@ -81,9 +84,6 @@ struct RunResult {
   std::vector<ResultRow> rows;
   std::optional<Summary> summary;  // set when the run completed
 };
-
-// Median of `v` (mean of the middle two for an even count). REQUIRES: !v.empty().
-double median(std::vector<double> v);
 
 // Summary over `rows` (all collectives together). Pure function.
 Summary summarize(const std::vector<ResultRow>& rows, int world_size);

@@ -1,6 +1,6 @@
 #pragma once
 // Statistics for the regression gate: relative spread and the Mann-Whitney U test (the median
-// is reports::median in result.h).
+// and percentiles are collie::median / percentile in core/stats.h).
 // Pure functions on copies; thread-safe.
 #include <vector>
 

@@ -25,6 +25,7 @@
 #include "backends/gloo/gloo_store.h"
 #include "comm/wrapper.h"
 #include "store/prefix_store.h"
+#include "core/stats.h"
 #include "support/multiprocess.h"
 
 namespace {
@@ -39,11 +40,6 @@ struct Args {
 
 std::vector<std::string> kModes = {"libgloo", "backend", "OFF"};
 
-double pct(std::vector<double> v, double q) {  // nearest rank
-  std::sort(v.begin(), v.end());
-  const auto k = static_cast<size_t>(std::max(1.0, q * static_cast<double>(v.size()) + 0.5));
-  return v[std::min(v.size(), k) - 1];
-}
 
 std::string measure(testing::RankContext& ctx, const Args& a) {
   // libgloo's own context, connected through the job's store under a prefix of its own.
@@ -97,8 +93,8 @@ std::string measure(testing::RankContext& ctx, const Args& a) {
     for (size_t m = 0; m < kModes.size(); ++m) {
       const auto& v = us[m];
       const auto stalls = std::count_if(v.begin(), v.end(), [](double t) { return t > 3000; });
-      out += fmt::format("{} {} {} {} {} {}\n", bytes, kModes[m], v.size(), pct(v, 0.5),
-                         pct(v, 0.9), stalls);
+      out += fmt::format("{} {} {} {} {} {}\n", bytes, kModes[m], v.size(), median(v),
+                         percentile(v, 0.9), stalls);
     }
     out += "\n";
     if (a.factor <= 1) break;

@@ -37,7 +37,7 @@ run_collie() {  # $1 = round; in place, no validation, per-iteration samples lik
 for ((i = 0; i < ROUNDS; i++)); do run_raw $i; run_collie $i; done
 
 python3 - "$work" "$NP" "$ROUNDS" "$DEBUG" <<'PY'
-import glob, json, os, sys
+import glob, json, math, os, statistics, sys
 work, np_, rounds, debug = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 raw, col = {}, {}
 for r in range(rounds):
@@ -51,9 +51,11 @@ for r in range(rounds):
         raw.setdefault(b, []).append(us)
     for row in json.load(open(os.path.join(work, f"c{r}.json")))["rows"]:
         col.setdefault(int(row["size_bytes"]), []).extend(row["samples_us"])
-def pct(v, q):  # nearest-rank percentile
+def pct(v, q):  # p50: the median (midpoint); else nearest rank, as collie's core/stats.h
+    if q == .5:
+        return statistics.median(v)
     v = sorted(v)
-    return v[min(len(v) - 1, max(0, int(q * len(v) + 0.5) - 1))]
+    return v[min(len(v) - 1, max(0, math.ceil(q * len(v)) - 1))]
 print(f"# collie perf all_reduce (debug {debug}) vs raw gloo::allreduce, {np_} ranks, float sum, "
       f"in place, {rounds} interleaved rounds, per-iteration samples (slowest rank)")
 print(f"{'size (B)':>10} {'n':>5}  {'raw p50':>9} {'collie p50':>10} {'ratio':>6}  "

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "comm/wrapper.h"
+#include "core/stats.h"
 #include "core/log.h"
 #include "debug/desync_checking_process_group.h"
 #include "debug/fake_backend.h"
@@ -43,12 +44,6 @@ double per_op_us(ProcessGroup& pg, std::vector<float>& buf, size_t count, int it
   const auto us =
       std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start);
   return us.count() / iters;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 // One line per size on rank 0: bytes, then per mode its median block time, then per mode the
