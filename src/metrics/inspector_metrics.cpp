@@ -61,9 +61,13 @@ InspectorMetrics::Options InspectorMetrics::options_from_env(const Env& env) {
     }
   }
   o.cluster = env.get("COLLIE_CLUSTER").value_or("");
-  if (auto j = env.get("SLURM_JOB_ID"); j && !j->empty()) o.slurm_job_id = *j;
+  if (auto j = env.first_of({"COLLIE_JOB_ID", "SLURM_JOB_ID"})) o.slurm_job_id = *j;
   o.node = local_host_name();
-  o.local_rank = detect_launch_env(env).local_rank.value_or(0);
+  try {
+    o.local_rank = detect_launch_env(env).local_rank.value_or(0);
+  } catch (const std::exception&) {
+    // Contradicting launcher variables: init_process_group reports them; no abort at load.
+  }
   auto hosts = std::make_shared<GroupHosts>();
   o.node_count = [hosts](const GroupTrace& g) { return hosts->node_count(g); };
   return o;

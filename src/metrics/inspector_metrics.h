@@ -43,8 +43,9 @@ class InspectorMetrics {
     // Hosts a group spans (n_nodes); nullopt = not known yet, its series wait for it.
     std::function<std::optional<int>(const GroupTrace&)> node_count;
   };
-  // COLLIE_INSPECTOR_WINDOW (duration, default 30s), COLLIE_CLUSTER, SLURM_JOB_ID, LOCAL_RANK
-  // (launcher variables), the host name; n_nodes from GroupHosts.
+  // COLLIE_INSPECTOR_WINDOW (duration, default 30s), COLLIE_CLUSTER, COLLIE_JOB_ID (else
+  // SLURM_JOB_ID, else "unknown" as Inspector), the local rank of the launcher's variables, the
+  // host name; n_nodes from GroupHosts.
   static Options options_from_env(const Env& env);
 
   explicit InspectorMetrics(Options opts);

@@ -12,6 +12,7 @@
 #include <regex>
 #include <string>
 
+#include "core/env.h"
 #include "debug/flight_recorder.h"
 #include "metrics/group_hosts.h"
 #include "metrics/inspector_format.h"
@@ -193,6 +194,28 @@ TEST(InspectorMetrics, PromtoolFlagsOnlyInspectorsMicrosecondUnit) {
             "\"microseconds\"\n")
       << text;
   EXPECT_EQ(WEXITSTATUS(rc), 3);  // promtool's "lint problems" status, not a parse error
+}
+
+TEST(InspectorMetrics, OptionsFromTheEnvironment) {
+  auto o = InspectorMetrics::options_from_env(MapEnv({}));
+  EXPECT_EQ(o.slurm_job_id, "unknown");
+  EXPECT_EQ(o.cluster, "");
+  EXPECT_EQ(o.window, 30s);
+  o = InspectorMetrics::options_from_env(MapEnv({{"SLURM_JOB_ID", "12"},
+                                                 {"COLLIE_CLUSTER", "eos"},
+                                                 {"COLLIE_INSPECTOR_WINDOW", "5s"},
+                                                 {"RANK", "3"},
+                                                 {"WORLD_SIZE", "4"},
+                                                 {"LOCAL_RANK", "3"}}));
+  EXPECT_EQ(o.slurm_job_id, "12");
+  EXPECT_EQ(o.cluster, "eos");
+  EXPECT_EQ(o.window, 5s);
+  EXPECT_EQ(o.local_rank, 3);
+  o = InspectorMetrics::options_from_env(MapEnv(
+      {{"SLURM_JOB_ID", "12"}, {"COLLIE_JOB_ID", "train-7"}, {"COLLIE_INSPECTOR_WINDOW", "x"}}));
+  EXPECT_EQ(o.slurm_job_id, "train-7");
+  EXPECT_EQ(o.window, 30s);  // a bad value is ignored with a warning, never an abort at load
+  EXPECT_TRUE(o.node_count);
 }
 
 TEST(GroupHosts, CountsDistinctHostsOnceEveryRankPublished) {
