@@ -9,14 +9,13 @@ namespace {
 
 constexpr std::array<std::string_view, 5> kUnits = {"B", "KB", "MB", "GB", "TB"};
 
-// Index into kUnits of the unit a size is written in.
-int unit_of(uint64_t bytes) {
+}  // namespace
+
+int inspector_size_unit(uint64_t bytes) {
   int u = 0;
   while (u + 1 < static_cast<int>(kUnits.size()) && (bytes >> (10 * (u + 1))) != 0) ++u;
   return u;
 }
-
-}  // namespace
 
 std::string_view inspector_op_name(OpType op) {
   switch (op) {
@@ -45,13 +44,13 @@ uint64_t inspector_message_bytes(OpType op, uint64_t input_bytes, int nranks) {
 }
 
 uint64_t inspector_size_bucket(uint64_t bytes) {
-  const int u = unit_of(bytes);
+  const int u = inspector_size_unit(bytes);
   return (bytes >> (10 * u)) << (10 * u);
 }
 
 std::string inspector_message_size(uint64_t bytes) {
   if (bytes == 0) return "0B";
-  const int u = unit_of(bytes);
+  const int u = inspector_size_unit(bytes);
   const uint64_t lower = bytes >> (10 * u);
   return fmt::format("{}-{}{}", lower, lower + 1, kUnits[u]);
 }

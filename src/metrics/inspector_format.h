@@ -21,6 +21,10 @@ std::string_view inspector_op_name(OpType op);
 // (input / nranks). REQUIRES: nranks >= 1.
 uint64_t inspector_message_bytes(OpType op, uint64_t input_bytes, int nranks);
 
+// The unit a size is written in: 0..4 for B, KB, MB, GB, TB (1024-based): the largest with
+// bytes / 1024^unit >= 1, at most TB; 0 for 0.
+int inspector_size_unit(uint64_t bytes);
+
 // The bucket a size falls in, as its lower bound in bytes: floor(v) x 1024^u where v = bytes /
 // 1024^u, u the largest unit (B, KB, MB, GB, TB; 1024-based, at most TB) with v >= 1. 0 -> 0.
 uint64_t inspector_size_bucket(uint64_t bytes);

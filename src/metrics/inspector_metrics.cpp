@@ -25,17 +25,12 @@ constexpr const char* kInspectorFormatVersion = "v5.1";
 // collie has no NCCL algorithm/protocol: Inspector's "<algo>_<proto>" with both unknown.
 constexpr const char* kUnknownAlgoProto = "unknown_unknown";
 
-// A series' key, never 0: bits [63..52] group slot + 1, [51..44] op, [43..41] the bucket's
-// unit u (B..TB), [40..0] its lower bound in units (bucket = lower << 10u; lower < 1024 below
-// TB, so u is the largest unit that divides the bucket, at most TB).
-uint64_t make_key(int slot, OpType op, uint64_t bucket) {
-  int unit = 0;
-  while (unit < 4 && bucket != 0 && (bucket & ((uint64_t{1} << (10 * (unit + 1))) - 1)) == 0) {
-    ++unit;
-  }
-  const uint64_t lower = bucket >> (10 * unit);
+// A series' key, never 0: bits [63..52] group slot + 1, [51..44] op, [43..41] the size's unit
+// u (B..TB), [40..0] the bucket's lower bound in that unit (< 1024 below TB, < 2^24 in TB).
+uint64_t make_key(int slot, OpType op, uint64_t bytes) {
+  const int unit = inspector_size_unit(bytes);
   return (uint64_t(slot + 1) << 52) | (uint64_t(op) << 44) | (uint64_t(unit) << 41) |
-         (lower & ((uint64_t{1} << 41) - 1));
+         (bytes >> (10 * unit));
 }
 int key_slot(uint64_t key) { return static_cast<int>(key >> 52) - 1; }
 OpType key_op(uint64_t key) { return static_cast<OpType>((key >> 44) & 0xff); }
@@ -105,7 +100,7 @@ void InspectorMetrics::record(int group_slot, const GroupTrace& g, OpType op, ui
   }
   const int nranks = g.global_ranks.empty() ? 1 : static_cast<int>(g.global_ranks.size());
   const uint64_t bytes = inspector_message_bytes(op, input_bytes, nranks);
-  Slot* s = find_or_claim(make_key(group_slot, op, inspector_size_bucket(bytes)));
+  Slot* s = find_or_claim(make_key(group_slot, op, bytes));
   if (s == nullptr) {
     dropped_.fetch_add(1, std::memory_order_relaxed);
     return;

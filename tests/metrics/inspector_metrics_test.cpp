@@ -46,6 +46,11 @@ TEST(InspectorFormat, MessageSizeBucketsAtUnitBoundaries) {
   for (uint64_t b : {uint64_t{0}, uint64_t{1023}, KiB + 5, MiB - 1, 4 * GiB + 7, 3 * TiB + 1}) {
     EXPECT_EQ(inspector_message_size(inspector_size_bucket(b)), inspector_message_size(b)) << b;
   }
+  EXPECT_EQ(inspector_size_unit(0), 0);
+  EXPECT_EQ(inspector_size_unit(1023), 0);
+  EXPECT_EQ(inspector_size_unit(KiB), 1);
+  EXPECT_EQ(inspector_size_unit(TiB - 1), 3);
+  EXPECT_EQ(inspector_size_unit(UINT64_MAX), 4);
   EXPECT_EQ(inspector_size_bucket(MiB - 1), 1023 * KiB);
   EXPECT_EQ(inspector_size_bucket(4 * GiB + 7), 4 * GiB);
 }
