@@ -15,6 +15,7 @@
 #include "debug_server/http_server.h"
 #include "debug_server/stacks.h"
 #include "debug_server/status_json.h"
+#include "metrics/inspector_metrics.h"
 #include "metrics/live_status.h"
 #include "metrics/metrics.h"
 #include "store/store.h"
@@ -155,6 +156,7 @@ void DebugServer::install_routes() {
   http::Server& h = *http_;
   Metrics& metrics = opts_.metrics ? *opts_.metrics : Metrics::global();
   const LiveStatus& live = opts_.live ? *opts_.live : LiveStatus::global();
+  InspectorMetrics& inspector = opts_.inspector ? *opts_.inspector : InspectorMetrics::global();
 
   h.set_filter([this](const http::ServerRequest& req, http::Response& res) {
     if (!host_allowed(req.get_header_value("Host"))) {
@@ -194,8 +196,8 @@ void DebugServer::install_routes() {
     } else if (res.status == 404) {
       send_error(res, 404,
                  fmt::format("no endpoint {} {}; try /, /healthz, /v1/status, /v1/config, "
-                             "/v1/flight_recorder, /v1/stacks, /metrics, /v1/cluster/status, "
-                             "/v1/cluster/analyze, POST /v1/dump",
+                             "/v1/flight_recorder, /v1/stacks, /metrics, /metrics/inspector, "
+                             "/v1/cluster/status, /v1/cluster/analyze, POST /v1/dump",
                              req.method, req.path));
     } else {
       send_error(res, res.status, fmt::format("request rejected (HTTP {})", res.status));
@@ -226,6 +228,10 @@ void DebugServer::install_routes() {
   h.route("GET", "/metrics", [&metrics, &live](const http::ServerRequest&, http::Response& res) {
     res.set_content(metrics.serialize(&live), "text/plain; version=0.0.4; charset=utf-8");
   });
+  h.route("GET", "/metrics/inspector",
+          [&inspector](const http::ServerRequest&, http::Response& res) {
+            res.set_content(inspector.serialize(), "text/plain; version=0.0.4; charset=utf-8");
+          });
   h.route("POST", "/v1/dump", [this](const http::ServerRequest& req, http::Response& res) {
     if (!opts_.store) {
       send_error(res, 503, "this rank has no store; dumps cannot be requested");

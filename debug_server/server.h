@@ -1,7 +1,8 @@
 #pragma once
 // DebugServer: one HTTP server per rank (debug_server/http_server.h) serving live status, flight
-// recorder, thread stacks, config, Prometheus /metrics, a dump trigger, and a cluster view that
-// fans out to every rank's server (addresses from the store key debug_server/<rank>).
+// recorder, thread stacks, config, Prometheus /metrics (NCCL Inspector-compatible series at
+// /metrics/inspector), a dump trigger, and a cluster view that fans out to every rank's server
+// (addresses from the store key debug_server/<rank>).
 //
 // Safety: binds 127.0.0.1 unless told otherwise; any other address requires a bearer token
 // (start() throws InvalidArgument without one). Every request's Host must be one of this
@@ -31,6 +32,7 @@ namespace collie {
 class Store;
 class Metrics;
 class LiveStatus;
+class InspectorMetrics;
 
 struct DebugServerOptions {
   int rank = 0;
@@ -48,8 +50,9 @@ struct DebugServerOptions {
   // The world group's store, whose dump_request counter every rank's DumpService watches
   // (POST /v1/dump bumps it); null = `store`.
   std::shared_ptr<Store> dump_store;
-  Metrics* metrics = nullptr;        // null = Metrics::global()
-  const LiveStatus* live = nullptr;  // null = LiveStatus::global()
+  Metrics* metrics = nullptr;             // null = Metrics::global()
+  const LiveStatus* live = nullptr;       // null = LiveStatus::global()
+  InspectorMetrics* inspector = nullptr;  // /metrics/inspector; null = InspectorMetrics::global()
   // Flight-recorder dump as JSON, newest `max_entries` entries; unset = FlightRecorder::global()'s.
   std::function<std::string(size_t max_entries)> flight_recorder_json;
   Millis fanout_timeout = std::chrono::milliseconds(2000);  // per rank, cluster view

@@ -35,8 +35,9 @@ void MetricsObserver::on_op_completed(const OpEvent& e) {
       }
     }
   } else {
-    metrics_.record_op(backend, e.op, e.bytes,
-                       std::chrono::nanoseconds(e.completed_ns - e.created_ns));
+    const std::chrono::nanoseconds took(e.completed_ns - e.created_ns);
+    metrics_.record_op(backend, e.op, e.bytes, took);
+    if (inspector_ != nullptr) inspector_->record(slot, *e.group, e.op, e.bytes, took);
   }
   live_.finished(slot, e.op, e.seq, !e.failed);
 }
@@ -44,7 +45,8 @@ void MetricsObserver::on_op_completed(const OpEvent& e) {
 MetricsObserver& process_metrics_observer() {
   // Never destroyed: Works may complete during exit. add_op_observer wants a shared_ptr; the
   // no-op deleter keeps ownership with this function.
-  static MetricsObserver* o = new MetricsObserver(Metrics::global(), LiveStatus::global());
+  static MetricsObserver* o =
+      new MetricsObserver(Metrics::global(), LiveStatus::global(), &InspectorMetrics::global());
   return *o;
 }
 

@@ -1,11 +1,13 @@
 #pragma once
 // The OpObserver that turns op events from the TracingProcessGroup into Prometheus metrics
-// (Metrics) and live per-group status (LiveStatus). One instance for the process is registered
+// (Metrics), NCCL Inspector-compatible series (InspectorMetrics) and live per-group status
+// (LiveStatus). One instance for the process is registered
 // at load time; tests build their own over their own Metrics/LiveStatus (ranks as threads).
 // Failed ops whose error is a DesyncError (COLLIE_DEBUG=DETAIL) also count in
 // collie_desync_detected_total.
 // Thread safety: as OpObserver. After a group's first op, callbacks are lock-free and
 // allocation-free on success (a failure may lock to count a desync).
+#include "metrics/inspector_metrics.h"
 #include "metrics/live_status.h"
 #include "metrics/metrics.h"
 #include "metrics/op_observer.h"
@@ -14,8 +16,9 @@ namespace collie {
 
 class MetricsObserver : public OpObserver {
  public:
-  // REQUIRES: metrics and live outlive the observer.
-  MetricsObserver(Metrics& metrics, LiveStatus& live) : metrics_(metrics), live_(live) {}
+  // REQUIRES: metrics, live and inspector (when given) outlive the observer.
+  MetricsObserver(Metrics& metrics, LiveStatus& live, InspectorMetrics* inspector = nullptr)
+      : metrics_(metrics), live_(live), inspector_(inspector) {}
 
   void on_op_scheduled(const OpEvent& e) override;
   void on_op_completed(const OpEvent& e) override;
@@ -25,6 +28,7 @@ class MetricsObserver : public OpObserver {
   int slot_of(const GroupTrace& g);
   Metrics& metrics_;
   LiveStatus& live_;
+  InspectorMetrics* inspector_;
 };
 
 // The observer registered for the process (Metrics::global(), LiveStatus::global()).

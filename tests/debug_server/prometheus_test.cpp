@@ -20,7 +20,8 @@
 #include <sstream>
 #include <thread>
 
-#include "store/socket_util.h"
+#include "debug_server/job_log.h"
+#include "debug_server/prometheus_server.h"
 #include "support/child_process.h"
 
 namespace collie {
@@ -29,6 +30,7 @@ namespace {
 namespace fs = std::filesystem;
 using Json = nlohmann::json;
 using testing::ChildProcess;
+using testing::rank0_debug_url;
 using testing::read_file;
 using namespace std::chrono_literals;
 
@@ -62,21 +64,6 @@ std::map<std::string, std::string> alert_exprs(const std::string& yaml) {
   return out;
 }
 
-// "debug server for rank 0 at http://127.0.0.1:PORT" in a job's log.
-std::string rank0_url(ChildProcess& job) {
-  const std::regex re("debug server for rank 0 at (http://127\\.0\\.0\\.1:[0-9]+)");
-  std::smatch m;
-  std::string url;
-  job.wait_for_err(
-      [&](const std::string& err) {
-        if (!std::regex_search(err, m, re)) return false;
-        url = m[1];
-        return true;
-      },
-      30s);
-  return url;
-}
-
 TEST(PrometheusServer, RealSoakFeedsEveryDashboardQueryAndAlert) {
   const fs::path src = fs::path(COLLIE_SOURCE_DIR) / "scripts";
   const fs::path dir = fs::temp_directory_path() / fmt::format("collie_prom_{}", getpid());
@@ -94,9 +81,9 @@ TEST(PrometheusServer, RealSoakFeedsEveryDashboardQueryAndAlert) {
                        {"COLLIE_DEBUG_PORT", "0"},
                        {"COLLIE_LOG_LEVEL", "info"},
                        {"COLLIE_FR_DUMP_DIR", (dir / "dumps").string()}});
-  const std::string soak_url = rank0_url(soak);
+  const std::string soak_url = rank0_debug_url(soak);
   ASSERT_FALSE(soak_url.empty()) << soak.err();
-  const std::string detail_url = rank0_url(detail);
+  const std::string detail_url = rank0_debug_url(detail);
   ASSERT_FALSE(detail_url.empty()) << detail.err();
   auto both_ready = [&] {
     const std::string out = detail.out();
@@ -117,32 +104,13 @@ TEST(PrometheusServer, RealSoakFeedsEveryDashboardQueryAndAlert) {
     EXPECT_EQ(Json::parse(read_file(out.string())).size(), n) << read_file(out.string());
   }
   // The shipped config with 1 s intervals so the test needs seconds, not minutes.
-  std::string cfg = read_file((src / "prometheus/prometheus.yml").string());
-  cfg = std::regex_replace(cfg, std::regex("(scrape|evaluation)_interval: 15s"), "$1_interval: 1s");
-  cfg = std::regex_replace(cfg, std::regex("scrape_timeout: 5s"), "scrape_timeout: 1s");
-  cfg = std::regex_replace(cfg, std::regex("refresh_interval: 30s"), "refresh_interval: 1s");
-  std::ofstream(dir / "prometheus.yml") << cfg;
   fs::copy_file(src / "prometheus/collie_alerts.yml", dir / "collie_alerts.yml");
-  EXPECT_EQ(
-      run(fmt::format("promtool check config {} > /dev/null", (dir / "prometheus.yml").string())),
-      0);
   EXPECT_EQ(run(fmt::format("promtool check rules {} > /dev/null",
                             (src / "prometheus/collie_alerts.yml").string())),
             0);
-
-  uint16_t port = 0;
-  close(net::listen_on("127.0.0.1", 0, &port));
-  ChildProcess prom({"/usr/bin/prometheus", "--config.file=" + (dir / "prometheus.yml").string(),
-                     "--storage.tsdb.path=" + (dir / "data").string(),
-                     fmt::format("--web.listen-address=127.0.0.1:{}", port), "--log.level=warn"},
-                    {});
-  httplib::Client cli("127.0.0.1", port);
-  cli.set_read_timeout(5, 0);
-  auto query = [&](const std::string& q) -> Json {
-    auto r = cli.Get("/api/v1/query", httplib::Params{{"query", q}}, httplib::Headers{});
-    if (!r || r->status != 200) return Json();
-    return Json::parse(r->body);
-  };
+  testing::PrometheusServer prom(src / "prometheus/prometheus.yml", dir);
+  EXPECT_TRUE(prom.config_ok());
+  auto query = [&](const std::string& q) { return prom.query(q); };
   auto has_data = [&](const std::string& q) {
     const Json j = query(q);
     return !j.is_null() && j["status"] == "success" && !j["data"]["result"].empty();
@@ -155,7 +123,7 @@ TEST(PrometheusServer, RealSoakFeedsEveryDashboardQueryAndAlert) {
         !j.is_null() && !j["data"]["result"].empty() && j["data"]["result"][0]["value"][1] == "6";
     if (!all_up) std::this_thread::sleep_for(500ms);
   }
-  ASSERT_TRUE(all_up) << query("up").dump() << prom.err();
+  ASSERT_TRUE(all_up) << query("up").dump() << prom.log();
 
   const Json dash = Json::parse(read_file((src / "grafana/collie.json").string()));
   std::vector<std::string> pending = dashboard_queries(dash);
@@ -182,10 +150,10 @@ TEST(PrometheusServer, RealSoakFeedsEveryDashboardQueryAndAlert) {
     std::smatch m;
     const std::string def = v.at("definition");
     ASSERT_TRUE(std::regex_match(def, m, std::regex("label_values\\((\\w+), (\\w+)\\)"))) << def;
-    auto r = cli.Get(fmt::format("/api/v1/label/{}/values", m[2].str()),
-                     httplib::Params{{"match[]", m[1].str()}}, httplib::Headers{});
-    ASSERT_TRUE(r && r->status == 200);
-    const Json values = Json::parse(r->body)["data"];
+    const Json r =
+        prom.get(fmt::format("/api/v1/label/{}/values", m[2].str()), {{"match[]", m[1].str()}});
+    ASSERT_FALSE(r.is_null());
+    const Json values = r["data"];
     EXPECT_FALSE(values.empty()) << def;
   }
 
@@ -223,8 +191,7 @@ TEST(PrometheusServer, RealSoakFeedsEveryDashboardQueryAndAlert) {
   soak.signal(SIGTERM);
   EXPECT_EQ(soak.wait(30s), std::optional<int>(143)) << soak.err();
   detail.signal(SIGTERM);
-  prom.signal(SIGTERM);
-  prom.wait(10s);
+  prom.stop();
   fs::remove_all(dir);
 }
 

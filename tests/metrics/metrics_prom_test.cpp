@@ -123,11 +123,12 @@ TEST(MetricsProm, DesyncErrorsCountAsDesyncs) {
 }
 
 // The per-op path (flight-recorder record/started/completed, metrics counters and histogram,
-// live status) allocates nothing once the group has seen its first op.
+// live status, Inspector series) allocates nothing once the group has seen its first op.
 TEST(MetricsProm, HotPathDoesNotAllocate) {
   Metrics m;
   LiveStatus live;
-  MetricsObserver obs(m, live);
+  InspectorMetrics inspector(InspectorMetrics::Options{});
+  MetricsObserver obs(m, live, &inspector);
   FlightRecorder fr(64);
   auto g = std::make_shared<GroupTrace>();
   init_trace(*g, 0, 4);

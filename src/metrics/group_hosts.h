@@ -1,0 +1,42 @@
+#pragma once
+// Which hosts a group spans, for Inspector's n_nodes label. At group creation every rank
+// publishes its host name once under the group's store ("collie_host/<group rank>", a registered
+// wrapper, no I/O per op); a /metrics scrape counts the distinct names when all are there.
+//
+// Thread safety: node_count may be called from several scrape threads; it never waits (store
+// `check` first, then one multi_get of keys known to exist) and talks to a clone of the group's
+// store, so a rank parked in a blocking store call does not hold up the scrape.
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+namespace collie {
+
+struct GroupTrace;
+class Store;
+
+// This machine's host name (gethostname), "unknown" when it cannot be read.
+std::string local_host_name();
+
+// Store key under which group rank `rank` publishes its host name.
+std::string group_host_key(int rank);
+
+class GroupHosts {
+ public:
+  // Distinct host names of the group's ranks; nullopt while some rank has not published yet
+  // (or the group has no store). Cached once known.
+  // REQUIRES: g outlives this object (GroupTraces are kept alive by the flight recorder).
+  std::optional<int> node_count(const GroupTrace& g);
+
+ private:
+  struct Entry {
+    std::shared_ptr<Store> store;  // clone of the group's store, until resolved
+    std::optional<int> nodes;
+  };
+  std::mutex mu_;
+  std::map<const GroupTrace*, Entry> groups_;
+};
+
+}  // namespace collie
