@@ -5,7 +5,7 @@
 #include <set>
 #include <vector>
 
-#include "comm/registry.h"
+#include "comm/process_group.h"
 #include "core/log.h"
 #include "debug/flight_recorder.h"
 #include "store/store.h"
@@ -44,18 +44,11 @@ std::optional<int> GroupHosts::node_count(const GroupTrace& g) {
   return e.nodes;
 }
 
-namespace {
+void publish_group_host(const ProcessGroup& pg) {
+  const GroupInfo& i = pg.info();
+  if (!i.store) return;
+  const std::string host = local_host_name();
+  i.store->set(group_host_key(i.rank), Bytes(host.begin(), host.end()));
+}
 
-// Publishes this rank's host name in the group's store when the group is created.
-const bool kRegistered = register_wrapper(
-    WrapperRegistration{"group_hosts", 5, [](std::shared_ptr<ProcessGroup> pg, const BackendArgs&) {
-                          const GroupInfo& i = pg->info();
-                          if (i.store) {
-                            const std::string host = local_host_name();
-                            i.store->set(group_host_key(i.rank), Bytes(host.begin(), host.end()));
-                          }
-                          return pg;
-                        }});
-
-}  // namespace
 }  // namespace collie

@@ -1,7 +1,8 @@
 #pragma once
 // Which hosts a group spans, for Inspector's n_nodes label. At group creation every rank
-// publishes its host name once under the group's store ("collie_host/<group rank>", a registered
-// wrapper, no I/O per op); a /metrics scrape counts the distinct names when all are there.
+// publishes its host name once under the group's store ("collie_host/<group rank>", a step of
+// the stack, src/stack/stack.cpp; no I/O per op); a scrape counts the distinct names when all
+// are there.
 //
 // Thread safety: node_count may be called from several scrape threads; it never waits (store
 // `check` first, then one multi_get of keys known to exist) and talks to a clone of the group's
@@ -15,7 +16,12 @@
 namespace collie {
 
 struct GroupTrace;
+class ProcessGroup;
 class Store;
+
+// Publishes this rank's host name under the group's store (no-op without a store). Called once
+// per group when the stack is built. May throw StoreError.
+void publish_group_host(const ProcessGroup& pg);
 
 // This machine's host name (gethostname), "unknown" when it cannot be read.
 std::string local_host_name();

@@ -2,6 +2,7 @@
 
 #include "debug/desync_checking_process_group.h"
 #include "debug_server/auto_start.h"
+#include "metrics/group_hosts.h"
 #include "metrics/metrics.h"
 #include "metrics/tracing_process_group.h"
 #include "monitored_barrier/monitored_barrier.h"
@@ -11,6 +12,7 @@ namespace collie {
 std::shared_ptr<ProcessGroup> build_stack(std::shared_ptr<ProcessGroup> backend,
                                           const BackendArgs& args) {
   std::shared_ptr<ProcessGroup> pg = std::move(backend);
+  publish_group_host(*pg);                       // n_nodes of the Inspector series
   pg = with_desync_checks(std::move(pg), args);  // DETAIL only
   pg = with_tracing(std::move(pg));              // always
   start_debug_server_if_asked(*pg, args);        // world group, when a port is configured

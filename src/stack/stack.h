@@ -10,7 +10,8 @@
 //             ▼
 //             backend (gloo / mpi / nccl)                                      (src/backends)
 //
-// Desync checks sit below tracing, so the flight recorder also records the ops whose check
+// Before wrapping, each rank publishes its host name in the group's store (metrics/group_hosts.h,
+// the n_nodes label of the Inspector series). Desync checks sit below tracing, so the flight recorder also records the ops whose check
 // fails and `collie analyze` sees the mismatch. After wrapping the world group the stack starts
 // the process's debug server when one is configured (debug_server/auto_start.h).
 // The stack is installed into comm's registry (set_stack_builder) by a static initialiser in
