@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -15,6 +16,7 @@
 #include "core/clock.h"
 #include "core/env.h"
 #include "core/error.h"
+#include "debug/torch_dump.h"
 
 namespace collie {
 namespace {
@@ -97,6 +99,32 @@ nlohmann::json entry_json(const FrEntry& e) {
   j["thread_id"] = e.thread_id;
   j["thread_name"] = std::string(e.thread_name);
   return j;
+}
+
+// Writes <dir>/<name> through a temp file and a rename, so a reader never sees half a dump.
+// The temp name ends in ".tmp": torch's loader infers the prefix from names ending in digits.
+std::string write_atomically(const std::string& dir, const std::string& name,
+                             const std::string& bytes, int rank) {
+  namespace fs = std::filesystem;
+  const fs::path final_path = fs::path(dir) / name;
+  const fs::path tmp = fs::path(dir) / fmt::format(".{}.{}.tmp", name, ::getpid());
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    f.flush();
+    if (!f) {
+      throw Error(
+          fmt::format("[Rank {}] flight recorder: cannot write {} (check COLLIE_FR_DUMP_DIR)", rank,
+                      tmp.string()));
+    }
+  }
+  std::error_code ec;
+  fs::rename(tmp, final_path, ec);
+  if (ec) {
+    throw Error(fmt::format("[Rank {}] flight recorder: cannot rename {} to {}: {}", rank,
+                            tmp.string(), final_path.string(), ec.message()));
+  }
+  return final_path.string();
 }
 
 }  // namespace
@@ -271,30 +299,50 @@ std::string FlightRecorder::dump_json(int rank, const std::string& reason,
 }
 
 std::string FlightRecorder::dump_to_dir(const std::string& dir, int rank,
-                                        const std::string& reason) const {
-  namespace fs = std::filesystem;
+                                        const std::string& reason,
+                                        const FrDumpFormat& format) const {
   std::error_code ec;
-  fs::create_directories(dir, ec);
-  const fs::path final_path = fs::path(dir) / fr_dump_file_name(rank);
-  const fs::path tmp =
-      fs::path(dir) / fmt::format(".{}.tmp.{}", fr_dump_file_name(rank), ::getpid());
-  const std::string text = dump_json(rank, reason);
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    f.write(text.data(), static_cast<std::streamsize>(text.size()));
-    f.flush();
-    if (!f) {
-      throw Error(
-          fmt::format("[Rank {}] flight recorder: cannot write {} (check COLLIE_FR_DUMP_DIR)", rank,
-                      tmp.string()));
+  std::filesystem::create_directories(dir, ec);
+  std::string paths;
+  auto add = [&](const std::string& p) { paths += (paths.empty() ? "" : " and ") + p; };
+  if (format.json) add(write_atomically(dir, fr_dump_file_name(rank), dump_json(rank, reason), rank));
+  if (format.torch) {
+    add(write_atomically(dir, fmt::format("{}{}", format.torch_prefix, rank),
+                         torch_dump_pickle(*this, format.torch_backend), rank));
+  }
+  return paths;
+}
+
+FrDumpFormat FrDumpFormat::from_env(const Env& env) {
+  FrDumpFormat f;
+  if (auto v = env.get("COLLIE_FR_DUMP_FORMAT"); v && !v->empty()) {
+    f.json = f.torch = false;
+    std::string_view rest = *v;
+    while (!rest.empty()) {
+      const size_t comma = rest.find(',');
+      const std::string_view word = rest.substr(0, comma);
+      if (word == "json") {
+        f.json = true;
+      } else if (word == "torch") {
+        f.torch = true;
+      } else {
+        throw InvalidArgument(fmt::format(
+            "COLLIE_FR_DUMP_FORMAT '{}': expected json, torch or json,torch", *v));
+      }
+      rest = comma == std::string_view::npos ? "" : rest.substr(comma + 1);
     }
   }
-  fs::rename(tmp, final_path, ec);
-  if (ec) {
-    throw Error(fmt::format("[Rank {}] flight recorder: cannot rename {} to {}: {}", rank,
-                            tmp.string(), final_path.string(), ec.message()));
+  if (auto p = env.get("COLLIE_FR_DUMP_PREFIX"); p && !p->empty()) {
+    if (p->find('/') != std::string::npos || std::isdigit(static_cast<unsigned char>(p->back()))) {
+      throw InvalidArgument(fmt::format(
+          "COLLIE_FR_DUMP_PREFIX '{}': a file-name prefix without '/' that does not end in a "
+          "digit (the rank follows it)",
+          *p));
+    }
+    f.torch_prefix = *p;
   }
-  return final_path.string();
+  f.torch_backend = env.get("COLLIE_FR_TORCH_BACKEND").value_or("");
+  return f;
 }
 
 }  // namespace collie
