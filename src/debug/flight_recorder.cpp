@@ -264,6 +264,11 @@ std::string FlightRecorder::dump_json(int rank, const std::string& reason,
   std::vector<FrEntry> entries = snapshot();
   const bool cut = entries.size() > max_entries;
   if (cut) entries.erase(entries.begin(), entries.end() - static_cast<ptrdiff_t>(max_entries));
+  return dump_json(rank, reason, entries, cut);
+}
+
+std::string FlightRecorder::dump_json(int rank, const std::string& reason,
+                                      const std::vector<FrEntry>& entries, bool cut) const {
   const auto gs = groups();
   nlohmann::json j;
   j["version"] = kFrDumpVersion;
@@ -298,17 +303,21 @@ std::string FlightRecorder::dump_json(int rank, const std::string& reason,
   return j.dump(1);
 }
 
-std::string FlightRecorder::dump_to_dir(const std::string& dir, int rank,
-                                        const std::string& reason,
+std::string FlightRecorder::dump_to_dir(const std::string& dir, int rank, const std::string& reason,
                                         const FrDumpFormat& format) const {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   std::string paths;
   auto add = [&](const std::string& p) { paths += (paths.empty() ? "" : " and ") + p; };
-  if (format.json) add(write_atomically(dir, fr_dump_file_name(rank), dump_json(rank, reason), rank));
+  // One snapshot for every format: the files of one dump tell the same story.
+  const std::vector<FrEntry> entries = snapshot();
+  if (format.json) {
+    add(write_atomically(dir, fr_dump_file_name(rank), dump_json(rank, reason, entries, false),
+                         rank));
+  }
   if (format.torch) {
     add(write_atomically(dir, fmt::format("{}{}", format.torch_prefix, rank),
-                         torch_dump_pickle(*this, format.torch_backend), rank));
+                         torch_dump_pickle(*this, entries, format.torch_backend), rank));
   }
   return paths;
 }
@@ -326,8 +335,8 @@ FrDumpFormat FrDumpFormat::from_env(const Env& env) {
       } else if (word == "torch") {
         f.torch = true;
       } else {
-        throw InvalidArgument(fmt::format(
-            "COLLIE_FR_DUMP_FORMAT '{}': expected json, torch or json,torch", *v));
+        throw InvalidArgument(
+            fmt::format("COLLIE_FR_DUMP_FORMAT '{}': expected json, torch or json,torch", *v));
       }
       rest = comma == std::string_view::npos ? "" : rest.substr(comma + 1);
     }

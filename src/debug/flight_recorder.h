@@ -85,8 +85,8 @@ struct FrEntry {
 // COLLIE_FR_DUMP_PREFIX names torch's files (default nccl_trace_rank_, as torch's own);
 // COLLIE_FR_TORCH_BACKEND replaces the backend in torch's profiling_name (torch_dump.h).
 struct FrDumpFormat {
-  bool json = true;   // <dir>/collie_fr_rank_<rank>.json
-  bool torch = false; // <dir>/<torch_prefix><rank>: PyTorch's pickled layout
+  bool json = true;    // <dir>/collie_fr_rank_<rank>.json
+  bool torch = false;  // <dir>/<torch_prefix><rank>: PyTorch's pickled layout
   std::string torch_prefix = "nccl_trace_rank_";
   std::string torch_backend;  // empty: each group's own backend
   // Throws InvalidArgument on an unknown format or a prefix that has a '/' or ends in a digit.
@@ -124,6 +124,9 @@ class FlightRecorder {
   // max_entries keeps only the newest entries (a live view that needs the recent past only);
   // the dump then says "wrapped": true, as when the ring itself lost older entries.
   std::string dump_json(int rank, const std::string& reason, size_t max_entries = SIZE_MAX) const;
+  // The same of entries taken earlier by snapshot(); `cut`: older entries were left out.
+  std::string dump_json(int rank, const std::string& reason, const std::vector<FrEntry>& entries,
+                        bool cut) const;
   // Writes the dump in each format of `format` into dir, each file atomically (temp file +
   // rename). Returns the paths written, joined by " and ". Throws Error when the directory
   // cannot be written.

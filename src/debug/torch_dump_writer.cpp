@@ -149,7 +149,11 @@ std::string_view torch_dtype_name(DType d) {
 }
 
 std::string torch_dump_pickle(const FlightRecorder& fr, const std::string& backend) {
-  const std::vector<FrEntry> entries = fr.snapshot();
+  return torch_dump_pickle(fr, fr.snapshot(), backend);
+}
+
+std::string torch_dump_pickle(const FlightRecorder& fr, const std::vector<FrEntry>& entries,
+                              const std::string& backend) {
   const auto groups = fr.groups();
   // torch's pg_id is a per-process integer uid; collie's groups are numbered in creation order.
   std::map<const GroupTrace*, int64_t> uid;
