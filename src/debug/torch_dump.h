@@ -15,6 +15,8 @@
 //             duration_ms (float, completed only), input_sizes [[dims]], input_dtypes ["Float"],
 //             output_sizes, output_dtypes, state, time_discovered_started_ns (int|None),
 //             time_discovered_completed_ns (int|None), retired, timeout_ms, is_p2p}].
+// A p2p entry's collective_seq_id and a collective's p2p_seq_id are 0 (collie counts each kind
+// on its own; torch writes the other counter's current value there).
 // collie's op names are torch's already (all_reduce, all_gather, reduce_scatter, all_to_all,
 // broadcast, reduce, gather, scatter, barrier, send, recv); dtypes use c10's names.
 // Thread safety: pure functions.
