@@ -264,12 +264,29 @@ std::string FlightRecorder::dump_json(int rank, const std::string& reason,
   std::vector<FrEntry> entries = snapshot();
   const bool cut = entries.size() > max_entries;
   if (cut) entries.erase(entries.begin(), entries.end() - static_cast<ptrdiff_t>(max_entries));
-  return dump_json(rank, reason, entries, cut);
+  return dump_json(rank, reason, FrSnapshot{std::move(entries), groups_snapshot()}, cut);
 }
 
-std::string FlightRecorder::dump_json(int rank, const std::string& reason,
-                                      const std::vector<FrEntry>& entries, bool cut) const {
-  const auto gs = groups();
+std::vector<FrGroupSnapshot> FlightRecorder::groups_snapshot() const {
+  std::vector<FrGroupSnapshot> out;
+  for (auto& g : groups()) {
+    FrGroupSnapshot s;
+    s.last_enqueued_collective = g->last_enqueued_collective.load();
+    s.last_started_collective = g->last_started_collective.load();
+    s.last_completed_collective = g->last_completed_collective.load();
+    s.last_enqueued_p2p = g->last_enqueued_p2p.load();
+    s.last_completed_p2p = g->last_completed_p2p.load();
+    s.group = std::move(g);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+FrSnapshot FlightRecorder::full_snapshot() const { return {snapshot(), groups_snapshot()}; }
+
+std::string FlightRecorder::dump_json(int rank, const std::string& reason, const FrSnapshot& snap,
+                                      bool cut) const {
+  const std::vector<FrEntry>& entries = snap.entries;
   nlohmann::json j;
   j["version"] = kFrDumpVersion;
   j["rank"] = rank;
@@ -282,15 +299,16 @@ std::string FlightRecorder::dump_json(int rank, const std::string& reason,
   int world = 0;
   nlohmann::json config = nlohmann::json::object();
   nlohmann::json status = nlohmann::json::object();
-  for (const auto& g : gs) {
+  for (const FrGroupSnapshot& gs : snap.groups) {
+    const GroupTrace* g = gs.group.get();
     config[g->pg_id] = {
         {"name", g->pg_id}, {"desc", g->desc}, {"backend", g->backend}, {"ranks", g->global_ranks}};
     status[g->pg_id] = {
-        {"last_enqueued_collective", g->last_enqueued_collective.load()},
-        {"last_started_collective", g->last_started_collective.load()},
-        {"last_completed_collective", g->last_completed_collective.load()},
-        {"last_enqueued_p2p", g->last_enqueued_p2p.load()},
-        {"last_completed_p2p", g->last_completed_p2p.load()},
+        {"last_enqueued_collective", gs.last_enqueued_collective},
+        {"last_started_collective", gs.last_started_collective},
+        {"last_completed_collective", gs.last_completed_collective},
+        {"last_enqueued_p2p", gs.last_enqueued_p2p},
+        {"last_completed_p2p", gs.last_completed_p2p},
     };
     if (g->pg_id == "0") world = static_cast<int>(g->global_ranks.size());
   }
@@ -310,14 +328,13 @@ std::string FlightRecorder::dump_to_dir(const std::string& dir, int rank, const 
   std::string paths;
   auto add = [&](const std::string& p) { paths += (paths.empty() ? "" : " and ") + p; };
   // One snapshot for every format: the files of one dump tell the same story.
-  const std::vector<FrEntry> entries = snapshot();
+  const FrSnapshot snap = full_snapshot();
   if (format.json) {
-    add(write_atomically(dir, fr_dump_file_name(rank), dump_json(rank, reason, entries, false),
-                         rank));
+    add(write_atomically(dir, fr_dump_file_name(rank), dump_json(rank, reason, snap, false), rank));
   }
   if (format.torch) {
     add(write_atomically(dir, fmt::format("{}{}", format.torch_prefix, rank),
-                         torch_dump_pickle(*this, entries, format.torch_backend), rank));
+                         torch_dump_pickle(snap, format.torch_backend), rank));
   }
   return paths;
 }

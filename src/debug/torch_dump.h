@@ -31,7 +31,7 @@
 namespace collie {
 
 class FlightRecorder;
-struct FrEntry;
+struct FrSnapshot;
 
 inline constexpr const char* kTorchDumpVersion = "2.10";
 inline constexpr const char* kTorchDumpPrefix = "nccl_trace_rank_";
@@ -43,9 +43,8 @@ std::string_view torch_dtype_name(DType d);
 // backend in profiling_name when not empty; a backend fr_trace does not know (mpi) is written as
 // "gloo", the CPU backend it does.
 std::string torch_dump_pickle(const FlightRecorder& fr, const std::string& backend = "");
-// The same of entries taken earlier by fr.snapshot().
-std::string torch_dump_pickle(const FlightRecorder& fr, const std::vector<FrEntry>& entries,
-                              const std::string& backend);
+// The same of a snapshot taken earlier (FlightRecorder::full_snapshot).
+std::string torch_dump_pickle(const FrSnapshot& snap, const std::string& backend);
 
 // The rank a PyTorch dump's file name carries: its trailing decimal digits ("nccl_trace_rank_3"
 // -> 3). nullopt when it has none or they are not a rank below kMaxAnalyzeWorld.

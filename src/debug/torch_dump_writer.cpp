@@ -149,15 +149,16 @@ std::string_view torch_dtype_name(DType d) {
 }
 
 std::string torch_dump_pickle(const FlightRecorder& fr, const std::string& backend) {
-  return torch_dump_pickle(fr, fr.snapshot(), backend);
+  return torch_dump_pickle(fr.full_snapshot(), backend);
 }
 
-std::string torch_dump_pickle(const FlightRecorder& fr, const std::vector<FrEntry>& entries,
-                              const std::string& backend) {
-  const auto groups = fr.groups();
+std::string torch_dump_pickle(const FrSnapshot& snap, const std::string& backend) {
+  const std::vector<FrEntry>& entries = snap.entries;
   // torch's pg_id is a per-process integer uid; collie's groups are numbered in creation order.
   std::map<const GroupTrace*, int64_t> uid;
-  for (size_t i = 0; i < groups.size(); ++i) uid[groups[i].get()] = static_cast<int64_t>(i);
+  for (size_t i = 0; i < snap.groups.size(); ++i) {
+    uid[snap.groups[i].group.get()] = static_cast<int64_t>(i);
+  }
   PickleWriter w;
   w.begin_dict();
   w.str("version");
@@ -166,7 +167,8 @@ std::string torch_dump_pickle(const FlightRecorder& fr, const std::vector<FrEntr
   w.str("");
   w.str("pg_config");
   w.begin_dict();
-  for (const auto& g : groups) {
+  for (const FrGroupSnapshot& gs : snap.groups) {
+    const GroupTrace* g = gs.group.get();
     w.str(g->pg_id);
     w.begin_dict();
     w.str("name");
@@ -180,15 +182,15 @@ std::string torch_dump_pickle(const FlightRecorder& fr, const std::vector<FrEntr
   w.end_dict();
   w.str("pg_status");
   w.begin_dict();
-  for (const auto& g : groups) {
-    w.str(std::to_string(uid[g.get()]));
+  for (const FrGroupSnapshot& gs : snap.groups) {
+    w.str(std::to_string(uid[gs.group.get()]));
     w.begin_dict();
     w.str("last_enqueued_collective");
-    w.integer(static_cast<int64_t>(g->last_enqueued_collective.load()));
+    w.integer(static_cast<int64_t>(gs.last_enqueued_collective));
     w.str("last_started_collective");
-    w.integer(static_cast<int64_t>(g->last_started_collective.load()));
+    w.integer(static_cast<int64_t>(gs.last_started_collective));
     w.str("last_completed_collective");
-    w.integer(static_cast<int64_t>(g->last_completed_collective.load()));
+    w.integer(static_cast<int64_t>(gs.last_completed_collective));
     w.end_dict();
   }
   w.end_dict();

@@ -147,8 +147,8 @@ def compare(rank, t, j, errors):
                     "time_discovered_started_ns", "time_discovered_completed_ns", "state",
                     "retired", "timeout_ms", "is_p2p", "input_sizes", "output_sizes",
                     "thread_name"):
-            if a[key] != b[key]:
-                err(f"entry {i} {key}: {a[key]!r} != {b[key]!r}")
+            if a.get(key, "<missing>") != b[key]:
+                err(f"entry {i} {key}: {a.get(key, '<missing>')!r} != {b[key]!r}")
         if str(a["thread_id"]) != str(b["thread_id"]):
             err(f"entry {i} thread_id {a['thread_id']!r} != {b['thread_id']!r}")
         if list(a["process_group"]) != b["process_group"]:
@@ -161,16 +161,17 @@ def compare(rank, t, j, errors):
         if (b["duration_ms"] is None) == ("duration_ms" in a) or \
                 ("duration_ms" in a and abs(a["duration_ms"] - b["duration_ms"]) > 1e-9):
             err(f"entry {i} duration_ms {a.get('duration_ms')!r} vs {b['duration_ms']!r}")
-    uid_name = {e["pg_id"]: e["process_group"][0] for e in t["entries"]}
+    uid_name = {str(e["pg_id"]): e["process_group"][0] for e in t["entries"]}
     for uid, st in t.get("pg_status", {}).items():
-        name = uid_name.get(int(uid))
+        name = uid_name.get(uid)
         if name is None:
             continue
         for key, value in st.items():
             if j["pg_status"][name][key] != value:
                 err(f"pg_status {name} {key}: {value} != {j['pg_status'][name][key]}")
     for name, c in t["pg_config"].items():
-        if ast.literal_eval(c["ranks"]) != j["pg_config"][name]["ranks"]:
+        if isinstance(c.get("ranks"), str) and \
+                ast.literal_eval(c["ranks"]) != j["pg_config"][name]["ranks"]:
             err(f"pg_config {name} ranks {c['ranks']} != {j['pg_config'][name]['ranks']}")
 
 
