@@ -84,7 +84,8 @@ int run_analyze(const AnalyzeArgs& a) {
   for (const auto& e : errors) std::fprintf(stderr, "collie analyze: skipped %s\n", e.c_str());
   if (dumps.empty()) {
     std::fprintf(stderr,
-                 "collie analyze: no collie_fr_rank_*.json in %s (set COLLIE_FR_DUMP_DIR on every "
+                 "collie analyze: no collie_fr_rank_*.json nor PyTorch dump (nccl_trace_rank_<rank>) "
+                 "in %s (set COLLIE_FR_DUMP_DIR on every "
                  "rank; dumps are written on timeout, error, SIGUSR1 or a store dump_request)\n",
                  a.dir.c_str());
     return kExitUsage;

@@ -61,8 +61,10 @@ inline constexpr int kMaxAnalyzeWorld = 65536;
 RankDump parse_dump(const std::string& json_text);
 // The same, streamed from a file (the file's text is never held whole).
 RankDump parse_dump_file(const std::string& path);
-// Reads every collie_fr_rank_*.json in dir; unreadable or malformed files, and a second file for
-// a rank that already has one, are reported in `errors` and skipped.
+// Reads every collie_fr_rank_*.json in dir, and every file that is a pickle (first byte 0x80,
+// PyTorch's dump layout, torch_dump.h) with its rank at the end of its name; a rank with both
+// keeps collie's. Unreadable or malformed files, and a second file for a rank that already has
+// one, are reported in `errors` and skipped.
 std::vector<RankDump> load_dump_dir(const std::string& dir, std::vector<std::string>& errors);
 
 struct Finding {

@@ -13,9 +13,12 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 
 #include "core/error.h"
 #include "debug/analyzer.h"
+#include "debug/pickle.h"
+#include "debug/torch_dump.h"
 
 namespace collie {
 namespace {
@@ -216,6 +219,31 @@ RankDump parse_dump_file(const std::string& path) {
   return parse(&f, nullptr);
 }
 
+namespace {
+
+// A file's first byte, or -1 when it cannot be read.
+int first_byte(const std::filesystem::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  char c = 0;
+  return f.get(c) ? static_cast<unsigned char>(c) : -1;
+}
+
+RankDump parse_torch_dump_file(const std::filesystem::path& p, int rank) {
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(p, ec);
+  if (ec || size > kMaxPickleBytes) {
+    throw InvalidArgument(fmt::format("larger than the {} bytes a pickle may have", kMaxPickleBytes));
+  }
+  std::ifstream f(p, std::ios::binary);
+  std::string bytes(size, '\0');
+  if (!f.read(bytes.data(), static_cast<std::streamsize>(size))) {
+    throw InvalidArgument(fmt::format("cannot read {}", p.string()));
+  }
+  return parse_torch_dump(bytes, rank);
+}
+
+}  // namespace
+
 std::vector<RankDump> load_dump_dir(const std::string& dir, std::vector<std::string>& errors) {
   namespace fs = std::filesystem;
   std::vector<RankDump> out;
@@ -223,23 +251,47 @@ std::vector<RankDump> load_dump_dir(const std::string& dir, std::vector<std::str
   if (!fs::is_directory(dir, ec)) {
     throw InvalidArgument(fmt::format("'{}' is not a directory (pass COLLIE_FR_DUMP_DIR)", dir));
   }
-  std::vector<fs::path> files;
+  std::vector<fs::path> collie_files;
+  std::vector<std::pair<fs::path, int>> torch_files;  // with the rank their name carries
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     const std::string name = e.path().filename().string();
     if (name.rfind("collie_fr_rank_", 0) == 0 && e.path().extension() == ".json") {
-      files.push_back(e.path());
+      collie_files.push_back(e.path());
+    } else if (name[0] != '.' && e.is_regular_file(ec) && first_byte(e.path()) == 0x80) {
+      // A pickle: PyTorch's dump layout, whatever its prefix; the rank ends its name.
+      const auto rank = torch_dump_rank(name);
+      if (rank) {
+        torch_files.emplace_back(e.path(), *rank);
+      } else {
+        errors.push_back(fmt::format("{}: a pickle whose name does not end in its rank",
+                                     e.path().string()));
+      }
     }
   }
-  std::sort(files.begin(), files.end());
+  std::sort(collie_files.begin(), collie_files.end());
+  std::sort(torch_files.begin(), torch_files.end());
   std::map<int, std::string> seen;  // rank -> file
-  for (const auto& p : files) {
+  auto keep = [&](RankDump d, const fs::path& p) {
+    auto [it, fresh] = seen.emplace(d.rank, p.string());
+    if (!fresh) {
+      throw InvalidArgument(fmt::format("rank {} already has a dump ({})", d.rank, it->second));
+    }
+    out.push_back(std::move(d));
+  };
+  for (const auto& p : collie_files) {
     try {
-      RankDump d = parse_dump_file(p.string());
-      auto [it, fresh] = seen.emplace(d.rank, p.string());
-      if (!fresh) {
-        throw InvalidArgument(fmt::format("rank {} already has a dump ({})", d.rank, it->second));
-      }
-      out.push_back(std::move(d));
+      keep(parse_dump_file(p.string()), p);
+    } catch (const std::exception& e) {
+      errors.push_back(fmt::format("{}: {}", p.string(), e.what()));
+    }
+  }
+  std::set<int> collie_ranks;
+  for (const auto& [r, _] : seen) collie_ranks.insert(r);
+  for (const auto& [p, rank] : torch_files) {
+    // COLLIE_FR_DUMP_FORMAT=json,torch writes both for a rank: collie's own says more.
+    if (collie_ranks.count(rank) != 0) continue;
+    try {
+      keep(parse_torch_dump_file(p, rank), p);
     } catch (const std::exception& e) {
       errors.push_back(fmt::format("{}: {}", p.string(), e.what()));
     }

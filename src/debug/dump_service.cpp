@@ -23,8 +23,8 @@ constexpr auto kMaxPoll = std::chrono::milliseconds(2000);
 
 }  // namespace
 
-DumpService::DumpService(FlightRecorder& fr, std::string dump_dir)
-    : fr_(fr), dir_(std::move(dump_dir)) {}
+DumpService::DumpService(FlightRecorder& fr, std::string dump_dir, FrDumpFormat format)
+    : fr_(fr), dir_(std::move(dump_dir)), format_(std::move(format)) {}
 
 DumpService::~DumpService() {
   {
@@ -37,7 +37,8 @@ DumpService::~DumpService() {
 
 DumpService& DumpService::global() {
   static DumpService s(FlightRecorder::global(),
-                       Env::process().get("COLLIE_FR_DUMP_DIR").value_or(""));
+                       Env::process().get("COLLIE_FR_DUMP_DIR").value_or(""),
+                       FrDumpFormat::from_env(Env::process()));
   return s;
 }
 
@@ -106,7 +107,7 @@ std::string DumpService::dump_now(const std::string& reason) {
   }
   std::lock_guard<std::mutex> lk(dump_mu_);
   try {
-    std::string path = fr_.dump_to_dir(dir_, rank_.load() < 0 ? 0 : rank_.load(), reason);
+    std::string path = fr_.dump_to_dir(dir_, rank_.load() < 0 ? 0 : rank_.load(), reason, format_);
     dumps_.fetch_add(1);
     log(LogLevel::Warning, "flight recorder dumped to {} ({}); run `collie analyze {}`", path,
         reason, dir_);
@@ -124,7 +125,7 @@ std::string DumpService::dump_on_crash(const std::string& reason) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   try {
-    std::string path = fr_.dump_to_dir(dir_, rank_.load() < 0 ? 0 : rank_.load(), reason);
+    std::string path = fr_.dump_to_dir(dir_, rank_.load() < 0 ? 0 : rank_.load(), reason, format_);
     dumps_.fetch_add(1);
     return path;
   } catch (const std::exception&) {

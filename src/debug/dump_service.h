@@ -16,20 +16,22 @@
 #include <string>
 #include <thread>
 
+#include "debug/flight_recorder.h"
+
 namespace collie {
 
-class Env;
-class FlightRecorder;
 class Store;
 
 class DumpService {
  public:
-  DumpService(FlightRecorder& fr, std::string dump_dir);
+  DumpService(FlightRecorder& fr, std::string dump_dir, FrDumpFormat format = {});
   ~DumpService();
   DumpService(const DumpService&) = delete;
   DumpService& operator=(const DumpService&) = delete;
 
-  // The process service over FlightRecorder::global(), dump dir from COLLIE_FR_DUMP_DIR.
+  // The process service over FlightRecorder::global(), dump dir from COLLIE_FR_DUMP_DIR, file
+  // formats from COLLIE_FR_DUMP_FORMAT / _PREFIX (FrDumpFormat::from_env; throws
+  // InvalidArgument on a bad value).
   static DumpService& global();
 
   // Starts the thread and installs the SIGUSR1 handler and, when a dump dir is set, the crash
@@ -43,7 +45,7 @@ class DumpService {
   void request_dump(const std::string& reason, bool all_ranks = false);
   // Waits until no requested dump is pending (bounded); for processes about to _exit().
   void flush(std::chrono::milliseconds timeout);
-  // Dumps on the calling thread; returns the file written, or "" when no dump dir is set.
+  // Dumps on the calling thread; returns the file(s) written, or "" when no dump dir is set.
   std::string dump_now(const std::string& reason);
   // The crash handlers' dump (crash_dump.h): like dump_now, but waits at most 1 s for a dump in
   // progress (its thread may be the one that crashed), and logs nothing.
@@ -61,6 +63,7 @@ class DumpService {
   void automatic_dump(const std::string& reason);
   FlightRecorder& fr_;
   const std::string dir_;
+  const FrDumpFormat format_;
   std::atomic<int> rank_{-1};
   std::atomic<int> dumps_{0};
   std::mutex mu_;  // guards the fields below and serializes dumps

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -15,6 +16,7 @@
 #include "core/clock.h"
 #include "core/env.h"
 #include "core/error.h"
+#include "debug/torch_dump.h"
 
 namespace collie {
 namespace {
@@ -97,6 +99,32 @@ nlohmann::json entry_json(const FrEntry& e) {
   j["thread_id"] = e.thread_id;
   j["thread_name"] = std::string(e.thread_name);
   return j;
+}
+
+// Writes <dir>/<name> through a temp file and a rename, so a reader never sees half a dump.
+// The temp name ends in ".tmp": torch's loader infers the prefix from names ending in digits.
+std::string write_atomically(const std::string& dir, const std::string& name,
+                             const std::string& bytes, int rank) {
+  namespace fs = std::filesystem;
+  const fs::path final_path = fs::path(dir) / name;
+  const fs::path tmp = fs::path(dir) / fmt::format(".{}.{}.tmp", name, ::getpid());
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    f.flush();
+    if (!f) {
+      throw Error(
+          fmt::format("[Rank {}] flight recorder: cannot write {} (check COLLIE_FR_DUMP_DIR)", rank,
+                      tmp.string()));
+    }
+  }
+  std::error_code ec;
+  fs::rename(tmp, final_path, ec);
+  if (ec) {
+    throw Error(fmt::format("[Rank {}] flight recorder: cannot rename {} to {}: {}", rank,
+                            tmp.string(), final_path.string(), ec.message()));
+  }
+  return final_path.string();
 }
 
 }  // namespace
@@ -236,7 +264,29 @@ std::string FlightRecorder::dump_json(int rank, const std::string& reason,
   std::vector<FrEntry> entries = snapshot();
   const bool cut = entries.size() > max_entries;
   if (cut) entries.erase(entries.begin(), entries.end() - static_cast<ptrdiff_t>(max_entries));
-  const auto gs = groups();
+  return dump_json(rank, reason, FrSnapshot{std::move(entries), groups_snapshot()}, cut);
+}
+
+std::vector<FrGroupSnapshot> FlightRecorder::groups_snapshot() const {
+  std::vector<FrGroupSnapshot> out;
+  for (auto& g : groups()) {
+    FrGroupSnapshot s;
+    s.last_enqueued_collective = g->last_enqueued_collective.load();
+    s.last_started_collective = g->last_started_collective.load();
+    s.last_completed_collective = g->last_completed_collective.load();
+    s.last_enqueued_p2p = g->last_enqueued_p2p.load();
+    s.last_completed_p2p = g->last_completed_p2p.load();
+    s.group = std::move(g);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+FrSnapshot FlightRecorder::full_snapshot() const { return {snapshot(), groups_snapshot()}; }
+
+std::string FlightRecorder::dump_json(int rank, const std::string& reason, const FrSnapshot& snap,
+                                      bool cut) const {
+  const std::vector<FrEntry>& entries = snap.entries;
   nlohmann::json j;
   j["version"] = kFrDumpVersion;
   j["rank"] = rank;
@@ -249,15 +299,16 @@ std::string FlightRecorder::dump_json(int rank, const std::string& reason,
   int world = 0;
   nlohmann::json config = nlohmann::json::object();
   nlohmann::json status = nlohmann::json::object();
-  for (const auto& g : gs) {
+  for (const FrGroupSnapshot& gs : snap.groups) {
+    const GroupTrace* g = gs.group.get();
     config[g->pg_id] = {
         {"name", g->pg_id}, {"desc", g->desc}, {"backend", g->backend}, {"ranks", g->global_ranks}};
     status[g->pg_id] = {
-        {"last_enqueued_collective", g->last_enqueued_collective.load()},
-        {"last_started_collective", g->last_started_collective.load()},
-        {"last_completed_collective", g->last_completed_collective.load()},
-        {"last_enqueued_p2p", g->last_enqueued_p2p.load()},
-        {"last_completed_p2p", g->last_completed_p2p.load()},
+        {"last_enqueued_collective", gs.last_enqueued_collective},
+        {"last_started_collective", gs.last_started_collective},
+        {"last_completed_collective", gs.last_completed_collective},
+        {"last_enqueued_p2p", gs.last_enqueued_p2p},
+        {"last_completed_p2p", gs.last_completed_p2p},
     };
     if (g->pg_id == "0") world = static_cast<int>(g->global_ranks.size());
   }
@@ -270,31 +321,54 @@ std::string FlightRecorder::dump_json(int rank, const std::string& reason,
   return j.dump(1);
 }
 
-std::string FlightRecorder::dump_to_dir(const std::string& dir, int rank,
-                                        const std::string& reason) const {
-  namespace fs = std::filesystem;
+std::string FlightRecorder::dump_to_dir(const std::string& dir, int rank, const std::string& reason,
+                                        const FrDumpFormat& format) const {
   std::error_code ec;
-  fs::create_directories(dir, ec);
-  const fs::path final_path = fs::path(dir) / fr_dump_file_name(rank);
-  const fs::path tmp =
-      fs::path(dir) / fmt::format(".{}.tmp.{}", fr_dump_file_name(rank), ::getpid());
-  const std::string text = dump_json(rank, reason);
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    f.write(text.data(), static_cast<std::streamsize>(text.size()));
-    f.flush();
-    if (!f) {
-      throw Error(
-          fmt::format("[Rank {}] flight recorder: cannot write {} (check COLLIE_FR_DUMP_DIR)", rank,
-                      tmp.string()));
+  std::filesystem::create_directories(dir, ec);
+  std::string paths;
+  auto add = [&](const std::string& p) { paths += (paths.empty() ? "" : " and ") + p; };
+  // One snapshot for every format: the files of one dump tell the same story.
+  const FrSnapshot snap = full_snapshot();
+  if (format.json) {
+    add(write_atomically(dir, fr_dump_file_name(rank), dump_json(rank, reason, snap, false), rank));
+  }
+  if (format.torch) {
+    add(write_atomically(dir, fmt::format("{}{}", format.torch_prefix, rank),
+                         torch_dump_pickle(snap, format.torch_backend), rank));
+  }
+  return paths;
+}
+
+FrDumpFormat FrDumpFormat::from_env(const Env& env) {
+  FrDumpFormat f;
+  if (auto v = env.get("COLLIE_FR_DUMP_FORMAT"); v && !v->empty()) {
+    f.json = f.torch = false;
+    std::string_view rest = *v;
+    while (!rest.empty()) {
+      const size_t comma = rest.find(',');
+      const std::string_view word = rest.substr(0, comma);
+      if (word == "json") {
+        f.json = true;
+      } else if (word == "torch") {
+        f.torch = true;
+      } else {
+        throw InvalidArgument(
+            fmt::format("COLLIE_FR_DUMP_FORMAT '{}': expected json, torch or json,torch", *v));
+      }
+      rest = comma == std::string_view::npos ? "" : rest.substr(comma + 1);
     }
   }
-  fs::rename(tmp, final_path, ec);
-  if (ec) {
-    throw Error(fmt::format("[Rank {}] flight recorder: cannot rename {} to {}: {}", rank,
-                            tmp.string(), final_path.string(), ec.message()));
+  if (auto p = env.get("COLLIE_FR_DUMP_PREFIX"); p && !p->empty()) {
+    if (p->find('/') != std::string::npos || std::isdigit(static_cast<unsigned char>(p->back()))) {
+      throw InvalidArgument(fmt::format(
+          "COLLIE_FR_DUMP_PREFIX '{}': a file-name prefix without '/' that does not end in a "
+          "digit (the rank follows it)",
+          *p));
+    }
+    f.torch_prefix = *p;
   }
-  return final_path.string();
+  f.torch_backend = env.get("COLLIE_FR_TORCH_BACKEND").value_or("");
+  return f;
 }
 
 }  // namespace collie

@@ -81,6 +81,31 @@ struct FrEntry {
   char thread_name[16] = {};
 };
 
+// A group with its progress counters as read at one moment (pg_status).
+struct FrGroupSnapshot {
+  std::shared_ptr<GroupTrace> group;
+  uint64_t last_enqueued_collective = 0, last_started_collective = 0, last_completed_collective = 0,
+           last_enqueued_p2p = 0, last_completed_p2p = 0;
+};
+
+// What one dump shows, taken once so that every format of the dump tells the same story.
+struct FrSnapshot {
+  std::vector<FrEntry> entries;  // oldest first
+  std::vector<FrGroupSnapshot> groups;
+};
+
+// Which files a dump writes: COLLIE_FR_DUMP_FORMAT = json (default) | torch | json,torch;
+// COLLIE_FR_DUMP_PREFIX names torch's files (default nccl_trace_rank_, as torch's own);
+// COLLIE_FR_TORCH_BACKEND replaces the backend in torch's profiling_name (torch_dump.h).
+struct FrDumpFormat {
+  bool json = true;    // <dir>/collie_fr_rank_<rank>.json
+  bool torch = false;  // <dir>/<torch_prefix><rank>: PyTorch's pickled layout
+  std::string torch_prefix = "nccl_trace_rank_";
+  std::string torch_backend;  // empty: each group's own backend
+  // Throws InvalidArgument on an unknown format or a prefix that has a '/' or ends in a digit.
+  static FrDumpFormat from_env(const Env& env);
+};
+
 class FlightRecorder {
  public:
   // capacity 0 disables recording (record() returns 0 and the marks are no-ops).
@@ -106,15 +131,22 @@ class FlightRecorder {
   // Entries oldest first (a copy; the recorder keeps running).
   std::vector<FrEntry> snapshot() const;
   std::vector<std::shared_ptr<GroupTrace>> groups() const;
+  std::vector<FrGroupSnapshot> groups_snapshot() const;
+  FrSnapshot full_snapshot() const;  // snapshot() and groups_snapshot()
   Clock& clock() const { return *clock_; }
 
   // The dump as JSON text: {version, rank, reason, pg_config, pg_status, entries, ...}.
   // max_entries keeps only the newest entries (a live view that needs the recent past only);
   // the dump then says "wrapped": true, as when the ring itself lost older entries.
   std::string dump_json(int rank, const std::string& reason, size_t max_entries = SIZE_MAX) const;
-  // Writes <dir>/collie_fr_rank_<rank>.json atomically (temp file + rename). Returns the path.
-  // Throws Error when the directory cannot be written.
-  std::string dump_to_dir(const std::string& dir, int rank, const std::string& reason) const;
+  // The same of a snapshot taken earlier; `cut`: older entries were left out.
+  std::string dump_json(int rank, const std::string& reason, const FrSnapshot& snap,
+                        bool cut) const;
+  // Writes the dump in each format of `format` into dir, each file atomically (temp file +
+  // rename). Returns the paths written, joined by " and ". Throws Error when the directory
+  // cannot be written.
+  std::string dump_to_dir(const std::string& dir, int rank, const std::string& reason,
+                          const FrDumpFormat& format = {}) const;
 
  private:
   FrEntry* slot_for(uint64_t id);

@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "debug/analyzer.h"
+#include "analyze_every_way.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
@@ -21,12 +22,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // Twice, as rank and as a second rank's copy, so cross-rank comparisons run too.
   dumps.push_back(dumps[0]);
   dumps[1].rank = dumps[0].rank + 1 < collie::kMaxAnalyzeWorld ? dumps[0].rank + 1 : 0;
-  for (bool live : {false, true}) {
-    collie::AnalyzeOptions o;
-    o.live = live;
-    const collie::Analysis a = collie::analyze(dumps, o);
-    (void)collie::to_text(a);
-    (void)collie::to_json(a);
-  }
+  collie::fuzz::analyze_every_way(dumps);
   return 0;
 }
