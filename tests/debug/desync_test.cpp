@@ -10,7 +10,7 @@
 #include "comm/rendezvous.h"
 #include "core/error.h"
 #include "debug/desync_checking_process_group.h"
-#include "debug/fake_backend.h"
+#include "support/fake_backend.h"
 #include "debug/fingerprint_exchange.h"
 
 namespace collie {

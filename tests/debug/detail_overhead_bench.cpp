@@ -21,7 +21,7 @@
 #include "core/stats.h"
 #include "core/log.h"
 #include "debug/desync_checking_process_group.h"
-#include "debug/fake_backend.h"
+#include "support/fake_backend.h"
 #include "metrics/tracing_process_group.h"
 #include "store/prefix_store.h"
 #include "support/multiprocess.h"

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
-#include "debug/fake_backend.h"
+#include "support/fake_backend.h"
 #include "debug/watchdog.h"
 
 namespace collie {

@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "core/error.h"
-#include "debug/fake_backend.h"
+#include "support/fake_backend.h"
 #include "metrics/metrics.h"
 
 namespace collie {
