@@ -26,23 +26,6 @@ bool secret_name(std::string_view name) {
   return false;
 }
 
-std::string_view log_level_name(LogLevel l) {
-  switch (l) {
-    case LogLevel::Trace:
-      return "TRACE";
-    case LogLevel::Debug:
-      return "DEBUG";
-    case LogLevel::Info:
-      return "INFO";
-    case LogLevel::Warning:
-      return "WARNING";
-    case LogLevel::Error:
-      return "ERROR";
-    case LogLevel::Off:
-      return "OFF";
-  }
-  return "?";
-}
 
 }  // namespace
 

@@ -238,19 +238,5 @@ void write_results_atomic(const std::string& path, const RunResult& result) {
   write_file_atomic(path, to_json(result).dump(2) + "\n");
 }
 
-void write_file_atomic(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    if (!out) throw Error("cannot write " + tmp + " (check the directory exists and is writable)");
-    out << text;
-    out.flush();
-    if (!out) throw Error("writing " + tmp + " failed (disk full?)");
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw Error("cannot rename " + tmp + " to " + path);
-  }
-}
 
 }  // namespace collie::reports

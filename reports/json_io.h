@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "core/atomic_file.h"
 #include "reports/result.h"
 
 namespace collie::reports {
@@ -23,8 +24,7 @@ RunResult read_results(const std::string& path);
 // written. Thread-compatible (one writer per path).
 void write_results_atomic(const std::string& path, const RunResult& result);
 
-// Writes `text` to `path` the same atomic way (any report format). Throws collie::Error naming
-// the path when it cannot be written.
-void write_file_atomic(const std::string& path, const std::string& text);
+// Any other report format: collie::write_file_atomic (core/atomic_file.h).
+using collie::write_file_atomic;
 
 }  // namespace collie::reports

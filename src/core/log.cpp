@@ -34,6 +34,18 @@ const char* level_tag(LogLevel l) {
 
 }  // namespace
 
+std::string_view log_level_name(LogLevel l) {
+  switch (l) {
+    case LogLevel::Trace: return "TRACE";
+    case LogLevel::Debug: return "DEBUG";
+    case LogLevel::Info: return "INFO";
+    case LogLevel::Warning: return "WARNING";
+    case LogLevel::Error: return "ERROR";
+    case LogLevel::Off: return "OFF";
+  }
+  return "?";
+}
+
 LogLevel parse_log_level(std::string_view s) {
   const std::string u = upper(s);
   if (u == "TRACE") return LogLevel::Trace;

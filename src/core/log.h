@@ -18,6 +18,8 @@ class Env;
 LogLevel parse_log_level(std::string_view s);
 DebugLevel parse_debug_level(std::string_view s);
 std::string_view debug_level_name(DebugLevel d);
+// "TRACE", "DEBUG", "INFO", "WARNING", "ERROR", "OFF" (what parse_log_level reads).
+std::string_view log_level_name(LogLevel l);
 // torch's matrix: log level INFO with debug INFO gives Debug, with DETAIL gives Trace;
 // otherwise the log level as given.
 LogLevel effective_log_level(LogLevel requested, DebugLevel debug);

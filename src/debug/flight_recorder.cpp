@@ -13,6 +13,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "core/atomic_file.h"
 #include "core/clock.h"
 #include "core/env.h"
 #include "core/error.h"
@@ -101,30 +102,17 @@ nlohmann::json entry_json(const FrEntry& e) {
   return j;
 }
 
-// Writes <dir>/<name> through a temp file and a rename, so a reader never sees half a dump.
-// The temp name ends in ".tmp": torch's loader infers the prefix from names ending in digits.
+// Writes <dir>/<name> atomically (core/atomic_file.h), so a reader never sees half a dump.
 std::string write_atomically(const std::string& dir, const std::string& name,
                              const std::string& bytes, int rank) {
-  namespace fs = std::filesystem;
-  const fs::path final_path = fs::path(dir) / name;
-  const fs::path tmp = fs::path(dir) / fmt::format(".{}.{}.tmp", name, ::getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    f.flush();
-    if (!f) {
-      throw Error(
-          fmt::format("[Rank {}] flight recorder: cannot write {} (check COLLIE_FR_DUMP_DIR)", rank,
-                      tmp.string()));
-    }
+  const std::string path = (std::filesystem::path(dir) / name).string();
+  try {
+    write_file_atomic(path, bytes);
+  } catch (const Error& e) {
+    throw Error(fmt::format("[Rank {}] flight recorder: {} (check COLLIE_FR_DUMP_DIR)", rank,
+                            e.what()));
   }
-  std::error_code ec;
-  fs::rename(tmp, final_path, ec);
-  if (ec) {
-    throw Error(fmt::format("[Rank {}] flight recorder: cannot rename {} to {}: {}", rank,
-                            tmp.string(), final_path.string(), ec.message()));
-  }
-  return final_path.string();
+  return path;
 }
 
 }  // namespace
