@@ -79,9 +79,13 @@ class ProcessGroup {
  protected:
   friend class ProcessGroupWrapper;
   // REQUIRES: call was validated by submit() (seq and timeout are set).
+  // A backend's duty on call.timeout (the op's deadline, resolved by submit from the options or
+  // the group's timeout): no wait inside the op may outlast it; past it the Work completes with
+  // a TimeoutError that names the rank, op and seq ("[Rank 2] all_reduce #7 ..."), either from
+  // the library's own timeout (Gloo's setTimeout) or from the backend's watchdog (MPI, NCCL).
+  // A blocking library call that cannot be interrupted must still end the job then (MPI_Abort)
+  // rather than hang. Wrappers forward the call unchanged.
   virtual std::shared_ptr<Work> run(const OpCall& call) = 0;
-  // Runs another group's run(); lets wrappers and composite backends forward validated calls.
-  static std::shared_ptr<Work> run_on(ProcessGroup& pg, const OpCall& call) { return pg.run(call); }
 
  private:
   void validate(const OpCall& call) const;
