@@ -37,6 +37,9 @@ struct BackendRegistration {
   std::string version;  // library version found at build time, e.g. "gloo 0.0~git20220518"
   // Optional: rendezvous without an init method (returns nullopt when not applicable).
   std::function<std::optional<SelfRendezvous>(const Env&, Millis timeout)> self_rendezvous;
+  // Optional: one line saying why this backend cannot run on this host (e.g. "no CUDA driver:
+  // ..."), empty when it can. Tools ask it before launching ranks so the user gets one line.
+  std::function<std::string()> unavailable_reason;
 };
 
 struct WrapperRegistration {
