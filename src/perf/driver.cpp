@@ -16,6 +16,7 @@
 #include "metrics/metrics.h"
 #include "perf/host_exchange.h"
 #include "perf/step_tracker.h"
+#include "perf/timed_loop.h"
 
 namespace collie::perf {
 namespace {
@@ -494,71 +495,17 @@ class Driver {
     BarrierOptions bo;
     bo.timeout = timeout_;
     pg_.barrier(bo)->wait();
-    if (o_.graph_launches > 0) return time_graph(d, args, iters, res);
-    const bool delay =
-        o_.hooks.delay_us > 0 && (o_.hooks.delay_rank < 0 || o_.hooks.delay_rank == rank);
-    // Host runtimes wait for every iteration (each op, or the -m batch) before timing it. A CUDA
-    // runtime enqueues the whole loop and waits once at the end, as nccl-tests does; its timer
-    // marks are events on the group's stream. -z waits for every op on both.
-    const bool async_dev = dev_.asynchronous();
-    const bool wait_each_op = o_.blocking || (!async_dev && o_.agg_iters <= 1);
-    args.async_op = !wait_each_op;
-    std::vector<std::shared_ptr<Work>> pending;
-    const std::unique_ptr<device::Timer> timer = dev_.timer();
-    timer->mark();
-    for (int it = 0; it < iters; ++it) {
-      for (int m = 0; m < o_.agg_iters; ++m) {
-        if (delay) std::this_thread::sleep_for(std::chrono::microseconds(o_.hooks.delay_us));
-        auto works = d.run(pg_, args);
-        if (wait_each_op) {
-          wait_all(works);
-        } else {
-          pending.insert(pending.end(), works.begin(), works.end());
-        }
-      }
-      if (!async_dev) {
-        wait_all(pending);
-        pending.clear();
-      }
-      timer->mark();
-    }
-    wait_all(pending);
-    res.iter_us.reserve(iters);
-    for (int it = 0; it < iters; ++it)
-      res.iter_us.push_back(timer->elapsed_us(it, it + 1) / o_.agg_iters);
-    res.avg_us =
-        iters > 0 ? timer->elapsed_us(0, iters) / (static_cast<double>(iters) * o_.agg_iters) : 0;
-    return res;
-  }
-
-  // -G: the loop of iters x agg calls is captured once into a CUDA graph, then launched
-  // graph_launches times between two timer marks (nccl-tests: time per op = elapsed / (iters x
-  // agg x launches)). Per-iteration samples are that average: a graph replays as one unit.
-  Local time_graph(const CollectiveDescriptor& d, CallArgs args, int iters, Local res) {
-    args.async_op = true;
-    dev_.begin_capture();
-    std::unique_ptr<device::CapturedGraph> graph;
-    try {
-      for (int it = 0; it < iters; ++it)
-        for (int m = 0; m < o_.agg_iters; ++m) d.run(pg_, args);  // captured Works are complete
-    } catch (...) {
-      try {
-        dev_.end_capture();
-      } catch (...) {  // the first error is the one to report
-      }
-      throw;
-    }
-    graph = dev_.end_capture();
-    BarrierOptions bo;
-    bo.timeout = timeout_;
-    pg_.barrier(bo)->wait();
-    const std::unique_ptr<device::Timer> timer = dev_.timer();
-    timer->mark();
-    for (int g = 0; g < o_.graph_launches; ++g) graph->launch();
-    timer->mark();
-    const double calls = static_cast<double>(iters) * o_.agg_iters * o_.graph_launches;
-    res.avg_us = calls > 0 ? timer->elapsed_us(0, 1) / calls : 0;
-    res.iter_us.assign(iters, res.avg_us);
+    LoopSettings ls;
+    ls.iters = iters;
+    ls.agg_iters = o_.agg_iters;
+    ls.blocking = o_.blocking;
+    const bool delay = o_.hooks.delay_rank < 0 || o_.hooks.delay_rank == rank;
+    ls.delay_us = delay ? o_.hooks.delay_us : 0;
+    ls.graph_launches = o_.graph_launches;
+    ls.timeout = timeout_;
+    LoopTiming t = time_loop(pg_, d, args, ls);
+    res.avg_us = t.avg_us;
+    res.iter_us = std::move(t.iter_us);
     return res;
   }
 
