@@ -368,13 +368,11 @@ COLLIE_COMMAND(Command{
           std::fprintf(stderr, "collie perf: error: %s\n", e.what());
           return kExitUsage;
         }
-        // A backend that cannot run on this host (nccl without a CUDA driver or device) is one
-        // line before any rank starts.
-        if (const BackendRegistration* b = find_backend(f->backend); b && b->unavailable_reason) {
-          if (const std::string why = b->unavailable_reason(); !why.empty()) {
-            std::fprintf(stderr, "collie perf: error: %s\n", why.c_str());
-            return kExitUsage;
-          }
+        // A backend that is not built, or cannot run on this host (nccl without a CUDA driver
+        // or device), is one line before any rank starts.
+        if (const std::string why = backend_unavailable_reason(f->backend); !why.empty()) {
+          std::fprintf(stderr, "collie perf: error: %s\n", why.c_str());
+          return kExitUsage;
         }
         std::map<std::string, std::string> flags;
         for (const CLI::Option* opt : app.get_options()) {

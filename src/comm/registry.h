@@ -64,6 +64,10 @@ bool register_missing_backend(MissingBackend m);
 const BackendRegistration* find_backend(const std::string& name);
 std::vector<const BackendRegistration*> backends();
 std::vector<MissingBackend> missing_backends();
+// One line when backend `name` is known but cannot run here — not built ("backend 'nccl' is not
+// available in this build: ...") or its unavailable_reason() — else empty (also for unknown
+// names, which init_process_group reports with the list of built backends).
+std::string backend_unavailable_reason(const std::string& name);
 // Applies every registered wrapper in order.
 std::shared_ptr<ProcessGroup> apply_wrappers(std::shared_ptr<ProcessGroup> pg,
                                              const BackendArgs& args);

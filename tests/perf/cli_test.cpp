@@ -173,7 +173,15 @@ TEST(PerfCliDevice, GraphsWithAHostBackendAreOneLine) {
 // (the driver, or a visible device), exit 2, before any rank starts.
 TEST(PerfCliDevice, NcclWithoutAGpuIsOneLineAndExit2) {
   const collie::BackendRegistration* reg = collie::find_backend("nccl");
-  if (reg == nullptr) GTEST_SKIP() << "this build has no NCCL backend";
+  if (reg == nullptr) {  // a build without CUDA: one line too, nothing launched
+    const Result r = run("--backend nccl -np 1 -b 8 -e 8");
+    EXPECT_EQ(r.rc, 2) << r.err;
+    EXPECT_EQ(r.err.rfind("collie perf: error: backend 'nccl' is not available in this build: ", 0),
+              0u)
+        << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    return;
+  }
   ASSERT_TRUE(reg->unavailable_reason);
   const std::string why = reg->unavailable_reason();
   if (why.empty()) GTEST_SKIP() << "a CUDA device is present; this case needs a host without";
