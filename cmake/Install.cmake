@@ -8,7 +8,7 @@ install(TARGETS collie EXPORT collieTargets
 if(TARGET collie_cli)
   install(TARGETS collie_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 endif()
-foreach(dir core store comm debug metrics perf launch)
+foreach(dir core device store comm debug metrics perf launch)
   install(DIRECTORY src/${dir}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/collie/${dir}
           FILES_MATCHING PATTERN "*.h")
 endforeach()

@@ -40,8 +40,12 @@ std::string round_trip(ProbeContext& ctx, const std::string& tag, int peer, doub
   } catch (const std::exception& e) {
     return fmt::format("connecting: {}", e.what());
   }
+  // The message lives where the group's buffers live (host, or the GPU for nccl).
   int64_t msg = ctx.rank;
-  TensorView t = TensorView::cpu(&msg, 1, DType::Int64);
+  device::DeviceRuntime& dev = pg->device_runtime();
+  device::Buffer buf = dev.allocate(sizeof msg);
+  dev.copy_to_device(buf.data(), &msg, sizeof msg);
+  TensorView t = dev.view(buf.data(), 1, DType::Int64);
   const int other = pg->rank() == 0 ? 1 : 0;
   std::string err;
   const auto start = Clock::now();
@@ -53,6 +57,7 @@ std::string round_trip(ProbeContext& ctx, const std::string& tag, int peer, doub
     if (err.empty()) err = wait_for(*pg->send(t, other), ctx.timeout);
   }
   *rtt_us = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+  if (err.empty()) dev.copy_to_host(&msg, buf.data(), sizeof msg);
   const int64_t expect = pg->rank() == 0 ? ctx.rank : peer;
   if (err.empty() && msg != expect)
     err = fmt::format("round trip carried {} instead of rank {} (corrupted message)", msg, expect);

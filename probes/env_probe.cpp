@@ -10,6 +10,7 @@
 
 #include "comm/registry.h"
 #include "comm/rendezvous.h"
+#include "device/gpu_inventory.h"
 
 extern char** environ;
 
@@ -78,6 +79,9 @@ RankInfo describe_local(const std::vector<std::string>& environ_entries) {
   std::string gpus;
   for (const auto& m : models) gpus += (gpus.empty() ? "" : ", ") + m;
   info["gpus"] = gpus.empty() ? "none" : fmt::format("{} x [{}]", models.size(), gpus);
+  // The CUDA runtime's view (model, count, bus ids, ECC, driver/CUDA/NCCL versions) when this
+  // build has CUDA; "no CUDA driver" on a host without one.
+  for (auto& [k, v] : device::gpu_inventory()) info[k] = v;
   for (const auto* b : backends()) info["version." + b->name] = b->version;
   for (const auto& m : missing_backends()) info["version." + m.name] = "not built: " + m.reason;
   for (const auto& e : environ_entries) {

@@ -1,5 +1,6 @@
 #pragma once
-// `env` probe: each rank describes itself (hostname, CPU model, GPU model and driver if any,
+// `env` probe: each rank describes itself (hostname, CPU model, GPU model and driver if any, the
+// CUDA runtime's GPU inventory as gpu.* fields (device/gpu_inventory.h),
 // the backends' library versions from comm/registry.h, and NCCL_*, GLOO_*, OMPI_*, UCX_*
 // variables); rank 0 gathers the descriptions through the store and flags every field whose
 // value differs across ranks (fields that are per-rank by nature, such as the hostname or

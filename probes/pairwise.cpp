@@ -49,8 +49,10 @@ PairMeasure measure_pair(ProbeContext& ctx, const std::string& tag, int peer,
     const std::string err = wait_for(*w, ctx.timeout);
     if (!err.empty()) m.error = fmt::format("{} with rank {}: {}", what, peer, err);
   };
-  int64_t token = 0;
-  TensorView small = TensorView::cpu(&token, 1, DType::Int64);
+  // Buffers live where the group's do (host, or the GPU for nccl); their contents do not matter.
+  device::DeviceRuntime& dev = pg->device_runtime();
+  device::Buffer token = dev.allocate(sizeof(int64_t));
+  TensorView small = dev.view(token.data(), 1, DType::Int64);
   std::vector<double> rtts;
   for (int i = 0; i < o.lat_iters + 2 && m.error.empty(); ++i) {
     const auto t0 = Clock::now();
@@ -64,8 +66,9 @@ PairMeasure measure_pair(ProbeContext& ctx, const std::string& tag, int peer,
     if (i >= 2) rtts.push_back(seconds_since(t0) * 1e6);
   }
   if (m.error.empty()) m.lat_us = median(rtts) / 2;
-  std::vector<uint8_t> buf(static_cast<size_t>(std::max<int64_t>(o.bytes, 1)));
-  TensorView big = TensorView::cpu(buf.data(), buf.size(), DType::UInt8);
+  const size_t big_bytes = static_cast<size_t>(std::max<int64_t>(o.bytes, 1));
+  device::Buffer buf = dev.allocate(big_bytes);
+  TensorView big = dev.view(buf.data(), big_bytes, DType::UInt8);
   // Direction 0 -> 1 first, then 1 -> 0; the sender times each message from its send to the
   // receiver's ack, so a sample includes the whole transfer.
   for (int dir = 0; dir < 2 && m.error.empty(); ++dir) {

@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "comm/launch_env.h"
+#include "comm/registry.h"
 #include "core/env.h"
 #include "core/error.h"
 #include "core/output_path.h"
@@ -24,6 +25,12 @@ int launch_or_run(const RunFlags& f, const std::string& command,
   };
   if (f.backend != "gloo" && f.backend != "mpi" && f.backend != "nccl")
     return usage("--backend must be gloo, mpi or nccl");
+  // A backend that is not built or cannot run on this host (nccl without a CUDA driver) is one
+  // line before any rank starts, unless the probe does not use it (env reads the host).
+  if (f.uses_backend) {
+    if (const std::string why = backend_unavailable_reason(f.backend); !why.empty())
+      return usage(why);
+  }
   if (f.timeout_s < 0) return usage("-T must be >= 0 seconds (0 = the default)");
   if (f.np < 1 || f.np > launch::kMaxLocalRanks)
     return usage(fmt::format("-np must be in 1..{}", launch::kMaxLocalRanks));

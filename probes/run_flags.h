@@ -18,6 +18,8 @@ struct RunFlags {
   int np = 4;             // local ranks when no launcher is found
   bool np_given = false;  // set by the caller from the parser
   std::string backend = "gloo";
+  // False for probes that do not create groups of the backend (env): no availability check.
+  bool uses_backend = true;
   int timeout_s = kDefaultStepTimeoutS;  // deadline of every probe step (-T; 0 = the default)
   std::string json;                      // -J: results JSON (rank 0)
   int debug_port = -1;                   // --debug-port: per-rank debug server base port (-1 = off)
@@ -35,7 +37,8 @@ void add_run_flags(App& app, RunFlags& f) {
 
 // Under a launcher: builds the context and returns body(ctx) on every rank. Without one:
 // starts `np` local ranks of this same command line (src/launch) and returns their status.
-// Returns 2 (usage) for contradictory flags, -np outside 1..4096, or an output file (-J, and
+// Returns 2 (usage) for contradictory flags, a backend not built or unable to run on this host
+// (when uses_backend), -np outside 1..4096, or an output file (-J, and
 // the command's own `extra_outputs`: {flag, path}) that cannot be written, after one line on
 // stderr naming `command`; all of this before any rank starts.
 int launch_or_run(const RunFlags& f, const std::string& command,

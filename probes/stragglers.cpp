@@ -146,9 +146,13 @@ StragglerResult run_stragglers(ProbeContext& ctx, const StragglerOptions& opts) 
   std::string error;
   try {
     std::shared_ptr<ProcessGroup> pg = world_group(ctx, tag);
-    std::vector<float> data(static_cast<size_t>(std::max<int64_t>(opts.bytes / 4, 1)), 1.0f);
+    // The reduced buffer lives where the group's do (host, or the GPU for nccl); zeros, so the
+    // sums stay finite however many iterations run.
+    device::DeviceRuntime& dev = pg->device_runtime();
+    const size_t count = static_cast<size_t>(std::max<int64_t>(opts.bytes / 4, 1));
+    device::Buffer data = dev.allocate(count * sizeof(float));
     std::vector<float> work(16384, 1.0f);
-    TensorView t = TensorView::cpu(data.data(), data.size(), DType::Float32);
+    TensorView t = dev.view(data.data(), count, DType::Float32);
     volatile float sink = 0;
     for (int i = 0; i < opts.warmup + opts.iters; ++i) {
       if (opts.before_iteration) opts.before_iteration(ctx.rank, i);

@@ -168,14 +168,16 @@ ResultRow row_from(const json& res, const json& p, const char* placement, const 
 json to_nccl_tests_json(const RunResult& r, const NcclTestsConfig& c) {
   json devices = json::array();
   for (int k = 0; k < r.meta.world_size; ++k) {
+    const RankDevice dev =
+        k < static_cast<int>(r.meta.devices.size()) ? r.meta.devices[k] : RankDevice{};
     devices.push_back(
         json{{"rank", k},
              {"group", 0},
              {"pid", k < static_cast<int>(c.pids.size()) ? c.pids[k] : 0},
              {"hostname", k < static_cast<int>(r.meta.hosts.size()) ? r.meta.hosts[k] : "?"},
-             {"device", -1},
-             {"device_hex", "cpu"},
-             {"device_info", "host memory"}});
+             {"device", dev.index},
+             {"device_hex", dev.bus_id},
+             {"device_info", dev.model}});
   }
   json config{{"nthreads", 1},
               {"ngpus", 1},
@@ -190,7 +192,7 @@ json to_nccl_tests_json(const RunResult& r, const NcclTestsConfig& c) {
   config["iterations"] = c.iters;
   config["aggregated_iterations"] = c.agg_iters;
   config["validation"] = c.check_iters;
-  config["graph"] = 0;
+  config["graph"] = c.graph_launches;
   config["blocking_collectives"] = bool_str(c.blocking);
   config["per_iter_timing"] = bool_str(c.per_iter);
   config["per_iter_skip"] = c.iter_skip;

@@ -22,10 +22,11 @@ struct NcclTestsConfig {
   int64_t min_bytes = 0, max_bytes = 0, step_bytes = 0, step_factor = 2;
   int warmup_iters = 1, iters = 20, agg_iters = 1, check_iters = 1;
   bool blocking = false;
-  bool per_iter = false;  // -I: rows carry the per-iteration blocks
-  int iter_skip = 0;      // -K
-  double min_busbw = -1;  // the avg-bandwidth check (--min-busbw / NCCL_TESTS_MIN_BW); -1 = none
-  std::vector<int> pids;  // indexed by rank (may be empty)
+  int graph_launches = 0;  // -G: config.graph
+  bool per_iter = false;   // -I: rows carry the per-iteration blocks
+  int iter_skip = 0;       // -K
+  double min_busbw = -1;   // the avg-bandwidth check (--min-busbw / NCCL_TESTS_MIN_BW); -1 = none
+  std::vector<int> pids;   // indexed by rank (may be empty)
 };
 
 // The nccl-tests top-level keys for `r`: version, start_time, args, env, nccl_version, config,

@@ -53,12 +53,20 @@ struct ResultRow {
   int cycle = 0;  // -N run cycle this row belongs to
 };
 
+// The device one rank ran on, as nccl-tests' "# Using devices" line and JSON devices[] name it.
+struct RankDevice {
+  int index = -1;                     // -1: host memory
+  std::string bus_id = "cpu";         // "0000:0f:00" for a GPU
+  std::string model = "host memory";  // "NVIDIA H100 80GB HBM3"
+};
+
 struct RunMeta {
   std::string schema = kSchemaName;
   std::string version;  // collie version
   std::string backend;
   int world_size = 0;
-  std::vector<std::string> hosts;  // indexed by rank
+  std::vector<std::string> hosts;   // indexed by rank
+  std::vector<RankDevice> devices;  // indexed by rank; empty = host memory everywhere
   std::map<std::string, std::string> library_versions;
   std::map<std::string, std::string> flags;  // the effective flags, as given on the command line
   std::string started_at;                    // ISO 8601 UTC

@@ -120,8 +120,9 @@ std::string format_header(const TableHeader& h) {
                                              : fmt::format("{}(bytes)", h.step_bytes);
   s += fmt::format(
       "# nThread 1 nGpus 1 minBytes {} maxBytes {} step: {} warmup iters: {} iters: {} agg iters: "
-      "{} validation: {} graph: 0 unalign: 0\n",
-      h.min_bytes, h.max_bytes, step, h.warmup_iters, h.iters, h.agg_iters, h.check_iters);
+      "{} validation: {} graph: {} unalign: 0\n",
+      h.min_bytes, h.max_bytes, step, h.warmup_iters, h.iters, h.agg_iters, h.check_iters,
+      h.graph_launches);
   if (h.blocking)
     s += "# Blocking Enabled: wait for completion and barrier after each collective \n";
   // nccl-tests says "CUDA event timing" here; collie times on the host and says so.
@@ -130,9 +131,12 @@ std::string format_header(const TableHeader& h) {
   for (int r = 0; r < h.world_size; ++r) {
     const std::string host = r < static_cast<int>(h.hosts.size()) ? h.hosts[r] : "?";
     const int pid = r < static_cast<int>(h.pids.size()) ? h.pids[r] : 0;
+    RankDevice dev;
+    dev.bus_id = h.device;
+    if (r < static_cast<int>(h.devices.size())) dev = h.devices[r];
     char line[512];
     std::snprintf(line, sizeof line, "#  Rank %2d Group %2d Pid %6d on %10s device %2d [%s] %s\n",
-                  r, 0, pid, host.c_str(), -1, h.device.c_str(), "host memory");
+                  r, 0, pid, host.c_str(), dev.index, dev.bus_id.c_str(), dev.model.c_str());
     s += line;
   }
   s += "#\n";

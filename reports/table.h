@@ -29,9 +29,11 @@ struct TableHeader {
   std::vector<std::string> hosts;  // indexed by rank
   std::vector<int> pids;           // indexed by rank (may be empty)
   std::string device = "cpu";
-  bool blocking = false;    // -z: nccl-tests' "# Blocking Enabled" line
-  bool timestamps = false;  // -S: the column header names the timestamp column
-  bool per_iter = false;    // -I: the per-iteration columns and their header line
+  std::vector<RankDevice> devices;  // indexed by rank; a missing entry prints host memory
+  int graph_launches = 0;           // -G: the nThread line's "graph: N"
+  bool blocking = false;            // -z: nccl-tests' "# Blocking Enabled" line
+  bool timestamps = false;          // -S: the column header names the timestamp column
+  bool per_iter = false;            // -I: the per-iteration columns and their header line
 };
 
 // "# Collective test starting" through the three column-header lines, each ending in '\n'.

@@ -17,6 +17,7 @@
 #include "cli/command.h"
 #include "comm/init.h"
 #include "comm/launch_env.h"
+#include "comm/registry.h"
 #include "core/env.h"
 #include "core/error.h"
 #include "core/output_path.h"
@@ -44,7 +45,7 @@ struct PerfFlags {
   int iters = 20, warmup = 1, agg = 1, cycles = 1, check = 1;
   std::string op = "sum", dtype = "float";
   int root = 0, average = 1, blocking = 0, timeout_s = 0, timestamps = 0;
-  int per_iter = 0, iter_skip = 0, cuda_graph = 0;
+  int per_iter = 0, iter_skip = 0, cuda_graph = 0, memory_report = 0;
   std::string json, csv, jsonl, backend = "gloo", placement = "both";
   int np = 0;
   bool np_given = false;
@@ -146,11 +147,14 @@ PerfOptions to_options(const PerfFlags& f, bool iters_given) {
   else
     throw InvalidArgument("--placement must be in, out or both");
   o.seed = f.seed;
-  if (f.cuda_graph != 0 && f.backend != "nccl")
-    throw InvalidArgument("-G (CUDA graphs) needs --backend nccl; the " + f.backend +
-                          " backend runs on host memory");
   if (f.backend != "gloo" && f.backend != "mpi" && f.backend != "nccl")
     throw InvalidArgument("--backend must be gloo, mpi or nccl");
+  if (f.cuda_graph < 0) throw InvalidArgument("-G must be >= 0 (graph launches; 0 = off)");
+  if (f.cuda_graph > 0 && f.backend != "nccl")
+    throw DeviceError("-G needs a CUDA backend (--backend nccl); " + f.backend +
+                      " runs on the host");
+  o.graph_launches = f.cuda_graph;
+  o.memory_report = f.memory_report != 0;
   if (f.np < 0 || (f.np == 0 && f.np_given)) throw InvalidArgument("-np must be >= 1");
   if (f.debug_port < -1 || f.debug_port > 65535)
     throw InvalidArgument("--debug-port must be a port in 0..65535 (0 = ephemeral)");
@@ -225,6 +229,7 @@ reports::NcclTestsConfig nccl_config(const PerfOptions& o, double min_bw) {
   c.check_iters = o.check_iters;
   c.blocking = o.blocking;
   c.per_iter = o.report_iters;
+  c.graph_launches = o.graph_launches;
   c.iter_skip = o.iter_skip;
   c.min_busbw = min_bw > 0 ? min_bw : -1;
   return c;
@@ -322,7 +327,10 @@ COLLIE_COMMAND(Command{
                      "write results JSON (nccl-tests' version-3 keys + collie.perf.v1)");
       app.add_option("-I,--per_iter", f->per_iter, "print per-iteration statistics");
       app.add_option("-K,--skip_iters", f->iter_skip, "skip the first K iterations in -I stats");
-      app.add_option("-G,--cudagraph", f->cuda_graph, "CUDA graph launches (nccl backend only)");
+      app.add_option("-G,--cudagraph", f->cuda_graph,
+                     "capture the timed loop in a CUDA graph and launch it N times (nccl only)");
+      app.add_option("-M,--memory_report", f->memory_report,
+                     "print each rank's device memory after every collective (1 = on)");
       app.add_option("--backend", f->backend, "gloo | mpi | nccl");
       auto* np = app.add_option("--np", f->np,
                                 "local ranks to launch (default 4 when not "
@@ -355,6 +363,15 @@ COLLIE_COMMAND(Command{
           check_output_file(f->jsonl, "--jsonl");
         } catch (const InvalidArgument& e) {
           std::fprintf(stderr, "collie perf: error: %s\n", e.what());
+          return kExitUsage;
+        } catch (const DeviceError& e) {
+          std::fprintf(stderr, "collie perf: error: %s\n", e.what());
+          return kExitUsage;
+        }
+        // A backend that is not built, or cannot run on this host (nccl without a CUDA driver
+        // or device), is one line before any rank starts.
+        if (const std::string why = backend_unavailable_reason(f->backend); !why.empty()) {
+          std::fprintf(stderr, "collie perf: error: %s\n", why.c_str());
           return kExitUsage;
         }
         std::map<std::string, std::string> flags;

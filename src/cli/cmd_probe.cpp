@@ -131,6 +131,7 @@ COLLIE_COMMAND(Command{
           "mpirun -np 16 collie probe env --backend mpi");
       return [f, np]() -> int {
         f->run.np_given = np->count() > 0;
+        f->run.uses_backend = f->name != "env";
         // Written so NaN fails every comparison.
         if (f->repeats < 1 || f->iters < 1 || f->coll_iters < 1 || f->confirm < 1 ||
             !(f->interval_s >= 0 && f->interval_s <= 3600) ||

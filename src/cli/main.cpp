@@ -28,6 +28,9 @@ int report_exception(const std::string& command) {
   } catch (const InvalidArgument& e) {
     std::fprintf(stderr, "collie %s: error: %s\n", command.c_str(), e.what());
     return kExitUsage;
+  } catch (const DeviceError& e) {
+    std::fprintf(stderr, "collie %s: error: %s\n", command.c_str(), e.what());
+    return kExitUsage;
   } catch (const TimeoutError& e) {
     std::fprintf(stderr, "collie %s: timeout: %s\n", command.c_str(), e.what());
     return kExitTimeout;

@@ -25,12 +25,7 @@ const BackendRegistration& lookup(const std::string& name) {
   if (const auto* b = find_backend(name)) return *b;
   std::string known;
   for (const auto* b : backends()) known += (known.empty() ? "" : ", ") + b->name;
-  for (const auto& m : missing_backends()) {
-    if (m.name == name) {
-      throw InvalidArgument(
-          fmt::format("backend '{}' is not available in this build: {}", name, m.reason));
-    }
-  }
+  if (std::string why = backend_unavailable_reason(name); !why.empty()) throw InvalidArgument(why);
   throw InvalidArgument(fmt::format("unknown backend '{}' (built: {})", name, known));
 }
 

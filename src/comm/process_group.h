@@ -18,6 +18,7 @@
 #include "comm/capabilities.h"
 #include "comm/options.h"
 #include "comm/work.h"
+#include "device/device_runtime.h"
 
 namespace collie {
 
@@ -69,6 +70,10 @@ class ProcessGroup {
 
   // Stops the group: further submits throw; backends release their resources.
   virtual void shutdown() {}
+  // The device this group's buffers live on, for tools that allocate, fill, time and synchronize
+  // (perf, probes): the shared host runtime by default (gloo, mpi), the group's CUDA device and
+  // stream for nccl. Owned by the group; valid until it is destroyed. Wrappers forward it.
+  virtual device::DeviceRuntime& device_runtime() { return device::host_runtime(); }
   // Next layer down for wrappers; nullptr for a backend.
   virtual ProcessGroup* inner() const { return nullptr; }
 

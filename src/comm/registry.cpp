@@ -1,5 +1,7 @@
 #include "comm/registry.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <mutex>
 
@@ -74,6 +76,17 @@ std::shared_ptr<ProcessGroup> apply_wrappers(std::shared_ptr<ProcessGroup> pg,
     build = r.stack;
   }
   return build ? build(std::move(pg), args) : pg;
+}
+
+std::string backend_unavailable_reason(const std::string& name) {
+  if (const BackendRegistration* b = find_backend(name)) {
+    return b->unavailable_reason ? b->unavailable_reason() : std::string();
+  }
+  for (const auto& m : missing_backends()) {
+    if (m.name == name)
+      return fmt::format("backend '{}' is not available in this build: {}", name, m.reason);
+  }
+  return {};
 }
 
 }  // namespace collie

@@ -37,6 +37,9 @@ struct BackendRegistration {
   std::string version;  // library version found at build time, e.g. "gloo 0.0~git20220518"
   // Optional: rendezvous without an init method (returns nullopt when not applicable).
   std::function<std::optional<SelfRendezvous>(const Env&, Millis timeout)> self_rendezvous;
+  // Optional: one line saying why this backend cannot run on this host (e.g. "no CUDA driver:
+  // ..."), empty when it can. Tools ask it before launching ranks so the user gets one line.
+  std::function<std::string()> unavailable_reason;
 };
 
 // Builds the wrapper stack over a new backend group (src/stack/stack.cpp, the one place that
@@ -58,6 +61,10 @@ bool register_missing_backend(MissingBackend m);
 const BackendRegistration* find_backend(const std::string& name);
 std::vector<const BackendRegistration*> backends();
 std::vector<MissingBackend> missing_backends();
+// One line when backend `name` is known but cannot run here — not built ("backend 'nccl' is not
+// available in this build: ...") or its unavailable_reason() — else empty (also for unknown
+// names, which init_process_group reports with the list of built backends).
+std::string backend_unavailable_reason(const std::string& name);
 // The backend group wrapped in the stack (unchanged when no builder is installed).
 std::shared_ptr<ProcessGroup> apply_wrappers(std::shared_ptr<ProcessGroup> pg,
                                              const BackendArgs& args);

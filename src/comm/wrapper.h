@@ -16,6 +16,7 @@ class ProcessGroupWrapper : public ProcessGroup {
   const Capabilities& capabilities() const override { return inner_->capabilities(); }
   void shutdown() override { inner_->shutdown(); }
   ProcessGroup* inner() const override { return inner_.get(); }
+  device::DeviceRuntime& device_runtime() override { return inner_->device_runtime(); }
 
  protected:
   std::shared_ptr<Work> run(const OpCall& call) final;

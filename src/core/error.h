@@ -33,6 +33,13 @@ class DesyncError : public Error {
  public:
   using Error::Error;
 };
+// A device the run needs is missing or unusable: no CUDA driver, no visible device, a device
+// index out of range, a feature the group's device lacks (-G on a host backend). The message is
+// one line naming what is missing; the CLI exits 2 (like bad input: nothing was measured).
+class DeviceError : public Error {
+ public:
+  using Error::Error;
+};
 // The caller passed something invalid: a bad flag, a buffer of the wrong size, an unknown dtype.
 class InvalidArgument : public Error {
  public:

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "comm/process_group.h"
+#include "device/device_runtime.h"
 #include "perf/data.h"
 
 namespace collie::perf {
@@ -37,6 +38,9 @@ struct CallArgs {
   // In-place runs of a descriptor with in_place_staging: send.nbytes() of the driver's memory,
   // disjoint from send/recv, where run() may stage the send data (nullptr otherwise).
   void* staging = nullptr;
+  // The group's device runtime (never null; host memory unless the driver sets the group's):
+  // views over staging and device copies go through it.
+  device::DeviceRuntime* device = &device::host_runtime();
 };
 
 struct CollectiveDescriptor {

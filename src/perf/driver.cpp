@@ -14,7 +14,9 @@
 #include "core/error.h"
 #include "core/exit_codes.h"
 #include "metrics/metrics.h"
+#include "perf/host_exchange.h"
 #include "perf/step_tracker.h"
+#include "perf/timed_loop.h"
 
 namespace collie::perf {
 namespace {
@@ -22,23 +24,18 @@ namespace {
 using SteadyClock = std::chrono::steady_clock;
 using reports::ResultRow;
 
-
 // "SIGINT" for SIGINT: how results name the signal that stopped a run.
 std::string signal_name(int sig) {
   const char* abbrev = sigabbrev_np(sig);
   return abbrev != nullptr ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
 }
 
-// 8-byte aligned storage for any dtype.
-struct Buffer {
+// 8-byte aligned host storage for any dtype (validation data, staged copies).
+struct HostBuffer {
   std::vector<uint64_t> mem;
-  explicit Buffer(size_t bytes = 0) : mem((bytes + 7) / 8 + 1) {}
+  explicit HostBuffer(size_t bytes = 0) : mem((bytes + 7) / 8 + 1) {}
   char* data() { return reinterpret_cast<char*>(mem.data()); }
 };
-
-TensorView view(char* base, size_t first, size_t count, DType d) {
-  return TensorView::cpu(base + first * dtype_size(d), count, d);
-}
 
 void wait_all(const std::vector<std::shared_ptr<Work>>& works) {
   for (const auto& w : works) w->wait();
@@ -77,6 +74,7 @@ class Driver {
         o_(o),
         sink_(pg.rank() == 0 ? sink : nullptr),
         stop_(stop),
+        dev_(pg.device_runtime()),
         timeout_(o.timeout == kUseGroupTimeout ? pg.info().timeout : o.timeout),
         steps_(
             pg.info().store, pg.rank(), pg.size(), timeout_, kExitTimeout,
@@ -109,6 +107,9 @@ class Driver {
       if (d == nullptr) throw InvalidArgument("unknown collective '" + name + "'");
       descs.push_back(d);
     }
+    if (o_.graph_launches > 0 && !dev_.supports_graphs())
+      throw DeviceError(fmt::format("-G needs a CUDA backend (--backend nccl); {} runs on the host",
+                                    pg_.backend_name()));
     if (o_.root >= pg_.size())
       throw InvalidArgument(
           fmt::format("root {} is outside the world of {} ranks (-r)", o_.root, pg_.size()));
@@ -161,31 +162,37 @@ class Driver {
   bool agree_to_stop(bool rank0_wants_stop) {
     steps_.enter("agree whether to stop the soak");
     int32_t flag = pg_.rank() == 0 && rank0_wants_stop ? 1 : 0;
-    BroadcastOptions bo;
-    bo.root = 0;
-    bo.timeout = timeout_;
-    pg_.broadcast(TensorView::cpu(&flag, 1, DType::Int32), bo)->wait();
+    broadcast_host(pg_, TensorView::cpu(&flag, 1, DType::Int32), 0, timeout_);
     return flag != 0;
   }
 
   void fill_meta(reports::RunMeta& m, const std::string& version) {
     steps_.enter("exchange host names");
-    constexpr size_t kHost = 64;
-    std::vector<uint8_t> mine(kHost + 8, 0), all((kHost + 8) * pg_.size());
+    // Per rank: host name, pid, device index, bus id, device model (NUL-terminated fields).
+    constexpr size_t kHost = 64, kBus = 24, kModel = 96;
+    constexpr size_t kPid = kHost, kIndex = kPid + 8, kBusAt = kIndex + 8, kModelAt = kBusAt + kBus;
+    constexpr size_t kStride = kModelAt + kModel;
+    std::vector<uint8_t> mine(kStride, 0), all(kStride * pg_.size());
     gethostname(reinterpret_cast<char*>(mine.data()), kHost - 1);
     const int64_t pid = ::getpid();
-    std::memcpy(mine.data() + kHost, &pid, 8);
-    AllGatherOptions ao;
-    ao.timeout = timeout_;
-    pg_.all_gather(TensorView::cpu(mine.data(), mine.size(), DType::UInt8),
-                   TensorView::cpu(all.data(), all.size(), DType::UInt8), ao)
-        ->wait();
+    std::memcpy(mine.data() + kPid, &pid, 8);
+    const device::Description desc = dev_.describe();
+    const int64_t index = desc.index;
+    std::memcpy(mine.data() + kIndex, &index, 8);
+    std::memcpy(mine.data() + kBusAt, desc.bus_id.data(), std::min(desc.bus_id.size(), kBus - 1));
+    std::memcpy(mine.data() + kModelAt, desc.model.data(), std::min(desc.model.size(), kModel - 1));
+    all_gather_host(pg_, TensorView::cpu(mine.data(), mine.size(), DType::UInt8),
+                    TensorView::cpu(all.data(), all.size(), DType::UInt8), timeout_);
     for (int r = 0; r < pg_.size(); ++r) {
-      const uint8_t* p = all.data() + r * (kHost + 8);
+      const uint8_t* p = all.data() + r * kStride;
       m.hosts.emplace_back(reinterpret_cast<const char*>(p));
-      int64_t rp = 0;
-      std::memcpy(&rp, p + kHost, 8);
+      int64_t rp = 0, ri = 0;
+      std::memcpy(&rp, p + kPid, 8);
+      std::memcpy(&ri, p + kIndex, 8);
       pids_.push_back(static_cast<int>(rp));
+      m.devices.push_back(reports::RankDevice{static_cast<int>(ri),
+                                              reinterpret_cast<const char*>(p + kBusAt),
+                                              reinterpret_cast<const char*>(p + kModelAt)});
     }
     m.version = version;
     m.backend = pg_.backend_name();
@@ -217,14 +224,15 @@ class Driver {
     return std::max<size_t>(n, 1);
   }
 
+  // Asked for the device the group's buffers live on (host for gloo/mpi, CUDA for nccl).
   bool supported(const CollectiveDescriptor& d, DType dt, ReduceOp op) const {
     const Capabilities& caps = pg_.capabilities();
-    if (d.latency_only) return caps.supports(d.op_type, DeviceType::CPU);
-    if (d.reduces) return caps.supports(d.op_type, DeviceType::CPU, dt, op);
+    const DeviceType dev = dev_.device().type;
+    if (d.latency_only) return caps.supports(d.op_type, dev);
+    if (d.reduces) return caps.supports(d.op_type, dev, dt, op);
     if (d.op_type == OpType::Send)
-      return caps.supports(OpType::Send, DeviceType::CPU, dt) &&
-             caps.supports(OpType::Recv, DeviceType::CPU, dt);
-    return caps.supports(d.op_type, DeviceType::CPU, dt);
+      return caps.supports(OpType::Send, dev, dt) && caps.supports(OpType::Recv, dev, dt);
+    return caps.supports(d.op_type, dev, dt);
   }
 
   void run_collective(const CollectiveDescriptor& d, int cycle, PerfOutcome& out) {
@@ -243,6 +251,8 @@ class Driver {
       h.check_iters = o_.check_iters;
       h.world_size = pg_.size();
       h.hosts = out.result.meta.hosts;
+      h.devices = out.result.meta.devices;
+      h.graph_launches = o_.graph_launches;
       h.pids = pids_;
       h.blocking = o_.blocking;
       h.timestamps = o_.timestamps;
@@ -276,6 +286,7 @@ class Driver {
                       pg_.backend_name(), d.name));
     // A collective cut short by a stop signal gets no "Avg bus bandwidth" line: it would average
     // a partial sweep.
+    if (o_.memory_report && stopped_by_ == 0) report_memory();
     if (sink_ && stopped_by_ == 0) {
       sink_->collective_finished(d.name, rows, reports::summarize(rows, pg_.size()));
     }
@@ -335,11 +346,8 @@ class Driver {
                              static_cast<double>(stop_ ? stop_->load() : 0)};
     v.insert(v.end(), mine.iter_us.begin(), mine.iter_us.end());
     std::vector<double> all(v.size() * pg_.size());
-    AllGatherOptions ao;
-    ao.timeout = timeout_;
-    pg_.all_gather(TensorView::cpu(v.data(), v.size(), DType::Float64),
-                   TensorView::cpu(all.data(), all.size(), DType::Float64), ao)
-        ->wait();
+    all_gather_host(pg_, TensorView::cpu(v.data(), v.size(), DType::Float64),
+                    TensorView::cpu(all.data(), all.size(), DType::Float64), timeout_);
     const size_t stride = v.size();
     int64_t wrong = -1;
     ResultRow r;
@@ -415,31 +423,42 @@ class Driver {
     return r;
   }
 
+  // The buffers of one measurement on the group's device.
+  struct Buffers {
+    device::Buffer a, b, staging;
+    TensorView send, recv;
+  };
+
+  Buffers allocate(const CollectiveDescriptor& d, const Layout& l, DType dt, bool in_place) {
+    const int rank = pg_.rank();
+    const size_t ts = dtype_size(dt);
+    Buffers m;
+    if (in_place) {
+      const size_t n = std::max(rank * l.send_inplace_offset + l.send_count,
+                                rank * l.recv_inplace_offset + l.recv_count);
+      m.a = dev_.allocate(n * ts);
+      m.send = dev_.view(m.a.data() + rank * l.send_inplace_offset * ts, l.send_count, dt);
+      m.recv = dev_.view(m.a.data() + rank * l.recv_inplace_offset * ts, l.recv_count, dt);
+      if (d.in_place_staging) m.staging = dev_.allocate(m.send.nbytes());
+    } else {
+      m.a = dev_.allocate(l.send_count * ts);
+      m.b = dev_.allocate(l.recv_count * ts);
+      m.send = dev_.view(m.a.data(), l.send_count, dt);
+      m.recv = dev_.view(m.b.data(), l.recv_count, dt);
+    }
+    return m;
+  }
+
   Local run_local(const Job& j, const Layout& l, bool in_place, int iters,
                   const std::string& what) {
     const CollectiveDescriptor& d = *j.desc;
     const DType dt = j.dtype;
     const int rank = pg_.rank();
-    Buffer a, b;
-    TensorView send, recv;
-    if (in_place) {
-      const size_t n = std::max(rank * l.send_inplace_offset + l.send_count,
-                                rank * l.recv_inplace_offset + l.recv_count);
-      a = Buffer(n * dtype_size(dt));
-      send = view(a.data(), rank * l.send_inplace_offset, l.send_count, dt);
-      recv = view(a.data(), rank * l.recv_inplace_offset, l.recv_count, dt);
-    } else {
-      a = Buffer(l.send_count * dtype_size(dt));
-      b = Buffer(l.recv_count * dtype_size(dt));
-      send = view(a.data(), 0, l.send_count, dt);
-      recv = view(b.data(), 0, l.recv_count, dt);
-    }
-    CallArgs args{send, recv, in_place, j.op, std::max(j.root, 0), timeout_, false};
-    Buffer staging;
-    if (in_place && d.in_place_staging) {
-      staging = Buffer(send.nbytes());
-      args.staging = staging.data();
-    }
+    Buffers bufs = allocate(d, l, dt, in_place);
+    const TensorView send = bufs.send, recv = bufs.recv;
+    CallArgs args{
+        send, recv, in_place, j.op, std::max(j.root, 0), timeout_, false, bufs.staging.data(),
+        &dev_};
     const DataSpec spec{dt, d.reduces ? j.op : ReduceOp::Sum, pg_.size(), o_.seed};
     Local res;
     stall_if_asked(what);
@@ -449,16 +468,24 @@ class Driver {
 
     if (o_.check_iters > 0 && !d.latency_only && !(in_place && d.in_place_unchecked)) {
       steps_.enter(what + ": validation");
-      Buffer want(l.recv_count * dtype_size(dt));
+      // Data is generated and checked on the host and copied once each way, outside the timed
+      // loop (on the host runtime the copies are memmoves).
+      const bool host = dev_.host_accessible();
+      HostBuffer input(host ? 0 : send.nbytes()), got(host ? 0 : recv.nbytes());
+      HostBuffer want(recv.nbytes());
+      char* in = host ? static_cast<char*>(send.data) : input.data();
+      char* out = host ? static_cast<char*>(recv.data) : got.data();
       res.wrong = 0;
       for (int c = 0; c < o_.check_iters; ++c) {
-        d.init(spec, l, rank, args.root, send.data);
-        if (!in_place && d.in_place_api) std::memcpy(recv.data, send.data, send.nbytes());
+        d.init(spec, l, rank, args.root, in);
+        if (!host) dev_.copy_to_device(send.data, in, send.nbytes());
+        if (!in_place && d.in_place_api) dev_.copy(recv.data, send.data, send.nbytes());
         wait_all(d.run(pg_, args));
         const size_t n = d.expected(spec, l, rank, args.root, want.data());
-        corrupt_if_asked(recv, n);
+        if (!host) dev_.copy_to_host(out, recv.data, n * dtype_size(dt));
+        corrupt_if_asked(out, dt, n);
         const bool approx = d.reduces && j.op == ReduceOp::Avg;
-        const CheckResult cr = compare(recv.data, want.data(), n, dt, approx);
+        const CheckResult cr = compare(out, want.data(), n, dt, approx);
         res.wrong += cr.wrong;
         if (res.first_wrong < 0) res.first_wrong = cr.first_offset;
       }
@@ -468,32 +495,42 @@ class Driver {
     BarrierOptions bo;
     bo.timeout = timeout_;
     pg_.barrier(bo)->wait();
-    const bool delay =
-        o_.hooks.delay_us > 0 && (o_.hooks.delay_rank < 0 || o_.hooks.delay_rank == rank);
-    const bool batch = o_.agg_iters > 1 && !o_.blocking;
-    args.async_op = batch;
-    std::vector<std::shared_ptr<Work>> pending;
-    double total = 0;
-    res.iter_us.reserve(iters);
-    for (int it = 0; it < iters; ++it) {
-      const auto t0 = SteadyClock::now();
-      for (int m = 0; m < o_.agg_iters; ++m) {
-        if (delay) std::this_thread::sleep_for(std::chrono::microseconds(o_.hooks.delay_us));
-        auto works = d.run(pg_, args);
-        if (batch) {
-          pending.insert(pending.end(), works.begin(), works.end());
-        } else {
-          wait_all(works);
-        }
-      }
-      wait_all(pending);
-      pending.clear();
-      const double us = std::chrono::duration<double, std::micro>(SteadyClock::now() - t0).count();
-      total += us;
-      res.iter_us.push_back(us / o_.agg_iters);
-    }
-    res.avg_us = iters > 0 ? total / (static_cast<double>(iters) * o_.agg_iters) : 0;
+    LoopSettings ls;
+    ls.iters = iters;
+    ls.agg_iters = o_.agg_iters;
+    ls.blocking = o_.blocking;
+    const bool delay = o_.hooks.delay_rank < 0 || o_.hooks.delay_rank == rank;
+    ls.delay_us = delay ? o_.hooks.delay_us : 0;
+    ls.graph_launches = o_.graph_launches;
+    ls.timeout = timeout_;
+    LoopTiming t = time_loop(pg_, d, args, ls);
+    res.avg_us = t.avg_us;
+    res.iter_us = std::move(t.iter_us);
     return res;
+  }
+
+  // -M: after a collective's table, every rank's memory as its runtime sees it (rank 0 prints).
+  void report_memory() {
+    steps_.enter("exchange memory reports");
+    const device::MemoryReport m = dev_.memory();
+    std::vector<double> mine = {static_cast<double>(m.total_bytes),
+                                static_cast<double>(m.free_bytes),
+                                static_cast<double>(m.peak_allocated_bytes)};
+    std::vector<double> all(mine.size() * pg_.size());
+    all_gather_host(pg_, TensorView::cpu(mine.data(), mine.size(), DType::Float64),
+                    TensorView::cpu(all.data(), all.size(), DType::Float64), timeout_);
+    if (!sink_) return;
+    const auto mib = [](double b) {
+      if (b < 0) return std::string("?");
+      return b < (1 << 20) ? fmt::format("{:.1f} KiB", b / 1024)
+                           : fmt::format("{:.1f} MiB", b / (1 << 20));
+    };
+    for (int r = 0; r < pg_.size(); ++r) {
+      const double* p = all.data() + r * mine.size();
+      sink_->note(fmt::format("#  Rank {:2d} memory: peak {} in perf buffers; {} {} total, {} free",
+                              r, mib(p[2]), dev_.host_accessible() ? "host" : "device", mib(p[0]),
+                              mib(p[1])));
+    }
   }
 
   // COLLIE_PERF_TEST_STALL: a real stall (this rank stays out of the row's collectives while
@@ -508,11 +545,12 @@ class Driver {
     }
   }
 
-  void corrupt_if_asked(const TensorView& recv, size_t checked) const {
+  // `got`: the host copy of this rank's result (n elements of dt).
+  void corrupt_if_asked(char* got, DType dt, size_t checked) const {
     const TestHooks& h = o_.hooks;
     if (h.corrupt_rank != pg_.rank() || h.corrupt_offset < 0) return;
     if (static_cast<size_t>(h.corrupt_offset) >= checked) return;
-    auto* p = static_cast<uint8_t*>(recv.data) + h.corrupt_offset * dtype_size(recv.dtype);
+    auto* p = reinterpret_cast<uint8_t*>(got) + h.corrupt_offset * dtype_size(dt);
     p[0] ^= 0x5a;  // low byte: changes the value in every dtype
   }
 
@@ -520,6 +558,7 @@ class Driver {
   const PerfOptions& o_;
   ResultSink* sink_;
   const std::atomic<int>* stop_;
+  device::DeviceRuntime& dev_;
   int stopped_by_ = 0;
   const Millis timeout_;
   StepTracker steps_;

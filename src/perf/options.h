@@ -68,6 +68,10 @@ struct PerfOptions {
   int root = 0;  // -1 = every root
   TimeReduce average = TimeReduce::Avg;
   bool blocking = false;
+  // -G: capture each size's timed loop into a CUDA graph and launch it this many times (0 = off).
+  // Only on a group whose device supports graphs (nccl); run_perf throws DeviceError otherwise.
+  int graph_launches = 0;
+  bool memory_report = false;  // -M: each rank's device memory after every collective's table
   Millis timeout = kUseGroupTimeout;  // -T; kUseGroupTimeout = the group's
   bool report_iters = false;          // -I
   int iter_skip = 0;                  // -K

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "comm/registry.h"
 #include "support/child_process.h"
 
 namespace collie {
@@ -102,6 +103,18 @@ TEST(CliBadInput, ProbeNumbersAndNp) {
   expect_usage({"probe", "pairwise", "--bytes", "1e30"}, "--bytes: '1e30' is larger than");
   expect_usage({"probe", "pairwise", "-np", "5000"}, "-np must be in 1..4096");
   expect_usage({"probe", "pairwise", "-np", "0"}, "-np must be in 1..4096");
+}
+
+// nccl on a host that cannot run it (this CI: no CUDA driver; or a build without CUDA): one line
+// naming what is missing, before any rank starts. The env probe reads the host and still runs.
+TEST(CliBadInput, UnusableBackendIsOneLineBeforeAnyRank) {
+  const std::string why = backend_unavailable_reason("nccl");
+  if (why.empty()) GTEST_SKIP() << "nccl can run on this host";
+  for (const char* probe : {"connectivity", "pairwise", "stragglers"})
+    expect_usage({"probe", probe, "--backend", "nccl", "-np", "2"}, why);
+  expect_usage({"perf", "--backend", "nccl", "-np", "1"}, why);
+  expect_usage({"perf", "-G", "1", "-np", "1"},
+               "-G needs a CUDA backend (--backend nccl); gloo runs on the host");
 }
 
 TEST(CliBadInput, AcceptSpecNumbersAndLimits) {

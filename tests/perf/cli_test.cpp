@@ -159,6 +159,48 @@ TEST(PerfCliFlags, BadFlagsPrintOneLineAndExit2) {
   }
 }
 
+TEST(PerfCliDevice, GraphsWithAHostBackendAreOneLine) {
+  for (const char* backend : {"gloo", "mpi"}) {
+    const Result r = run(std::string("-G 1 -np 1 --backend ") + backend);
+    EXPECT_EQ(r.rc, 2) << r.err;
+    EXPECT_EQ(r.err, std::string("collie perf: error: -G needs a CUDA backend (--backend nccl); ") +
+                         backend + " runs on the host\n");
+    EXPECT_TRUE(r.out.empty()) << r.out;
+  }
+}
+
+// On a host without a usable GPU (this CI), `--backend nccl` is one line naming what is missing
+// (the driver, or a visible device), exit 2, before any rank starts.
+TEST(PerfCliDevice, NcclWithoutAGpuIsOneLineAndExit2) {
+  const collie::BackendRegistration* reg = collie::find_backend("nccl");
+  if (reg == nullptr) {  // a build without CUDA: one line too, nothing launched
+    const Result r = run("--backend nccl -np 1 -b 8 -e 8");
+    EXPECT_EQ(r.rc, 2) << r.err;
+    EXPECT_EQ(r.err.rfind("collie perf: error: backend 'nccl' is not available in this build: ", 0),
+              0u)
+        << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    return;
+  }
+  ASSERT_TRUE(reg->unavailable_reason);
+  const std::string why = reg->unavailable_reason();
+  if (why.empty()) GTEST_SKIP() << "a CUDA device is present; this case needs a host without";
+  const Result r = run("--backend nccl -np 1 -b 8 -e 8");
+  EXPECT_EQ(r.rc, 2) << r.err;
+  EXPECT_EQ(r.err, "collie perf: error: " + why + "\n");
+  EXPECT_TRUE(why.rfind("no CUDA driver", 0) == 0 || why.rfind("no visible CUDA device", 0) == 0 ||
+              why.rfind("CUDA driver ", 0) == 0)
+      << why;
+  EXPECT_EQ(r.err.find("cudaError"), std::string::npos) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  // Under a launcher (env:// variables set) each rank checks the same before its rendezvous.
+  const Result ranked = run("--backend nccl -b 8 -e 8",
+                            "RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 "
+                            "MASTER_PORT=0");
+  EXPECT_EQ(ranked.rc, 2) << ranked.err;
+  EXPECT_EQ(ranked.err, r.err);
+}
+
 TEST_F(PerfCli, JsonCsvAndJsonlAgreeWithTheTable) {
   const std::string json = tmp("r.json"), csv = tmp("r.csv"), jsonl = tmp("r.jsonl");
   const Result r = run("all_reduce all_gather -np 3 -b 1K -e 16K -f 4 -n 3 -J " + json + " --csv " +

@@ -104,6 +104,11 @@ class ThreadGroup : public ProcessGroup {
   ThreadGroup(std::shared_ptr<ThreadWorld> w, int rank, Millis timeout)
       : ProcessGroup(make_info(*w, rank, timeout)), w_(std::move(w)), caps_(thread_caps()) {}
   const Capabilities& capabilities() const override { return caps_; }
+  // Tests may give the group another device runtime (e.g. staged_runtime.h); null = host.
+  void use_runtime(device::DeviceRuntime* rt) { runtime_ = rt; }
+  device::DeviceRuntime& device_runtime() override {
+    return runtime_ ? *runtime_ : ProcessGroup::device_runtime();
+  }
 
  protected:
   std::shared_ptr<Work> run(const OpCall& c) override {
@@ -195,6 +200,7 @@ class ThreadGroup : public ProcessGroup {
 
   std::shared_ptr<ThreadWorld> w_;
   Capabilities caps_;
+  device::DeviceRuntime* runtime_ = nullptr;
 };
 
 // Runs fn(group) on `n` rank threads and rethrows the first exception.

@@ -5,6 +5,7 @@
 
 #include <cstring>
 
+#include "backends/nccl/cuda_device.h"
 #include "backends/nccl/nccl_work.h"
 #include "comm/launch_env.h"
 #include "core/env.h"
@@ -83,16 +84,7 @@ char* at(const TensorView& t, size_t elements) {
 
 }  // namespace
 
-std::string cuda_unavailable_reason() {
-  int n = 0;
-  const cudaError_t e = cudaGetDeviceCount(&n);
-  if (e != cudaSuccess) {
-    return fmt::format("no CUDA device/driver: {} ({})", cudaGetErrorString(e),
-                       cudaGetErrorName(e));
-  }
-  if (n == 0) return "no CUDA device/driver: cudaGetDeviceCount found 0 devices";
-  return {};
-}
+std::string cuda_unavailable_reason() { return device::cuda_unavailable_line(query_cuda_state()); }
 
 const Capabilities& ProcessGroupNCCL::declared_capabilities() {
   static const Capabilities caps = [] {
@@ -115,22 +107,23 @@ const Capabilities& ProcessGroupNCCL::declared_capabilities() {
 ProcessGroupNCCL::ProcessGroupNCCL(GroupInfo info, const Env* env) : ProcessGroup(std::move(info)) {
   const std::string where =
       fmt::format("[Rank {}] nccl group {} '{}'", rank(), this->info().name, this->info().desc);
-  if (std::string why = cuda_unavailable_reason(); !why.empty()) {
-    throw BackendError(
-        fmt::format("{}: {}; run on a node with a GPU and its driver, or use --backend gloo or mpi",
-                    where, why));
+  const device::CudaState cuda = query_cuda_state();
+  if (std::string why = device::cuda_unavailable_line(cuda); !why.empty()) {
+    throw DeviceError(fmt::format("{}: {}", where, why));
   }
   if (!this->info().store) {
     throw BackendError(fmt::format("{}: needs a store to exchange the NCCL unique id", where));
   }
-  int devices = 0;
-  cudaGetDeviceCount(&devices);
-  const LaunchEnv le = detect_launch_env(env ? *env : Env::process());
-  const int device = le.local_rank.value_or(rank()) % devices;
+  const Env& e = env ? *env : Env::process();
+  const LaunchEnv le = detect_launch_env(e);
+  const device::DeviceChoice choice = device::choose_cuda_device(
+      cuda.count, le.local_rank, rank(), e.get("COLLIE_CUDA_DEVICE"), cuda.visible_devices);
+  if (!choice.error.empty()) throw DeviceError(fmt::format("{}: {}", where, choice.error));
+  const int device = choice.index;
 
   comm_ = std::make_shared<CommState>();
   comm_->device = device;
-  cudaSetDevice(device);
+  check_cuda(cudaSetDevice(device), "cudaSetDevice", device);
   ncclUniqueId id;
   Store& store = *this->info().store;
   if (rank() == 0) {
@@ -152,8 +145,10 @@ ProcessGroupNCCL::ProcessGroupNCCL(GroupInfo info, const Env* env) : ProcessGrou
     throw BackendError(fmt::format("{}: ncclCommInitRank on device {} failed: {} ({})", where,
                                    device, ncclGetErrorString(r), ncclGetLastError(nullptr)));
   }
-  cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking);
-  cudaMalloc(&scratch_, sizeof(float));
+  check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate",
+             device);
+  check_cuda(cudaMalloc(&scratch_, sizeof(float)), "cudaMalloc (barrier scratch)", device);
+  runtime_ = std::make_unique<CudaRuntime>(device, stream_);
 }
 
 ProcessGroupNCCL::~ProcessGroupNCCL() { shutdown(); }
@@ -192,6 +187,17 @@ std::shared_ptr<Work> ProcessGroupNCCL::run(const OpCall& call) {
     throw BackendError(fmt::format("{}: the group was shut down; create a new one", label(call)));
   }
   cudaSetDevice(comm_->device);
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  cudaStreamIsCapturing(stream_, &capture);
+  if (capture == cudaStreamCaptureStatusActive) {
+    // Recorded into a CUDA graph (CudaRuntime::begin_capture): the op runs when the graph is
+    // launched, so there is nothing to wait for now (and events recorded during a capture may not
+    // be queried afterwards). The caller synchronizes the runtime after the launches.
+    enqueue(call);
+    auto captured = std::make_shared<Work>(call.type, call.seq, call.timeout);
+    captured->complete();
+    return captured;
+  }
   auto w = std::make_shared<NcclWork>(call.type, call.seq, call.timeout, label(call), comm_);
   cudaEventRecord(w->start_event(), stream_);
   enqueue(call);

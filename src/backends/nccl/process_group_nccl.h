@@ -7,7 +7,11 @@
 // point-to-point calls, barrier is a one-element all_reduce. Avg maps to ncclAvg, PreMulSum to
 // ncclRedOpCreatePreMulSum; bitwise reductions are not offered by NCCL and not declared.
 // The unique id travels through the group's store ("nccl_unique_id").
-// Device: LOCAL_RANK (or the launcher's local rank) modulo the visible devices, else rank.
+// Device: $COLLIE_CUDA_DEVICE, else the launcher's local rank (LOCAL_RANK, ...) modulo the visible
+// devices, else rank modulo them (device/cuda_choice.h). device_runtime() is the group's
+// CudaRuntime (cuda_device.h): tools allocate, copy and time on the group's device and stream.
+// Ops submitted while that stream is being captured into a CUDA graph return Works that are
+// already complete; they run when the graph is launched.
 // Thread safety: as ProcessGroup.
 #include <cuda_runtime_api.h>
 
@@ -25,14 +29,16 @@ struct CommState;
 
 class ProcessGroupNCCL : public ProcessGroup {
  public:
-  // Throws BackendError "no CUDA device/driver" when CUDA reports none, BackendError when NCCL
-  // fails to start, StoreError/TimeoutError when the unique id does not arrive in time.
+  // Throws DeviceError (one line: no CUDA driver, no visible device, device index out of range),
+  // BackendError when NCCL fails to start, StoreError/TimeoutError when the unique id does not
+  // arrive in time.
   ProcessGroupNCCL(GroupInfo info, const Env* env);
   ~ProcessGroupNCCL() override;
 
   const Capabilities& capabilities() const override;
   void shutdown() override;
   static const Capabilities& declared_capabilities();
+  device::DeviceRuntime& device_runtime() override { return *runtime_; }
 
  protected:
   std::shared_ptr<Work> run(const OpCall& call) override;
@@ -44,10 +50,12 @@ class ProcessGroupNCCL : public ProcessGroup {
   std::shared_ptr<CommState> comm_;
   cudaStream_t stream_ = nullptr;
   void* scratch_ = nullptr;  // one float on the device for barrier
+  std::unique_ptr<device::DeviceRuntime> runtime_;
   bool shut_down_ = false;
 };
 
-// "no CUDA device/driver: <reason>" when CUDA has no usable device, else empty.
+// One line naming what is missing when CUDA has no usable device (no driver, driver too old, no
+// visible device), else empty (device/cuda_choice.h).
 std::string cuda_unavailable_reason();
 
 }  // namespace collie::nccl

@@ -15,6 +15,7 @@ BackendRegistration registration() {
   r.name = "nccl";
   r.create = [](const BackendArgs& a) { return std::make_shared<ProcessGroupNCCL>(a.info, a.env); };
   r.capabilities = ProcessGroupNCCL::declared_capabilities();
+  r.unavailable_reason = cuda_unavailable_reason;
   r.version = fmt::format("NCCL {}.{}.{}, CUDA {}.{}", NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH,
                           CUDART_VERSION / 1000, (CUDART_VERSION % 1000) / 10);
   return r;

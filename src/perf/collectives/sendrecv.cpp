@@ -27,8 +27,8 @@ std::vector<std::shared_ptr<Work>> run(ProcessGroup& pg, const CallArgs& a) {
   o.async_op = true;
   TensorView src = a.send;
   if (a.in_place) {
-    std::memcpy(a.staging, a.send.data, a.send.nbytes());
-    src = TensorView::cpu(a.staging, a.send.numel, a.send.dtype);
+    a.device->copy(a.staging, a.send.data, a.send.nbytes());
+    src = a.device->view(a.staging, a.send.numel, a.send.dtype);
   }
   auto s = pg.send(src, (r + 1) % n, o);
   auto v = pg.recv(a.recv, (r - 1 + n) % n, o);
