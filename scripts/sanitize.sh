@@ -31,7 +31,12 @@ check_toolchain() {
     echo "sanitize.sh: clang++ not found; run scripts/bootstrap.sh (clang libclang-rt-14-dev)" >&2
     exit 1; }
   probe="$(mktemp -d)"
-  echo 'int main() { return 0; }' >"$probe/p.cpp"
+  # Links as a fuzzer when `flags` has fuzzer (libFuzzer brings main), as a program otherwise.
+  if [[ "$flags" == *fuzzer* ]]; then
+    echo 'extern "C" int LLVMFuzzerTestOneInput(const char*, unsigned long) { return 0; }'
+  else
+    echo 'int main() { return 0; }'
+  fi >"$probe/p.cpp"
   if ! clang++ -fsanitize="$flags" "$probe/p.cpp" -o "$probe/p" 2>"$probe/err"; then
     echo "sanitize.sh: clang++ cannot link -fsanitize=$flags (missing runtime: install" \
          "libclang-rt-14-dev, scripts/bootstrap.sh):" >&2
@@ -64,10 +69,10 @@ run_tests() {
   rm -rf "$reports"; mkdir -p "$reports"
   start=$(date +%s)
   echo "== $kind: ctest -L sanitize in $dir"
-  ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:abort_on_error=1:log_path=$reports/asan" \
+  ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:abort_on_error=1:log_path=$reports/$kind" \
   LSAN_OPTIONS="suppressions=$SUPP/lsan.supp:print_suppressions=0" \
-  UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:log_path=$reports/ubsan" \
-  TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$SUPP/tsan.supp:log_path=$reports/tsan" \
+  UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:log_path=$reports/$kind" \
+  TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$SUPP/tsan.supp:log_path=$reports/$kind" \
   OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
     ctest --test-dir "$dir" -L '^sanitize$' --output-on-failure -j"$JOBS" >"$log" 2>&1 || rc=1
   local summary
