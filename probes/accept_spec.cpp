@@ -105,7 +105,8 @@ std::string known(const std::vector<KeySpec>& ks) {
 void check_type(const json& v, T t, const Loc& at) {
   const std::string& where = at.text;
   auto fail = [&](const char* expected) {
-    throw SpecError(fmt::format("{} must be {} (got {})", where, expected, v.dump()), at.ptr);
+    throw SpecError(fmt::format("{} must be {} (got {})", where, expected, spec_value_text(v)),
+                    at.ptr);
   };
   switch (t) {
     case T::Bool:
@@ -243,7 +244,7 @@ int64_t parse_bytes(const json& v, const std::string& what) {
     return v.get<int64_t>();
   if (!v.is_string())
     throw SpecError(fmt::format("{} must be a size such as 8, \"64K\", \"4M\" (at most 1T; got {})",
-                                what, v.dump()));
+                                what, spec_value_text(v)));
   try {
     return parse_byte_size(v.get<std::string>(), what + ":");
   } catch (const InvalidArgument& e) {
@@ -290,7 +291,7 @@ AcceptSpec parse_spec(const json& j) {
           c["probe"] == "perf")
         throw SpecError(
             fmt::format("{}: unknown probe {} (known: connectivity, pairwise, stragglers, env)",
-                        at.text, c["probe"].dump()),
+                        at.text, spec_value_text(c["probe"])),
             at.key("probe").ptr);
       cs.kind = c["probe"].get<std::string>();
       params.erase("probe");

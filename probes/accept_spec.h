@@ -29,6 +29,13 @@ class SpecError : public std::runtime_error {
   std::string pointer_;
 };
 
+// A spec value as JSON text for a SpecError message. YAML scalars are not checked for UTF-8, and
+// json::dump() throws on invalid UTF-8 (a type_error, not a SpecError: `collie accept` aborted);
+// here such bytes show as U+FFFD.
+inline std::string spec_value_text(const nlohmann::json& v) {
+  return v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 struct CheckSpec {
   std::string name;       // unique; defaults to the probe / collective name
   std::string kind;       // connectivity | pairwise | stragglers | env | perf

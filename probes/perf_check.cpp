@@ -53,7 +53,7 @@ perf::PerfOptions perf_check_options(const CheckSpec& c, Millis timeout,
     if (!d)
       throw SpecError(fmt::format("{}.dtype: unknown dtype {} (use nccl-tests names: int8 uint8 "
                                   "int32 uint32 int64 uint64 half float double bfloat16)",
-                                  where, p["dtype"].dump()),
+                                  where, spec_value_text(p["dtype"])),
                       "dtype");
     o.dtypes = {*d};
   }
@@ -61,7 +61,7 @@ perf::PerfOptions perf_check_options(const CheckSpec& c, Millis timeout,
     const auto op = parse_reduce_op(p["op"].get<std::string>());
     if (!op || *op == ReduceOp::PreMulSum)
       throw SpecError(fmt::format("{}.op: unknown op {} (use sum, prod, max, min or avg)", where,
-                                  p["op"].dump()),
+                                  spec_value_text(p["op"])),
                       "op");
     o.ops = {*op};
   }

@@ -10,6 +10,7 @@ PKGS=(
   libcli11-dev libyaml-cpp-dev prometheus-cpp-dev libcpp-httplib-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libuv1-dev libfmt-dev libspdlog-dev libbackward-cpp-dev libdw-dev
   prometheus chromium iproute2 procps curl python3 libxml2-utils
+  clang libclang-rt-dev llvm   # sanitizer + libFuzzer stage: runtimes, llvm-symbolizer
 )
 
 SUDO=""

@@ -1,31 +1,24 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets (tests/fuzz/fuzz_*.cpp) with clang in ${COLLIE_FUZZ_BUILD_DIR:-build-fuzz}
-# and runs each for a bounded time over its kept corpus tests/fuzz/corpus/<name>/.
+# Runs each libFuzzer target (tests/fuzz/fuzz_*.cpp) for a bounded time over its kept corpus
+# tests/fuzz/corpus/<name>/. The targets come from the sanitizer stage's clang build
+# ${COLLIE_FUZZ_BUILD_DIR:-build-san} (ASan + UBSan; scripts/sanitize.sh builds it).
 #   scripts/fuzz.sh [SECONDS_PER_TARGET (default 60)] [fuzz_TARGET ...]
 # New inputs go to a scratch directory (the kept corpus is only read) unless COLLIE_FUZZ_MERGE=1,
 # which merges the interesting ones into the kept corpus afterwards. A crash, leak, timeout or
-# sanitizer report fails the script (exit 1) and leaves the input in $BUILD/fuzz-artifacts/.
+# sanitizer report fails the script (exit 1) and leaves the input in $BUILD/fuzz-artifacts/;
+# reproduce with `$BUILD/tests/fuzz/fuzz_<name> $BUILD/fuzz-artifacts/fuzz_<name>-crash-...`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs="${1:-60}"
 [ $# -gt 0 ] && shift
 case "$secs" in ''|*[!0-9]*) echo "fuzz.sh: SECONDS_PER_TARGET must be a whole number, got '$secs'" >&2; exit 2;; esac
-BUILD="${COLLIE_FUZZ_BUILD_DIR:-build-fuzz}"
-command -v clang++ >/dev/null || { echo "fuzz.sh: clang++ not found (apt install clang libclang-rt-dev)" >&2; exit 2; }
+BUILD="${COLLIE_FUZZ_BUILD_DIR:-build-san}"
 
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
   for f in tests/fuzz/fuzz_*.cpp; do targets+=("$(basename "$f" .cpp)"); done
 fi
-
-if [ ! -f "$BUILD/CMakeCache.txt" ]; then
-  gen=()
-  command -v ninja >/dev/null && gen=(-G Ninja)
-  command -v ccache >/dev/null && gen+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-  cmake -S . -B "$BUILD" "${gen[@]}" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
-    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOLLIE_FUZZ=ON >/dev/null
-fi
-cmake --build "$BUILD" --target "${targets[@]}"
+COLLIE_SAN_BUILD_DIR="$BUILD" bash scripts/sanitize.sh --build-only fuzz
 
 mkdir -p "$BUILD/fuzz-artifacts"
 status=0

@@ -43,8 +43,9 @@ int run_live(const AnalyzeArgs& f) {
   // Every flag is checked before anything connects.
   const size_t colon = f.live.rfind(':');
   int port = 0;
-  const char* digits = f.live.data() + colon + 1;
+  // No colon: the digits are empty (data() + npos + 1 would be undefined pointer arithmetic).
   const char* end = f.live.data() + f.live.size();
+  const char* digits = colon == std::string::npos ? end : f.live.data() + colon + 1;
   if (colon == std::string::npos || colon == 0 || std::from_chars(digits, end, port).ptr != end ||
       digits == end || port < 1 || port > 65535) {
     throw InvalidArgument(fmt::format(

@@ -119,7 +119,8 @@ TEST(DebugServer, FlightRecorderDumpAndStacks) {
     while (!stop.load()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  auto st = http_get(c.port(0), "/v1/stacks?max_frames=32");
+  // 60 s: under ThreadSanitizer, signalling and symbolizing every thread takes over 10 s.
+  auto st = http_get(c.port(0), "/v1/stacks?max_frames=32", 60);
   stop = true;
   parked.join();
   ASSERT_TRUE(st);

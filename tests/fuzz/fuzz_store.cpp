@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -42,14 +43,18 @@ Servers& servers() {
 }
 
 // Sends `n` bytes, half-closes, and drains replies until EOF; false when the server neither
-// answers nor closes within 5 s.
+// answers nor closes within 5 s. EINTR is retried: libFuzzer's -timeout SIGALRM (every
+// timeout/2 + 1 s) interrupts a send or recv that has a socket timeout, and was misread as a hang.
 bool exchange(uint16_t port, const uint8_t* p, size_t n) {
   const int fd = collie::net::connect_with_retry("127.0.0.1", port, collie::Millis(5000));
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
   timeval tv{5, 0};
   setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  auto interrupted = [&] { return errno == EINTR && std::chrono::steady_clock::now() < deadline; };
   while (n > 0) {
     const ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
+    if (k < 0 && interrupted()) continue;
     if (k <= 0) break;  // the server may cut a bad client off mid-stream
     p += k;
     n -= static_cast<size_t>(k);
@@ -59,7 +64,7 @@ bool exchange(uint16_t port, const uint8_t* p, size_t n) {
   bool ok = false;
   for (;;) {
     const ssize_t k = recv(fd, buf, sizeof(buf), 0);
-    if (k > 0) continue;
+    if (k > 0 || (k < 0 && interrupted())) continue;
     ok = k == 0 || errno == ECONNRESET;
     break;
   }
