@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "probes/schedule.h"
@@ -52,6 +54,11 @@ class Engine {
   // tracks[who[k]].
   void measure_round(std::vector<Track>& tracks, const std::vector<UnitPair>& pairs,
                      const std::vector<size_t>& who);
+  // Up to `limit` rounds: each pending track gets the pair `pick` chooses for it this round
+  // (nullopt: it waits; `busy` holds the units already in the round); stops when none does.
+  using PickPartner =
+      std::function<std::optional<UnitPair>(Track&, std::set<int>& busy, int round)>;
+  void measure_rounds(std::vector<Track>& tracks, int limit, const PickPartner& pick);
   void conclude(Track& t, bool unit, int* named, int* cleared);
 
   int n_;
@@ -180,36 +187,44 @@ bool Engine::pending(const Track& t) const {
   return bad * 3 >= n;  // still plausibly bad (slow or flapping): measure again
 }
 
+void Engine::measure_rounds(std::vector<Track>& tracks, int limit, const PickPartner& pick) {
+  for (int r = 0; r < limit; ++r) {
+    std::vector<UnitPair> pairs;
+    std::vector<size_t> who;
+    std::set<int> busy;
+    for (size_t i = 0; i < tracks.size(); ++i) {
+      if (!pending(tracks[i])) continue;
+      if (const auto p = pick(tracks[i], busy, r)) {
+        pairs.push_back(*p);
+        who.push_back(i);
+      }
+    }
+    if (pairs.empty()) break;
+    measure_round(tracks, pairs, who);
+  }
+}
+
 void Engine::reremeasure_units(std::vector<Track>& tracks, const std::vector<int>& good) {
   // Every round: each pending suspect meets a known-good partner it has not met yet, every
   // partner at most once per round (more suspects than partners: the rest wait a round).
   const int limit = (o_.confirm + o_.max_extra) *
                         static_cast<int>((tracks.size() + good.size() - 1) / good.size()) +
                     1;
-  for (int r = 0; r < limit; ++r) {
-    std::vector<UnitPair> pairs;
-    std::vector<size_t> who;
-    std::set<int> busy;
-    for (size_t i = 0; i < tracks.size(); ++i) {
-      Track& t = tracks[i];
-      if (!pending(t)) continue;
-      int pick = -1;
-      const size_t start = (static_cast<size_t>(t.a) * 7919 + r) % good.size();
-      for (int pass = 0; pass < 2 && pick < 0; ++pass)
-        for (size_t k = 0; k < good.size() && pick < 0; ++k) {
-          const int g = good[(start + k) % good.size()];
-          if (busy.count(g) || (pass == 0 && t.met.count(g))) continue;
-          pick = g;
-        }
-      if (pick < 0) continue;
-      busy.insert(pick);
-      t.met.insert(pick);
-      pairs.push_back({std::min(t.a, pick), std::max(t.a, pick)});
-      who.push_back(i);
-    }
-    if (pairs.empty()) break;
-    measure_round(tracks, pairs, who);
-  }
+  measure_rounds(tracks, limit,
+                 [&](Track& t, std::set<int>& busy, int r) -> std::optional<UnitPair> {
+    int pick = -1;
+    const size_t start = (static_cast<size_t>(t.a) * 7919 + r) % good.size();
+    for (int pass = 0; pass < 2 && pick < 0; ++pass)
+      for (size_t k = 0; k < good.size() && pick < 0; ++k) {
+        const int g = good[(start + k) % good.size()];
+        if (busy.count(g) || (pass == 0 && t.met.count(g))) continue;
+        pick = g;
+      }
+    if (pick < 0) return std::nullopt;
+    busy.insert(pick);
+    t.met.insert(pick);
+    return UnitPair{std::min(t.a, pick), std::max(t.a, pick)};
+  });
 }
 
 void Engine::measure_round(std::vector<Track>& tracks, const std::vector<UnitPair>& pairs,
@@ -226,21 +241,12 @@ void Engine::measure_round(std::vector<Track>& tracks, const std::vector<UnitPai
 
 void Engine::remeasure_links(std::vector<Track>& tracks) {
   const int limit = (o_.confirm + o_.max_extra) * static_cast<int>(tracks.size()) + 1;
-  for (int r = 0; r < limit; ++r) {
-    std::vector<UnitPair> pairs;
-    std::vector<size_t> who;
-    std::set<int> busy;
-    for (size_t i = 0; i < tracks.size(); ++i) {
-      Track& t = tracks[i];
-      if (!pending(t) || busy.count(t.a) || busy.count(t.b)) continue;
-      busy.insert(t.a);
-      busy.insert(t.b);
-      pairs.push_back({t.a, t.b});
-      who.push_back(i);
-    }
-    if (pairs.empty()) break;
-    measure_round(tracks, pairs, who);
-  }
+  measure_rounds(tracks, limit, [](Track& t, std::set<int>& busy, int) -> std::optional<UnitPair> {
+    if (busy.count(t.a) || busy.count(t.b)) return std::nullopt;
+    busy.insert(t.a);
+    busy.insert(t.b);
+    return UnitPair{t.a, t.b};
+  });
 }
 
 void Engine::conclude(Track& t, bool unit, int* named, int* cleared) {
