@@ -5,8 +5,6 @@
 #include <cmath>
 #include <cstdlib>
 
-#include "core/error.h"
-#include "core/size.h"
 
 namespace collie::reports {
 namespace {
@@ -59,10 +57,6 @@ std::string size_label(int64_t bytes) {
     ++u;
   }
   return fmt::format("{:g}{}", v, kUnits[u]);
-}
-
-int64_t parse_size_label(const std::string& flag, const std::string& text) {
-  return parse_byte_size(text, flag);
 }
 
 std::string num(double v, int digits) {

@@ -10,11 +10,8 @@ namespace collie::reports {
 std::string xml_escape(std::string_view s);
 
 // Binary size label as the -b/-e flags take it: 8 → "8", 1024 → "1K", 1572864 → "1.5M".
+// parse_byte_size (core/size.h) reads every label back.
 std::string size_label(int64_t bytes);
-
-// Inverse of size_label: "8", "64K", "1.5M", "2G" (binary units). Throws InvalidArgument naming
-// `flag` on anything else.
-int64_t parse_size_label(const std::string& flag, const std::string& text);
 
 // `v` with `digits` significant digits, no exponent for ordinary magnitudes ("0.0123", "4512").
 std::string num(double v, int digits = 4);

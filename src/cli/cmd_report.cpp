@@ -70,7 +70,7 @@ int run_render(const ReportFlags& f) {
 int run_compare(const ReportFlags& f) {
   CompareOptions o;
   o.max_regression = parse_percent(f.max_regression);
-  o.min_size = parse_size_label("--min-size", f.min_size);
+  o.min_size = parse_byte_size(f.min_size, "--min-size");
   o.metric = f.metric == "time" ? Metric::Time : Metric::BusBw;
   o.alpha = check_finite(f.alpha, "--alpha", 1e-9, 0.5);  // CLI::Range lets NaN through
   const LoadedRun base = load_run(f.baseline);

@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <charconv>
+#include <cctype>
 #include <cmath>
+#include <string>
 
 #include "core/error.h"
 
@@ -37,6 +39,20 @@ bool to_double(std::string_view s, double& out) {
   return ec == std::errc() && p == s.data() + s.size() && std::isfinite(out);
 }
 
+// Bytes per unit of a size's suffix, -1 when it is none: "" or B; K, KB, KiB; M...; G...; T...
+// (case-insensitive, as nccl-tests reads k/m/g).
+double unit_bytes(std::string_view suffix) {
+  std::string s(suffix);
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (s.empty() || s == "b") return 1;
+  static constexpr std::string_view kLetters = "kmgt";
+  const size_t power = kLetters.find(s[0]);
+  if (power == std::string_view::npos) return -1;
+  const std::string_view rest = std::string_view(s).substr(1);
+  if (!rest.empty() && rest != "b" && rest != "ib") return -1;
+  return std::ldexp(1.0, 10 * static_cast<int>(power + 1));
+}
+
 }  // namespace
 
 int64_t parse_byte_size(std::string_view text, std::string_view what, int64_t max) {
@@ -45,12 +61,7 @@ int64_t parse_byte_size(std::string_view text, std::string_view what, int64_t ma
          text[num_end - 1] != '.') {
     --num_end;
   }
-  const std::string_view suffix = text.substr(num_end);
-  double unit = -1;
-  if (suffix.empty()) unit = 1;
-  if (suffix == "K" || suffix == "k" || suffix == "KiB") unit = 1024.0;
-  if (suffix == "M" || suffix == "m" || suffix == "MiB") unit = 1024.0 * 1024;
-  if (suffix == "G" || suffix == "g" || suffix == "GiB") unit = 1024.0 * 1024 * 1024;
+  const double unit = unit_bytes(text.substr(num_end));
   double num = 0;
   if (unit < 0 || !to_double(text.substr(0, num_end), num)) {
     throw InvalidArgument(

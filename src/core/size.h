@@ -1,8 +1,11 @@
 #pragma once
-// The one parser of byte sizes written by people (flags, specs, result files): "8", "1.5M",
-// "64K", "4MiB", "1G". Units are binary (K = KiB = 1024, M/MiB, G/GiB; k/m/g accepted), the
-// number is a plain decimal (digits, optional fraction and exponent; no sign, hex, inf or nan),
-// and the result must be finite and at most `max` bytes. Fractions of a byte are dropped.
+// The one parser of byte sizes written by people (perf's -b/-e/-i, probe --bytes, accept specs,
+// report --min-size): "8", "8B", "1.5M", "64K", "64KB", "64KiB", "4MiB", "1G", "1T". Units are
+// binary as in nccl-tests (K = KB = KiB = 1024, then M, G, T), the unit letter and a trailing
+// "B"/"iB" in either case ("64k", "64kb" as nccl-tests takes them); the number is a plain decimal
+// (digits, optional fraction and exponent; no sign, hex, inf or nan), and the result must be
+// finite and at most `max` bytes. Fractions of a byte are dropped. reports::size_label writes
+// sizes the way this reads them.
 // Also: parse_finite, for plain numbers (thresholds, percentages) under the same rules.
 // Pure functions; thread-safe.
 #include <cstdint>
