@@ -63,6 +63,7 @@ const std::map<std::string, std::vector<KeySpec>>& param_keys() {
        {{"collective", T::String},
         {"min_bytes", T::Bytes},
         {"max_bytes", T::Bytes},
+        {"step_bytes", T::Bytes},
         {"step_factor", T::Int},
         {"iters", T::Int},
         {"warmup", T::Int},

@@ -7,64 +7,37 @@
 #include "comm/init.h"
 #include "core/env.h"
 #include "core/error.h"
-#include "perf/collective.h"
 #include "perf/driver.h"
 #include "reports/markup.h"
 
 namespace collie::probes {
-namespace {
-
 using json = nlohmann::json;
-
-std::string known_collectives() {
-  std::string s;
-  for (const auto* d : perf::all_collectives()) s += (s.empty() ? "" : ", ") + d->name;
-  return s;
-}
-
-}  // namespace
 
 perf::PerfOptions perf_check_options(const CheckSpec& c, Millis timeout,
                                      const std::string& where_given) {
   const json& p = c.params;
   const std::string where = where_given.empty() ? fmt::format("check '{}'", c.name) : where_given;
   perf::PerfOptions o;
-  const std::string coll = p.value("collective", "");
-  if (perf::find_collective(coll) == nullptr)
-    throw SpecError(
-        fmt::format("{}: unknown collective '{}' (known: {})", where, coll, known_collectives()),
-        "perf");
-  o.collectives = {coll};
-  if (p.contains("min_bytes")) o.min_bytes = parse_bytes(p["min_bytes"], where + ".min_bytes");
-  if (p.contains("max_bytes")) o.max_bytes = parse_bytes(p["max_bytes"], where + ".max_bytes");
-  if (o.min_bytes > o.max_bytes)
-    throw SpecError(fmt::format("{}: min_bytes {} is larger than max_bytes {}", where,
-                                reports::size_label(o.min_bytes), reports::size_label(o.max_bytes)),
-                    "min_bytes");
-  o.step_factor = p.value("step_factor", o.step_factor);
-  if (o.step_factor < 2)
-    throw SpecError(where + ".step_factor must be an integer >= 2", "step_factor");
+  // The same conversions and sweep rules as `collie perf`'s flags (perf/options.h), the keys
+  // standing for the flags: collective, min_bytes (-b), max_bytes (-e), step_bytes (-i),
+  // step_factor (-f), iters (-n), warmup (-w), dtype (-d), op (-o).
+  try {
+    o.collectives = perf::parse_collectives({p.value("collective", "")}, false, "perf");
+    if (p.contains("min_bytes")) o.min_bytes = parse_bytes(p["min_bytes"], where + ".min_bytes");
+    if (p.contains("max_bytes")) o.max_bytes = parse_bytes(p["max_bytes"], where + ".max_bytes");
+    if (p.contains("step_bytes"))
+      o.step_bytes = parse_bytes(p["step_bytes"], where + ".step_bytes");
+    o.step_factor = p.value("step_factor", o.step_factor);
+    perf::check_sweep(o, {"min_bytes", "max_bytes", "step_bytes", "step_factor"});
+    if (p.contains("dtype")) o.dtypes = perf::parse_dtypes(p["dtype"].get<std::string>(), false, "dtype");
+    if (p.contains("op")) o.ops = perf::parse_ops(p["op"].get<std::string>(), false, "op");
+  } catch (const perf::SettingError& e) {
+    throw SpecError(fmt::format("{}: {}", where, e.what()), e.setting());
+  }
   o.scale_iters = !p.contains("iters");
   o.iters = p.value("iters", o.iters);
   if (o.iters < 1) throw SpecError(where + ".iters must be >= 1", "iters");
   o.warmup_iters = p.value("warmup", o.warmup_iters);
-  if (p.contains("dtype")) {
-    const auto d = parse_dtype(p["dtype"].get<std::string>());
-    if (!d)
-      throw SpecError(fmt::format("{}.dtype: unknown dtype {} (use nccl-tests names: int8 uint8 "
-                                  "int32 uint32 int64 uint64 half float double bfloat16)",
-                                  where, spec_value_text(p["dtype"])),
-                      "dtype");
-    o.dtypes = {*d};
-  }
-  if (p.contains("op")) {
-    const auto op = parse_reduce_op(p["op"].get<std::string>());
-    if (!op || *op == ReduceOp::PreMulSum)
-      throw SpecError(fmt::format("{}.op: unknown op {} (use sum, prod, max, min or avg)", where,
-                                  spec_value_text(p["op"])),
-                      "op");
-    o.ops = {*op};
-  }
   o.placement = perf::Placement::Out;
   o.check_iters = 1;  // #wrong is always a rule: corrupt data never passes acceptance
   o.timeout = timeout;
@@ -74,10 +47,14 @@ perf::PerfOptions perf_check_options(const CheckSpec& c, Millis timeout,
     for (const auto& [size, v] : c.rules[rule].items()) {
       const int64_t b = parse_bytes(json(size), fmt::format("{}.rules.{} key", where, rule));
       if (std::find(sizes.begin(), sizes.end(), b) == sizes.end())
-        throw SpecError(fmt::format("{}.rules.{}: the sweep {}..{} (x{}) does not measure {}; "
+        throw SpecError(fmt::format("{}.rules.{}: the sweep {}..{} ({}) does not measure {}; "
                                     "widen min_bytes/max_bytes",
                                     where, rule, reports::size_label(o.min_bytes),
-                                    reports::size_label(o.max_bytes), o.step_factor, size),
+                                    reports::size_label(o.max_bytes),
+                                    o.step_factor > 1
+                                        ? fmt::format("x{}", o.step_factor)
+                                        : "+" + reports::size_label(o.step_bytes),
+                                    size),
                         std::string("rules/") + rule + "/" + size);
     }
   }

@@ -14,8 +14,10 @@
 
 namespace collie::probes {
 
-// The engine options for check `c` with `timeout` per step. Throws SpecError naming the key for
-// an unknown collective, dtype or op, an empty sweep, or a rule size the sweep does not measure;
+// The engine options for check `c` with `timeout` per step, through the same conversions and
+// sweep rules as `collie perf`'s flags (perf/options.h: step_factor 1 adds step_bytes, as -f 1
+// adds -i). Throws SpecError naming the key for an unknown collective, dtype or op, a sweep
+// nccl-tests would not walk, or a rule size the sweep does not measure;
 // messages start with `where` ("" = "check 'NAME'"), pointers are relative to the check.
 // Parsing calls it too, so a bad perf check fails before any rank starts.
 perf::PerfOptions perf_check_options(const CheckSpec& c, Millis timeout,

@@ -3,8 +3,12 @@
 #include <algorithm>
 #include <charconv>
 
+#include <fmt/format.h>
+
 #include "core/env.h"
 #include "core/error.h"
+#include "perf/collective.h"
+#include "reports/markup.h"
 
 namespace collie::perf {
 namespace {
@@ -85,6 +89,70 @@ std::vector<int64_t> sweep_sizes(const PerfOptions& o) {
     s = next;
   }
   return out;
+}
+
+std::vector<std::string> parse_collectives(const std::vector<std::string>& words, bool allow_all,
+                                           const std::string& setting) {
+  std::vector<std::string> out;
+  for (const std::string& word : words) {
+    size_t start = 0;
+    while (start <= word.size()) {
+      const size_t comma = std::min(word.find(',', start), word.size());
+      const std::string name = word.substr(start, comma - start);
+      start = comma + 1;
+      if (allow_all && name == "all") {
+        for (const auto* d : all_collectives()) out.push_back(d->name);
+      } else if (find_collective(name) != nullptr) {
+        out.push_back(name);
+      } else {
+        std::string known;
+        for (const auto* d : all_collectives()) known += (known.empty() ? "" : ", ") + d->name;
+        throw SettingError(fmt::format("unknown collective '{}' (known: {}{})", name, known,
+                                       allow_all ? ", all" : ""),
+                           setting);
+      }
+    }
+  }
+  if (out.empty()) out = {"all_reduce"};
+  return out;
+}
+
+std::vector<ReduceOp> parse_ops(const std::string& word, bool allow_all,
+                                const std::string& setting) {
+  if (allow_all && word == "all")
+    return {ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Max, ReduceOp::Min, ReduceOp::Avg};
+  const auto op = parse_reduce_op(word);
+  if (!op || *op == ReduceOp::PreMulSum)
+    throw SettingError(fmt::format("unknown op '{}' (use sum, prod, max, min{} avg{})", word,
+                                   allow_all ? "," : " or", allow_all ? " or all" : ""),
+                       setting);
+  return {*op};
+}
+
+std::vector<DType> parse_dtypes(const std::string& word, bool allow_all,
+                                const std::string& setting) {
+  if (allow_all && word == "all") return {kAllDTypes.begin(), kAllDTypes.end()};
+  const auto d = parse_dtype(word);
+  if (!d)
+    throw SettingError(fmt::format("unknown dtype '{}' (use int8 uint8 int32 uint32 int64 uint64 "
+                                   "half float double bfloat16{})",
+                                   word, allow_all ? " or all" : ""),
+                       setting);
+  return {*d};
+}
+
+void check_sweep(const PerfOptions& o, const SweepNames& n) {
+  if (o.min_bytes > o.max_bytes)
+    throw SettingError(fmt::format("{} {} is larger than {} {}", n.min,
+                                   reports::size_label(o.min_bytes), n.max,
+                                   reports::size_label(o.max_bytes)),
+                       n.min);
+  if (o.step_factor < 1)
+    throw SettingError(
+        fmt::format("{} must be >= 1 (above 1 multiplies each size; 1 adds {})", n.factor, n.step),
+        n.factor);
+  if (o.step_factor == 1 && o.step_bytes <= 0)
+    throw SettingError(fmt::format("{} must be > 0 when {} is 1", n.step, n.factor), n.step);
 }
 
 }  // namespace collie::perf

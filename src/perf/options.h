@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "core/error.h"
 #include "core/reduce_op.h"
 #include "core/timeout.h"
 
@@ -92,5 +93,39 @@ int iters_for(const PerfOptions& o, int64_t bytes);
 
 // The sweep sizes -b..-e by -f (or -i when -f <= 1), as nccl-tests walks them.
 std::vector<int64_t> sweep_sizes(const PerfOptions& o);
+
+// The one conversion of what people write into PerfOptions, behind `collie perf`'s flags and an
+// accept spec's perf checks (probes/perf_check.h); sizes go through parse_byte_size
+// (core/size.h). Each function throws SettingError: one line, naming the setting as the caller
+// calls it (a flag, "-b"; a spec key, "min_bytes"), which setting() returns.
+class SettingError : public InvalidArgument {
+ public:
+  SettingError(const std::string& what, std::string setting)
+      : InvalidArgument(what), setting_(std::move(setting)) {}
+  const std::string& setting() const { return setting_; }
+
+ private:
+  std::string setting_;
+};
+
+// Collective names, each a name or a comma-separated list; "all" (when allow_all) is every
+// collective. Empty = {"all_reduce"}. "unknown collective 'X' (known: ...)".
+std::vector<std::string> parse_collectives(const std::vector<std::string>& words, bool allow_all,
+                                           const std::string& setting);
+// sum, prod, max, min, avg (PreMulSum is not a user's op), or "all" (when allow_all) for those 5.
+std::vector<ReduceOp> parse_ops(const std::string& word, bool allow_all,
+                                const std::string& setting);
+// nccl-tests dtype names, or "all" (when allow_all) for every one.
+std::vector<DType> parse_dtypes(const std::string& word, bool allow_all,
+                                const std::string& setting);
+
+// What the sweep's settings are called where they were written.
+struct SweepNames {
+  std::string min = "-b", max = "-e", step = "-i", factor = "-f";
+};
+// Checks o's sweep as nccl-tests walks -b..-e: min <= max, and a step factor >= 1: above 1 each
+// size is the previous one times the factor, at 1 (nccl-tests' "disabled") the previous one plus
+// the step bytes, which must then be > 0.
+void check_sweep(const PerfOptions& o, const SweepNames& names = {});
 
 }  // namespace collie::perf

@@ -5,6 +5,10 @@
 
 #include <fstream>
 #include <set>
+#include <vector>
+
+#include "perf/options.h"
+#include "probes/perf_check.h"
 
 namespace collie::probes {
 namespace {
@@ -53,6 +57,24 @@ TEST(AcceptSpec, PerfCheckAndSizes) {
   EXPECT_EQ(parse_bytes(json("64M"), "x"), 64 << 20);
   EXPECT_EQ(parse_bytes(json("1.5K"), "x"), 1536);
   EXPECT_EQ(parse_bytes(json(8), "x"), 8);
+}
+
+// A perf check's sweep follows `collie perf`'s rules (perf/options.h check_sweep, as nccl-tests
+// walks -b..-e): step_factor above 1 multiplies, 1 adds step_bytes; below 1 is refused. Until
+// issue 19 the spec refused step_factor 1, which -f 1 accepts.
+TEST(AcceptSpec, PerfSweepFollowsPerfsFlags) {
+  const auto check = [](const std::string& params) {
+    const AcceptSpec s = parse_spec(json::parse(R"({"checks": [{"perf": "all_reduce", )" + params +
+                                                R"(, "rules": {"max_time_us": {"8": 1e6}}}]})"));
+    return perf_check_options(s.checks.at(0), std::chrono::seconds(1));
+  };
+  EXPECT_EQ(perf::sweep_sizes(check(R"("min_bytes": 8, "max_bytes": "32", "step_factor": 1,
+                                       "step_bytes": "8B")")),
+            (std::vector<int64_t>{8, 16, 24, 32}));
+  EXPECT_EQ(perf::sweep_sizes(check(R"("min_bytes": 8, "max_bytes": "1KiB", "step_factor": 4)")),
+            (std::vector<int64_t>{8, 32, 128, 512}));
+  // Sizes take every spelling of the one parser (core/size.h).
+  EXPECT_EQ(check(R"("min_bytes": "8B", "max_bytes": "64KB")").max_bytes, 64 << 10);
 }
 
 void expect_error(const std::string& spec, const std::string& needle) {
@@ -121,6 +143,19 @@ TEST(AcceptSpec, UnusableSpecsNameTheProblem) {
   expect_error(R"({"checks": [{"perf": "all_reduce", "min_bytes": "4M", "max_bytes": "1M",
                "rules": {"min_busbw_gbps": {"1M": 1}}}]})",
                "larger than max_bytes");
+  expect_error(R"({"checks": [{"perf": "all_reduce", "step_factor": 0,
+               "rules": {"min_busbw_gbps": {"1M": 1}}}]})",
+               "('perf all_reduce'): step_factor must be >= 1 (above 1 multiplies each size; "
+               "1 adds step_bytes)");
+  expect_error(R"({"checks": [{"perf": "all_reduce", "step_factor": 1, "step_bytes": 0,
+               "rules": {"min_busbw_gbps": {"1M": 1}}}]})",
+               "('perf all_reduce'): step_bytes must be > 0 when step_factor is 1");
+  expect_error(R"({"checks": [{"perf": "all_reduce", "min_bytes": 8, "max_bytes": 24,
+               "step_factor": 1, "step_bytes": 8, "rules": {"max_time_us": {"12": 1}}}]})",
+               "the sweep 8..24 (+8) does not measure 12");
+  expect_error(R"({"checks": [{"perf": "all_reduce", "op": "all",
+               "rules": {"min_busbw_gbps": {"1M": 1}}}]})",
+               "unknown op 'all' (use sum, prod, max, min or avg)");
 }
 
 // Writes `text` to a temporary file named *SUFFIX and returns its path.
