@@ -29,7 +29,8 @@ perf::PerfOptions perf_check_options(const CheckSpec& c, Millis timeout,
       o.step_bytes = parse_bytes(p["step_bytes"], where + ".step_bytes");
     o.step_factor = p.value("step_factor", o.step_factor);
     perf::check_sweep(o, {"min_bytes", "max_bytes", "step_bytes", "step_factor"});
-    if (p.contains("dtype")) o.dtypes = perf::parse_dtypes(p["dtype"].get<std::string>(), false, "dtype");
+    if (p.contains("dtype"))
+      o.dtypes = perf::parse_dtypes(p["dtype"].get<std::string>(), false, "dtype");
     if (p.contains("op")) o.ops = perf::parse_ops(p["op"].get<std::string>(), false, "op");
   } catch (const perf::SettingError& e) {
     throw SpecError(fmt::format("{}: {}", where, e.what()), e.setting());
@@ -51,9 +52,8 @@ perf::PerfOptions perf_check_options(const CheckSpec& c, Millis timeout,
                                     "widen min_bytes/max_bytes",
                                     where, rule, reports::size_label(o.min_bytes),
                                     reports::size_label(o.max_bytes),
-                                    o.step_factor > 1
-                                        ? fmt::format("x{}", o.step_factor)
-                                        : "+" + reports::size_label(o.step_bytes),
+                                    o.step_factor > 1 ? fmt::format("x{}", o.step_factor)
+                                                      : "+" + reports::size_label(o.step_bytes),
                                     size),
                         std::string("rules/") + rule + "/" + size);
     }

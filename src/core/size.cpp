@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
-#include <charconv>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <string>
 
@@ -84,8 +84,7 @@ double check_finite(double v, std::string_view what, double lo, double hi) {
 double parse_finite(std::string_view text, std::string_view what, double lo, double hi) {
   double v = 0;
   if (!to_double(text, v) || !(v >= lo && v <= hi)) {
-    throw InvalidArgument(
-        fmt::format("{} '{}' is not a number in [{}, {}]", what, text, lo, hi));
+    throw InvalidArgument(fmt::format("{} '{}' is not a number in [{}, {}]", what, text, lo, hi));
   }
   return v;
 }

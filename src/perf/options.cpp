@@ -1,9 +1,9 @@
 #include "perf/options.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <charconv>
-
-#include <fmt/format.h>
 
 #include "core/env.h"
 #include "core/error.h"
@@ -143,10 +143,10 @@ std::vector<DType> parse_dtypes(const std::string& word, bool allow_all,
 
 void check_sweep(const PerfOptions& o, const SweepNames& n) {
   if (o.min_bytes > o.max_bytes)
-    throw SettingError(fmt::format("{} {} is larger than {} {}", n.min,
-                                   reports::size_label(o.min_bytes), n.max,
-                                   reports::size_label(o.max_bytes)),
-                       n.min);
+    throw SettingError(
+        fmt::format("{} {} is larger than {} {}", n.min, reports::size_label(o.min_bytes), n.max,
+                    reports::size_label(o.max_bytes)),
+        n.min);
   if (o.step_factor < 1)
     throw SettingError(
         fmt::format("{} must be >= 1 (above 1 multiplies each size; 1 adds {})", n.factor, n.step),

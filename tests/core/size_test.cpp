@@ -55,19 +55,20 @@ TEST(ByteSize, OverflowNegativeAndGarbageAreOneLineNamingTheField) {
   EXPECT_EQ(message("1e400", "-e"), "-e '1e400' is not a size (use e.g. 8, 64K, 4M, 1G)");
   EXPECT_EQ(message("9e18K", "max_bytes"), "max_bytes '9e18K' is larger than 1099511627776 bytes");
   // Negative, signed and garbage.
-  for (const char* bad : {"-64K", "-1", "-0", "+64K", "64KBB", "64Kb2", "64 K", "64iB", "64Ki",
-                          "64KiBs", "64P", "64E", "B", "KiB", "K8", "8KK", "0x40K", "1,024",
-                          "64K ", "\t64K"}) {
+  for (const char* bad :
+       {"-64K", "-1",  "-0", "+64K", "64KBB", "64Kb2", "64 K",  "64iB",  "64Ki", "64KiBs",
+        "64P",  "64E", "B",  "KiB",  "K8",    "8KK",   "0x40K", "1,024", "64K ", "\t64K"}) {
     const std::string m = message(bad, "checks[0].bytes");
-    EXPECT_EQ(m, std::string("checks[0].bytes '") + bad + "' is not a size (use e.g. 8, 64K, 4M, 1G)")
+    EXPECT_EQ(m,
+              std::string("checks[0].bytes '") + bad + "' is not a size (use e.g. 8, 64K, 4M, 1G)")
         << bad;
     EXPECT_EQ(m.find('\n'), std::string::npos) << bad;
   }
 }
 
 TEST(ByteSize, RejectsWhatIsNotAFiniteSizeInRange) {
-  for (const char* bad : {"", "nan", "inf", "-1", "+1", "0x10", " 8", "8 ", "4X", "K", "1e",
-                          "1e+", ".", "1..2", "4KBB", "NaNK"}) {
+  for (const char* bad : {"", "nan", "inf", "-1", "+1", "0x10", " 8", "8 ", "4X", "K", "1e", "1e+",
+                          ".", "1..2", "4KBB", "NaNK"}) {
     EXPECT_THROW(parse_byte_size(bad, "-b"), InvalidArgument) << bad;
   }
   try {
