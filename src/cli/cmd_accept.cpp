@@ -8,8 +8,8 @@
 #include <string>
 
 #include "cli/command.h"
+#include "cli/run_flags.h"
 #include "probes/accept.h"
-#include "probes/run_flags.h"
 #include "probes/verdict.h"
 #include "reports/accept_report.h"
 #include "reports/json_io.h"
@@ -69,16 +69,15 @@ COLLIE_COMMAND(Command{
       auto f = std::make_shared<AcceptFlags>();
       app.add_option("--spec", f->spec, "acceptance spec (YAML or JSON; see docs/acceptance.md)")
           ->required();
-      add_run_flags(app, f->run);
-      auto* np = app.get_option("--np");
+      add_run_flags(app, f->run, "seconds bounding every check's steps (0 = the spec's timeout)",
+                    "write the JSON report here (rank 0)");
       auto* timeout = app.get_option("--timeout");
       auto* backend = app.get_option("--backend");
       app.add_option("--md", f->md, "write a Markdown report");
       app.add_option("--junit", f->junit, "write a JUnit XML report");
       app.add_option("--html", f->html, "write an HTML report");
       app.footer("Example: collie accept --spec docs/accept-spec.yaml -np 8 --junit accept.xml");
-      return [f, np, timeout, backend]() -> int {
-        f->run.np_given = np->count() > 0;
+      return [f, timeout, backend]() -> int {
         AcceptSpec spec;
         try {
           spec = load_spec(f->spec);
@@ -91,10 +90,10 @@ COLLIE_COMMAND(Command{
         if (backend->count() == 0) f->run.backend = spec.backend;
         if (timeout->count() == 0 || f->run.timeout_s == 0)
           f->run.timeout_s = static_cast<int>((spec.timeout.count() + 999) / 1000);
-        return launch_or_run(
-            f->run, "accept",
-            [f, spec](ProbeContext& ctx) { return run_accept_rank(*f, spec, ctx); },
-            {{"--md", f->md}, {"--junit", f->junit}, {"--html", f->html}});
+        return launch_or_run_probes(
+            f->run,
+            RunCommand("accept", {{"--md", f->md}, {"--junit", f->junit}, {"--html", f->html}}),
+            [f, spec](ProbeContext& ctx) { return run_accept_rank(*f, spec, ctx); });
       };
     }});
 

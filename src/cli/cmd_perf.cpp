@@ -1,31 +1,25 @@
 // `collie perf [COLLECTIVE...|all] [flags]`: the nccl-tests-compatible benchmark. Thin: parses
-// and checks flags, launches local ranks when not under a launcher, creates the process group
-// and hands everything else to perf/ (engine) and reports/ (output).
-#include <fmt/format.h>
+// and checks flags, launches local ranks when not under a launcher (cli/run_flags.h, shared with
+// probe and accept), creates the process group and hands everything else to perf/ (engine) and
+// reports/ (output).
 #include <string.h>
 #include <unistd.h>
 
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "cli/command.h"
+#include "cli/run_flags.h"
 #include "comm/init.h"
-#include "comm/launch_env.h"
-#include "comm/registry.h"
 #include "core/env.h"
 #include "core/error.h"
-#include "core/output_path.h"
 #include "core/size.h"
 #include "debug/dump_service.h"
-#include "debug_server/auto_start.h"
 #include "launch/launch.h"
-#include "perf/collective.h"
 #include "perf/driver.h"
 #include "perf/output.h"
 #include "perf/stop_signal.h"
@@ -35,7 +29,8 @@ namespace {
 
 using perf::PerfOptions;
 
-constexpr int kDefaultLocalRanks = 4;
+// On Ctrl-C / SIGTERM (forwarded to every local rank) the ranks finish the row they are in,
+// write their results and exit; a large row gets this long. A second Ctrl-C kills at once.
 constexpr Millis kStopGrace{std::chrono::seconds(30)};
 
 struct PerfFlags {
@@ -44,55 +39,26 @@ struct PerfFlags {
   int64_t step_factor = 2;
   int iters = 20, warmup = 1, agg = 1, cycles = 1, check = 1;
   std::string op = "sum", dtype = "float";
-  int root = 0, average = 1, blocking = 0, timeout_s = 0, timestamps = 0;
+  int root = 0, average = 1, blocking = 0, timestamps = 0;
   int per_iter = 0, iter_skip = 0, cuda_graph = 0, memory_report = 0;
-  std::string json, csv, jsonl, backend = "gloo", placement = "both";
-  int np = 0;
-  bool np_given = false;
+  std::string csv, jsonl, placement = "both";
+  RunFlags run;  // -np, --backend, -T, -J, --debug-port (shared with probe and accept)
   double min_busbw = 0;
   std::string duration;
-  int debug_port = -1;
   uint64_t seed = 0;
 };
 
-std::vector<std::string> split_commas(const std::string& s) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= s.size()) {
-    const size_t c = s.find(',', start);
-    out.push_back(s.substr(start, c == std::string::npos ? std::string::npos : c - start));
-    if (c == std::string::npos) break;
-    start = c + 1;
-  }
-  return out;
-}
-
-// Turns flags into engine options; every mistake is one InvalidArgument line (exit 2).
+// Turns flags into engine options; every mistake is one InvalidArgument line (exit 2). The
+// launch flags (f.run) are checked by launch_or_run; the conversions and the sweep's rules are
+// perf/options.h's, which accept's perf checks use too.
 PerfOptions to_options(const PerfFlags& f, bool iters_given) {
   PerfOptions o;
-  o.collectives.clear();
-  for (const auto& c : f.collectives) {
-    for (const auto& name : split_commas(c)) {
-      if (name == "all") {
-        for (auto* d : perf::all_collectives()) o.collectives.push_back(d->name);
-      } else if (perf::find_collective(name) == nullptr) {
-        std::string known;
-        for (auto* d : perf::all_collectives()) known += (known.empty() ? "" : ", ") + d->name;
-        throw InvalidArgument("unknown collective '" + name + "' (known: " + known + ", all)");
-      } else {
-        o.collectives.push_back(name);
-      }
-    }
-  }
-  if (o.collectives.empty()) o.collectives = {"all_reduce"};
+  o.collectives = perf::parse_collectives(f.collectives, /*allow_all=*/true, "collectives");
   o.min_bytes = parse_byte_size(f.min_bytes, "-b");
   o.max_bytes = parse_byte_size(f.max_bytes, "-e");
   o.step_bytes = parse_byte_size(f.step_bytes, "-i");
-  if (o.min_bytes > o.max_bytes)
-    throw InvalidArgument("-b " + f.min_bytes + " is larger than -e " + f.max_bytes);
-  if (f.step_factor < 1) throw InvalidArgument("-f must be >= 1");
   o.step_factor = f.step_factor;
-  if (o.step_factor <= 1 && o.step_bytes <= 0) throw InvalidArgument("-i must be > 0 when -f is 1");
+  perf::check_sweep(o);
   if (f.iters < 1) throw InvalidArgument("-n must be >= 1");
   if (f.warmup < 0 || f.agg < 1 || f.cycles < 0 || f.check < 0 || f.iter_skip < 0)
     throw InvalidArgument("-w, -c, -N and -K must be >= 0 and -m >= 1");
@@ -107,34 +73,15 @@ PerfOptions to_options(const PerfFlags& f, bool iters_given) {
     if (o.duration.count() <= 0) throw InvalidArgument("--duration must be > 0 (e.g. 30s, 10m)");
   }
   o.check_iters = f.check;
-  o.ops.clear();
-  if (f.op == "all") {
-    o.ops = {ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Max, ReduceOp::Min, ReduceOp::Avg};
-  } else {
-    auto op = parse_reduce_op(f.op);
-    if (!op || *op == ReduceOp::PreMulSum)
-      throw InvalidArgument("unknown op '" + f.op + "' (use sum, prod, max, min, avg or all)");
-    o.ops = {*op};
-  }
-  o.dtypes.clear();
-  if (f.dtype == "all") {
-    o.dtypes.assign(kAllDTypes.begin(), kAllDTypes.end());
-  } else {
-    auto d = parse_dtype(f.dtype);
-    if (!d)
-      throw InvalidArgument("unknown dtype '" + f.dtype +
-                            "' (use int8 uint8 int32 uint32 int64 uint64 half float double "
-                            "bfloat16 or all)");
-    o.dtypes = {*d};
-  }
+  o.ops = perf::parse_ops(f.op, /*allow_all=*/true, "-o");
+  o.dtypes = perf::parse_dtypes(f.dtype, /*allow_all=*/true, "-d");
   if (f.root < -1) throw InvalidArgument("-r must be a rank or -1 (all roots)");
   o.root = f.root;
   if (f.average < 0 || f.average > 3)
     throw InvalidArgument("-a must be 0 (rank 0), 1 (avg), 2 (min) or 3 (max)");
   o.average = static_cast<perf::TimeReduce>(f.average);
   o.blocking = f.blocking != 0;
-  if (f.timeout_s < 0) throw InvalidArgument("-T must be >= 0 seconds");
-  if (f.timeout_s > 0) o.timeout = std::chrono::seconds(f.timeout_s);
+  if (f.run.timeout_s > 0) o.timeout = std::chrono::seconds(f.run.timeout_s);
   o.report_iters = f.per_iter != 0;
   o.iter_skip = f.iter_skip;
   o.timestamps = f.timestamps != 0;
@@ -147,49 +94,15 @@ PerfOptions to_options(const PerfFlags& f, bool iters_given) {
   else
     throw InvalidArgument("--placement must be in, out or both");
   o.seed = f.seed;
-  if (f.backend != "gloo" && f.backend != "mpi" && f.backend != "nccl")
-    throw InvalidArgument("--backend must be gloo, mpi or nccl");
   if (f.cuda_graph < 0) throw InvalidArgument("-G must be >= 0 (graph launches; 0 = off)");
-  if (f.cuda_graph > 0 && f.backend != "nccl")
-    throw DeviceError("-G needs a CUDA backend (--backend nccl); " + f.backend +
+  // (An unknown --backend is check_run_flags' line.)
+  if (f.cuda_graph > 0 && (f.run.backend == "gloo" || f.run.backend == "mpi"))
+    throw DeviceError("-G needs a CUDA backend (--backend nccl); " + f.run.backend +
                       " runs on the host");
   o.graph_launches = f.cuda_graph;
   o.memory_report = f.memory_report != 0;
-  if (f.np < 0 || (f.np == 0 && f.np_given)) throw InvalidArgument("-np must be >= 1");
-  if (f.debug_port < -1 || f.debug_port > 65535)
-    throw InvalidArgument("--debug-port must be a port in 0..65535 (0 = ephemeral)");
-  o.hooks = perf::TestHooks::from_env(Env::process());
+  check_finite(f.min_busbw, "--min-busbw", 0, 1e9);
   return o;
-}
-
-// Runs this same command as `np` local ranks through the local launcher and returns the first
-// failing rank's status. Output is not prefixed: rank 0's stdout is the nccl-tests table.
-int launch_local(int np) {
-  launch::LaunchSpec spec;
-  spec.nprocs = np;
-  spec.argv = launch::self_argv();
-  spec.prefix_output = false;
-  // The ranks' stderr is a pipe; tell rank 0 whether the user's terminal can take a progress bar.
-  if (::isatty(STDERR_FILENO)) spec.extra_env["COLLIE_PERF_PROGRESS"] = "1";
-  // On Ctrl-C / SIGTERM (forwarded to every rank) the ranks finish the row they are in, write
-  // their results and exit; give a large row time to end. A second Ctrl-C kills at once.
-  spec.kill_grace = kStopGrace;
-  return launch::run(spec).exit_code;
-}
-
-// "srun -n N collie perf ARGS" for this command line, without -np.
-std::string srun_command(int ranks) {
-  std::vector<std::string> args = launch::self_argv();
-  std::string out = fmt::format("srun -n {} collie", ranks);
-  for (size_t i = 1; i < args.size(); ++i) {
-    if (args[i] == "--np" || args[i] == "-np") {
-      ++i;
-      continue;
-    }
-    if (args[i].rfind("--np=", 0) == 0) continue;
-    out += " " + args[i];
-  }
-  return out;
 }
 
 // The environment nccl-tests' JSON "env" list records, limited to the variables that shape a
@@ -235,23 +148,22 @@ reports::NcclTestsConfig nccl_config(const PerfOptions& o, double min_bw) {
   return c;
 }
 
-int run_rank(const PerfFlags& f, const PerfOptions& o,
-             const std::map<std::string, std::string>& flags) {
+// One rank of the run (launch_or_run has checked the flags and announced any test hook).
+int run_rank(const PerfFlags& f, PerfOptions o, const std::map<std::string, std::string>& flags) {
+  o.hooks = perf::TestHooks::from_env(Env::process());
   double min_bw = f.min_busbw;
   if (min_bw <= 0) {
     if (auto env = Env::process().get("NCCL_TESTS_MIN_BW"); env && !env->empty())
       min_bw = std::strtod(env->c_str(), nullptr);
   }
   InitOptions init;
-  init.backend = f.backend;
-  if (f.timeout_s > 0) init.timeout = std::chrono::seconds(f.timeout_s);
+  init.backend = f.run.backend;
+  if (f.run.timeout_s > 0) init.timeout = std::chrono::seconds(f.run.timeout_s);
   std::shared_ptr<ProcessGroup> pg = init_process_group(init);
   std::unique_ptr<perf::ReportSink> sink;
-  if (pg->rank() == 0 && !o.hooks.active.empty())
-    std::fprintf(stderr, "collie perf: %s\n", o.hooks.warning().c_str());
   if (pg->rank() == 0) {
     perf::OutputOptions out;
-    out.json_path = f.json;
+    out.json_path = f.run.json;
     out.csv_path = f.csv;
     out.jsonl_path = f.jsonl;
     out.timestamps = o.timestamps;
@@ -306,7 +218,8 @@ COLLIE_COMMAND(Command{
       app.add_option("collectives", f->collectives,
                      "all_reduce all_gather broadcast reduce reduce_scatter alltoall gather "
                      "scatter sendrecv barrier, or all (default all_reduce)");
-      app.add_option("-b,--minbytes", f->min_bytes, "smallest size (K/M/G suffixes)");
+      app.add_option("-b,--minbytes", f->min_bytes,
+                     "smallest size (8, 8B, 64K, 64KB, 64KiB, 1M, 1G: 1024-based)");
       app.add_option("-e,--maxbytes", f->max_bytes, "largest size");
       app.add_option("-i,--stepbytes", f->step_bytes, "size increment when -f is 1");
       app.add_option("-f,--stepfactor", f->step_factor, "size multiplication factor");
@@ -321,20 +234,15 @@ COLLIE_COMMAND(Command{
       app.add_option("-r,--root", f->root, "root rank (-1 = every root)");
       app.add_option("-a,--average", f->average, "time across ranks: 0 rank0 1 avg 2 min 3 max");
       app.add_option("-z,--blocking", f->blocking, "wait for every op (1) even with -m");
-      app.add_option("-T,--timeout", f->timeout_s, "seconds bounding every step (0 = group's)");
+      add_run_flags(app, f->run, "seconds bounding every step (0 = the group's default)",
+                    "write results JSON (nccl-tests' version-3 keys + collie.perf.v1)");
       app.add_option("-S,--report_timestamps", f->timestamps, "append a timestamp to each row");
-      app.add_option("-J,--output_file", f->json,
-                     "write results JSON (nccl-tests' version-3 keys + collie.perf.v1)");
       app.add_option("-I,--per_iter", f->per_iter, "print per-iteration statistics");
       app.add_option("-K,--skip_iters", f->iter_skip, "skip the first K iterations in -I stats");
       app.add_option("-G,--cudagraph", f->cuda_graph,
                      "capture the timed loop in a CUDA graph and launch it N times (nccl only)");
       app.add_option("-M,--memory_report", f->memory_report,
                      "print each rank's device memory after every collective (1 = on)");
-      app.add_option("--backend", f->backend, "gloo | mpi | nccl");
-      auto* np = app.add_option("--np", f->np,
-                                "local ranks to launch (default 4 when not "
-                                "under a launcher)");
       app.add_option("--csv", f->csv, "append rows to a CSV file");
       app.add_option("--jsonl", f->jsonl, "append rows to a JSONL file");
       app.add_option("--min-busbw", f->min_busbw,
@@ -344,36 +252,10 @@ COLLIE_COMMAND(Command{
       auto* cycles = app.add_option("--duration", f->duration,
                                     "soak: repeat the sweep until this long has passed "
                                     "(e.g. 30s, 10m; with -N, whichever ends first)");
-      app.add_option("--debug-port", f->debug_port,
-                     "start each rank's debug server on PORT + local rank (0 = ephemeral; "
-                     "overrides $COLLIE_DEBUG_PORT)");
-      return [f, n, np, cycles, &app]() -> int {
-        f->np_given = np->count() > 0;
-        PerfOptions o;
-        try {
-          o = to_options(*f, n->count() > 0);
-          // --duration alone means "until the time is up", not one cycle.
-          if (cycles->count() > 0 && app.get_option("-N")->count() == 0) o.cycles = 0;
-          if (f->np_given && (f->np < 1 || f->np > launch::kMaxLocalRanks))
-            throw InvalidArgument("-np must be in 1.." + std::to_string(launch::kMaxLocalRanks));
-          check_finite(f->min_busbw, "--min-busbw", 0, 1e9);
-          // Before any rank starts: rank 0 writes these only after the sweep.
-          check_output_file(f->json, "-J");
-          check_output_file(f->csv, "--csv");
-          check_output_file(f->jsonl, "--jsonl");
-        } catch (const InvalidArgument& e) {
-          std::fprintf(stderr, "collie perf: error: %s\n", e.what());
-          return kExitUsage;
-        } catch (const DeviceError& e) {
-          std::fprintf(stderr, "collie perf: error: %s\n", e.what());
-          return kExitUsage;
-        }
-        // A backend that is not built, or cannot run on this host (nccl without a CUDA driver
-        // or device), is one line before any rank starts.
-        if (const std::string why = backend_unavailable_reason(f->backend); !why.empty()) {
-          std::fprintf(stderr, "collie perf: error: %s\n", why.c_str());
-          return kExitUsage;
-        }
+      return [f, n, cycles, &app]() -> int {
+        PerfOptions o = to_options(*f, n->count() > 0);
+        // --duration alone means "until the time is up", not one cycle.
+        if (cycles->count() > 0 && app.get_option("-N")->count() == 0) o.cycles = 0;
         std::map<std::string, std::string> flags;
         for (const CLI::Option* opt : app.get_options()) {
           if (opt->count() == 0 || opt->get_name() == "--help") continue;
@@ -381,35 +263,12 @@ COLLIE_COMMAND(Command{
           for (const auto& r : opt->results()) v += (v.empty() ? "" : " ") + r;
           flags[opt->get_name()] = v;
         }
-        const LaunchEnv le = detect_launch_env(Env::process());
-        if (le.source.empty()) {
-          if (f->backend == "mpi") {
-            std::fprintf(stderr,
-                         "collie perf: error: --backend mpi runs under mpirun: "
-                         "mpirun -np N collie perf --backend mpi ...\n");
-            return kExitUsage;
-          }
-          const int ranks = f->np_given ? f->np : kDefaultLocalRanks;
-          if (auto job = Env::process().first_of({"SLURM_JOB_ID", "SLURM_JOBID"})) {
-            // An sbatch script or salloc shell: the ranks belong in a job step on the nodes.
-            std::fprintf(stderr,
-                         "collie perf: error: inside Slurm job %s but not in a job step; run "
-                         "the ranks with srun: %s\n",
-                         job->c_str(), srun_command(ranks).c_str());
-            return kExitUsage;
-          }
-          return launch_local(ranks);
-        }
-        if (f->np_given && le.world_size && *le.world_size != f->np) {
-          std::fprintf(stderr,
-                       "collie perf: error: -np %d but the %s launcher started %d ranks; "
-                       "drop -np under a launcher\n",
-                       f->np, le.source.c_str(), *le.world_size);
-          return kExitUsage;
-        }
-        // Children relaunched by -np get --debug-port through their copied argv.
-        if (f->debug_port >= 0) set_debug_port_override(f->debug_port);
-        return run_rank(*f, o, flags);
+        RunCommand cmd("perf", {{"--csv", f->csv}, {"--jsonl", f->jsonl}});
+        cmd.stop_grace = kStopGrace;
+        // The ranks' stderr is a pipe: tell rank 0 whether the user's terminal takes a progress
+        // bar.
+        if (::isatty(STDERR_FILENO)) cmd.extra_env["COLLIE_PERF_PROGRESS"] = "1";
+        return launch_or_run(f->run, cmd, [&] { return run_rank(*f, o, flags); });
       };
     }});
 

@@ -7,11 +7,11 @@
 #include <string>
 
 #include "cli/command.h"
+#include "cli/run_flags.h"
 #include "probes/accept_spec.h"
 #include "probes/connectivity.h"
 #include "probes/env_probe.h"
 #include "probes/pairwise.h"
-#include "probes/run_flags.h"
 #include "probes/stragglers.h"
 #include "reports/json_io.h"
 
@@ -101,8 +101,8 @@ COLLIE_COMMAND(Command{
       app.add_option("name", f->name, "connectivity | pairwise | stragglers | env")
           ->required()
           ->check(CLI::IsMember({"connectivity", "pairwise", "stragglers", "env"}));
-      add_run_flags(app, f->run);
-      auto* np = app.get_option("--np");
+      add_run_flags(app, f->run, "seconds bounding every probe step (0 = the default, 10)",
+                    "write results JSON here (rank 0)");
       app.add_option("--repeats", f->repeats, "connectivity: run the tournament N times");
       app.add_option("--interval", f->interval_s, "connectivity: seconds between repeats");
       app.add_option("--bytes", f->bytes, "pairwise: bandwidth message size (K/M/G)");
@@ -129,8 +129,7 @@ COLLIE_COMMAND(Command{
           "Examples:\n  collie probe connectivity -np 8\n  collie launch -np 8 -- collie probe "
           "pairwise --bytes 16M -J pairs.json\n  collie probe pairwise -np 8 --schedule full\n  "
           "mpirun -np 16 collie probe env --backend mpi");
-      return [f, np]() -> int {
-        f->run.np_given = np->count() > 0;
+      return [f]() -> int {
         f->run.uses_backend = f->name != "env";
         // Written so NaN fails every comparison.
         if (f->repeats < 1 || f->iters < 1 || f->coll_iters < 1 || f->confirm < 1 ||
@@ -143,7 +142,8 @@ COLLIE_COMMAND(Command{
           std::fprintf(stderr,
                        "collie probe: error: --repeats, -n, --coll-iters and --confirm must be "
                        ">= 1, --interval in 0..3600, --slow-threshold in (0, 1), --crit-drop in "
-                       "(0, 1], --late-us in 0..1e9, --noise-k and the floors finite and >= 0, --work >= 0\n");
+                       "(0, 1], --late-us in 0..1e9, --noise-k and the floors finite and >= 0, "
+                       "--work >= 0\n");
           return kExitUsage;
         }
         try {
@@ -152,8 +152,8 @@ COLLIE_COMMAND(Command{
           std::fprintf(stderr, "collie probe: error: %s\n", e.what());
           return kExitUsage;
         }
-        return launch_or_run(f->run, "probe",
-                             [f](ProbeContext& ctx) { return run_probe(*f, ctx); });
+        return launch_or_run_probes(f->run, RunCommand("probe"),
+                                    [f](ProbeContext& ctx) { return run_probe(*f, ctx); });
       };
     }});
 

@@ -86,6 +86,7 @@ TEST(CliBadInput, OutputPathsAreCheckedBeforeAnyRankStarts) {
   const std::string spec =
       t.write("ok.yaml", "checks:\n  - probe: connectivity\n    rules: {all_reachable: true}\n");
   expect_usage({"accept", "--spec", spec, "-np", "2", "--junit", missing}, "--junit '");
+  expect_usage({"accept", "--spec", spec, "-np", "0"}, "-np must be in 1..4096");
   expect_usage({"accept", "--spec", spec, "-np", "2", "--html", t.dir.string()}, "--html '");
   if (::geteuid() != 0) {  // root writes anywhere
     const fs::path ro = t.dir / "ro";

@@ -100,8 +100,8 @@ TEST_F(PerfCli, EveryCollectiveValidatesOverGlooOn2To4Ranks) {
 
 TEST_F(PerfCli, CorruptedResultIsCountedAndFailsTheRun) {
   const std::string json = tmp("corrupt.json");
-  const Result r =
-      run("all_reduce -np 2 -b 64 -e 64 -n 2 -J " + json, "COLLIE_ENABLE_TEST_HOOKS=1 COLLIE_PERF_TEST_CORRUPT=1:5");
+  const Result r = run("all_reduce -np 2 -b 64 -e 64 -n 2 -J " + json,
+                       "COLLIE_ENABLE_TEST_HOOKS=1 COLLIE_PERF_TEST_CORRUPT=1:5");
   EXPECT_EQ(r.rc, 1) << r.out << r.err;
   const auto t = rows(r.out);
   ASSERT_EQ(t.size(), 1u);
@@ -151,12 +151,56 @@ TEST_F(PerfCli, ActiveTestHooksAreAnnouncedAndRecorded) {
 
 TEST(PerfCliFlags, BadFlagsPrintOneLineAndExit2) {
   for (const char* args : {"-b 2M -e 1M", "-d float17", "-np 0", "all_scatter", "-o mean", "-G 1",
-                           "--placement sideways", "-a 7"}) {
+                           "--placement sideways", "-a 7", "-f 0", "-f 1 -i 0", "-b 8KBB",
+                           "--backend foo -G 1", "-T -1", "--debug-port 70000"}) {
     const Result r = run(args);
     EXPECT_EQ(r.rc, 2) << args << ": " << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << args << ": " << r.err;
     EXPECT_TRUE(r.out.empty()) << args;
   }
+}
+
+// The messages of the sweep's rules and of the launch flags, the same for probe and accept
+// (issue 19: one validator each).
+TEST(PerfCliFlags, SweepAndLaunchFlagMessages) {
+  struct Case {
+    const char* args;
+    const char* err;
+  } cases[] = {
+      {"-f 0", "collie perf: error: -f must be >= 1 (above 1 multiplies each size; 1 adds -i)\n"},
+      {"-f 1 -i 0", "collie perf: error: -i must be > 0 when -f is 1\n"},
+      {"-b 2MiB -e 1M", "collie perf: error: -b 2M is larger than -e 1M\n"},
+      {"-e 64KBB", "collie perf: error: -e '64KBB' is not a size (use e.g. 8, 64K, 4M, 1G)\n"},
+      {"-np 0", "collie perf: error: -np must be in 1..4096\n"},
+      {"--backend foo -G 1", "collie perf: error: --backend must be gloo, mpi or nccl\n"},
+      {"-T -1", "collie perf: error: -T must be >= 0 seconds (0 = the default)\n"},
+  };
+  for (const Case& c : cases) {
+    const Result r = run(c.args);
+    EXPECT_EQ(r.rc, 2) << c.args;
+    EXPECT_EQ(r.err, c.err) << c.args;
+  }
+}
+
+// -f 1 is nccl-tests' "no factor": sizes -i apart (the accept spec's step_factor 1 likewise).
+TEST_F(PerfCli, StepFactorOneAddsStepBytes) {
+  const Result r = run("all_reduce -np 1 -b 8B -e 32 -f 1 -i 8 -n 1 -w 0");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  std::vector<std::string> sizes;
+  for (const auto& row : rows(r.out)) sizes.push_back(row.at(0));
+  EXPECT_EQ(sizes, (std::vector<std::string>{"8", "16", "24", "32"})) << r.out;
+}
+
+// COLLIE_INIT_METHOD says where ranks meet, not how many there are: without a launcher, perf
+// (and probe and accept, the same code) still starts -np local ranks, which meet through it.
+TEST_F(PerfCli, InitMethodAloneStillStartsLocalRanks) {
+  const std::string store = tmp("init_method.store"), json = tmp("init_method.json");
+  std::filesystem::remove(store);
+  const Result r =
+      run("all_reduce -np 2 -b 8 -e 8 -n 1 -J " + json, "COLLIE_INIT_METHOD=file://" + store);
+  EXPECT_EQ(r.rc, 0) << r.out << r.err;
+  EXPECT_EQ(collie::reports::read_results(json).meta.world_size, 2);
+  for (const auto& p : {store, json}) std::filesystem::remove(p);
 }
 
 TEST(PerfCliDevice, GraphsWithAHostBackendAreOneLine) {
@@ -244,8 +288,8 @@ TEST_F(PerfCli, MinBusBandwidthGateFailsTheRun) {
 
 TEST_F(PerfCli, TimeoutNamesTheLaggingRankAndExits3) {
   // Rank 1 sleeps 4 s before its first timed call; -T 1 must end the run and name rank 1.
-  const Result r =
-      run("all_reduce -np 2 -b 8 -e 8 -n 2 -T 1", "COLLIE_ENABLE_TEST_HOOKS=1 COLLIE_PERF_TEST_DELAY_US=1:4000000");
+  const Result r = run("all_reduce -np 2 -b 8 -e 8 -n 2 -T 1",
+                       "COLLIE_ENABLE_TEST_HOOKS=1 COLLIE_PERF_TEST_DELAY_US=1:4000000");
   EXPECT_EQ(r.rc, 3) << r.out << r.err;
   EXPECT_NE(r.err.find("rank 1"), std::string::npos) << r.err;
 }

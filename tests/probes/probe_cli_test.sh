@@ -3,10 +3,11 @@
 #   usage: probe_cli_test.sh COLLIE SOURCE_DIR CASE [MPIRUN]  (MPIRUN only when MPI is built)
 #   launch:  under `collie launch`, under plain env:// variables (ranks started here) and with
 #            -np (local relaunch): every probe runs, -J writes its JSON, --debug-port starts a
-#            debug server in each rank
+#            debug server in each rank, COLLIE_INIT_METHOD does not stop -np from starting ranks
 #   mpirun:  under mpirun with --backend mpi (self rendezvous) and with gloo (env:// store)
-#   flags:   the launch/output flags behave as `collie perf`'s: same bad-flag messages, exit 2,
-#            one line on stderr, nothing started
+#   flags:   the launch/output flags behave as `collie perf`'s (one validator, src/cli/run_flags.h):
+#            same bad-flag messages, exit 2, one line on stderr, nothing started; in a Slurm
+#            allocation outside a job step each names the srun line instead
 #   accept:  the shipped YAML spec (with its perf sweep; without pairwise, see local_spec)
 #            accepts 3 real Gloo ranks, reports in
 #            every format (JUnit validated against the XSD); corrupted data and a slowed sweep
@@ -86,6 +87,12 @@ launch)
   [ -n "$up" ] || fail "no debug server answered on port $((dp + 1)) (rank 1) during the probe"
   expect "$W/np.log" "^OK: all 1 pairs reachable" "rank 0's report must be unprefixed, as perf's"
   [ "$(json "$W/np.json" "j['world_size']")" = 2 ] || fail "-np 2 JSON"
+  # COLLIE_INIT_METHOD names where ranks meet, not how many: -np still starts local ranks (as
+  # perf always did; probe and accept ran a lone rank that failed until issue 19), which meet
+  # through it.
+  COLLIE_INIT_METHOD="file://$W/init.store" timeout 60 "$COLLIE" probe env -np 2 -T 5 \
+    -J "$W/im.json" > "$W/im.log" 2>&1 || { show "$W/im.log"; fail "probe env -np 2 with COLLIE_INIT_METHOD"; }
+  [ "$(json "$W/im.json" "j['world_size']")" = 2 ] || fail "COLLIE_INIT_METHOD JSON: $(head -c 300 "$W/im.json")"
   # Every probe runs under the same flags.
   timeout 60 "$COLLIE" probe stragglers -np 2 --coll-iters 10 -T 5 -J "$W/st.json" \
     > "$W/st.log" 2>&1 || { show "$W/st.log"; fail "stragglers -np 2"; }
@@ -129,6 +136,19 @@ flags)
   check "--debug-port 70000" "--debug-port must be a port in 0..65535"
   check "-T -1" "-T must be >= 0 seconds"
   check "--backend mpi" "--backend mpi runs under mpirun: mpirun -np N collie"
+  # An sbatch script or salloc shell (a Slurm job, no job step): every command refuses to start
+  # local ranks on the batch node and names the srun line (perf did; probe and accept started
+  # ranks there until issue 19).
+  for cmd in "probe env" "accept --spec $SRC/docs/accept-spec.yaml" "perf -b 8 -e 8"; do
+    rc=0
+    # shellcheck disable=SC2086
+    SLURM_JOB_ID=4242 timeout 30 "$COLLIE" $cmd -np 2 -T 5 > "$W/out" 2> "$W/err" || rc=$?
+    [ "$rc" = 2 ] || { show "$W/err"; fail "collie $cmd in a Slurm allocation: exit $rc"; }
+    [ "$(wc -l < "$W/err")" = 1 ] || { show "$W/err"; fail "collie $cmd in Slurm: not one line"; }
+    grep -qF -- "inside Slurm job 4242 but not in a job step; run the ranks with srun: srun -n 2 collie ${cmd%% *}" "$W/err" ||
+      { show "$W/err"; fail "collie $cmd in Slurm: message"; }
+    [ ! -s "$W/out" ] || fail "collie $cmd in Slurm wrote to stdout"
+  done
   rc=0
   timeout 30 "$COLLIE" launch -np 2 -- "$COLLIE" probe env -np 3 > "$W/out" 2> "$W/err" || rc=$?
   [ "$rc" = 2 ] || fail "-np 3 under a 2-rank launcher: exit $rc"
