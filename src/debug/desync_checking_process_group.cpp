@@ -42,14 +42,21 @@ DesyncCheckingProcessGroup::DesyncCheckingProcessGroup(std::shared_ptr<ProcessGr
                                                        uint64_t sample_every,
                                                        std::shared_ptr<Store> store,
                                                        std::unique_ptr<RecordMesh> mesh)
+    : DesyncCheckingProcessGroup(inner, sample_every, store,
+                                 std::unique_ptr<FingerprintExchange>()) {
+  if (mesh) exchange_ = make_mesh_exchange(std::move(mesh), store_);
+}
+
+DesyncCheckingProcessGroup::DesyncCheckingProcessGroup(
+    std::shared_ptr<ProcessGroup> inner, uint64_t sample_every, std::shared_ptr<Store> store,
+    std::unique_ptr<FingerprintExchange> exchange)
     : ProcessGroupWrapper(std::move(inner)),
       store_(store ? std::move(store) : info().store),
       checker_store_(store_->clone()),
       sample_(sample_every == 0 ? 1 : sample_every),
       sends_(static_cast<size_t>(size()), 0),
       recvs_(static_cast<size_t>(size()), 0),
-      exchange_(mesh ? make_mesh_exchange(std::move(mesh), store_)
-                     : make_store_exchange(store_, rank(), size())) {
+      exchange_(exchange ? std::move(exchange) : make_store_exchange(store_, rank(), size())) {
   thread_ = std::thread([this] { loop(); });
 }
 

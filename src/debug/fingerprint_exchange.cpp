@@ -143,8 +143,8 @@ std::unique_ptr<RecordMesh> make_fingerprint_mesh(const ProcessGroup& pg, const 
                                                   const Env& env) {
   const GroupInfo& i = pg.info();
   const BindChoice bind = choose_gloo_bind(env, i.store_host);
-  return RecordMesh::connect(i.store, tag, i.rank, i.size, Fingerprint::kRecordBytes,
-                             bind.address, i.timeout);
+  return RecordMesh::connect(i.store, tag, i.rank, i.size, Fingerprint::kRecordBytes, bind.address,
+                             i.timeout);
 }
 
 }  // namespace collie

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
 #include <functional>
 #include <sstream>
 #include <thread>
@@ -27,13 +28,15 @@ constexpr size_t kRecord = 24;
 // Runs fn(rank, mesh) on n threads after connecting them; returns each rank's error ("" = none).
 std::vector<std::string> run_mesh(int n, Millis timeout,
                                   const std::function<void(int, RecordMesh&)>& fn,
-                                  std::shared_ptr<Store> store = nullptr) {
+                                  std::shared_ptr<Store> store = nullptr,
+                                  const std::function<void(int)>& before_connect = nullptr) {
   if (!store) store = std::make_shared<HashStore>(timeout);
   std::vector<std::string> errors(static_cast<size_t>(n));
   std::vector<std::thread> ts;
   for (int r = 0; r < n; ++r) {
     ts.emplace_back([&, r] {
       try {
+        if (before_connect) before_connect(r);
         auto mesh = RecordMesh::connect(store, "mesh_test", r, n, kRecord, "127.0.0.1", timeout);
         fn(r, *mesh);
       } catch (const std::exception& e) {
@@ -130,7 +133,8 @@ TEST(RecordMesh, APeerThatLeavesIsNamed) {
 
 TEST(RecordMesh, AStrangerWithoutTheTokenIsTurnedAway) {
   // Rank 0 listens first; a stranger reads its published address (but not its token, which it
-  // guesses) and connects before rank 1 does. The mesh still forms between 0 and 1 only.
+  // guesses) and connects before rank 1 does: rank 0 reads its hello and closes the connection.
+  // The mesh still forms between 0 and 1 only.
   auto store = std::make_shared<HashStore>(Millis(10000));
   std::thread stranger([&] {
     store->wait({"mesh_test/0"}, Millis(10000));
@@ -148,19 +152,21 @@ TEST(RecordMesh, AStrangerWithoutTheTokenIsTurnedAway) {
     hello += std::string("\x01\x00\x00\x00", 4) + std::string(64, 'a');  // claims rank 1
     ASSERT_EQ(::send(fd, hello.data(), hello.size(), 0), static_cast<ssize_t>(hello.size()));
     char c;
-    EXPECT_EQ(::recv(fd, &c, 1, 0), 0);  // rank 0 closes it
+    EXPECT_EQ(::recv(fd, &c, 1, 0), 0) << std::strerror(errno);  // rank 0 closes it
     ::close(fd);
     store->set("stranger_done", to_bytes("1"));
   });
   auto errs = run_mesh(
       2, Millis(10000),
       [&](int me, RecordMesh& m) {
-        if (me == 1) store->wait({"stranger_done"}, Millis(10000));
         std::vector<uint8_t> out(2 * kRecord, static_cast<uint8_t>(10 + me)), in(2 * kRecord);
         m.exchange(out.data(), in.data(), Millis(10000));
         EXPECT_EQ(in[(1 - me) * kRecord], 10 + (1 - me));
       },
-      store);
+      store,
+      [&](int r) {
+        if (r == 1) store->wait({"stranger_done"}, Millis(10000));
+      });
   stranger.join();
   EXPECT_EQ(errs[0], "");
   EXPECT_EQ(errs[1], "");

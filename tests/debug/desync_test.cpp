@@ -6,13 +6,13 @@
 #include <functional>
 #include <thread>
 
-#include "comm/rendezvous.h"
 #include "comm/record_mesh.h"
+#include "comm/rendezvous.h"
 #include "core/env.h"
 #include "core/error.h"
 #include "debug/desync_checking_process_group.h"
-#include "support/fake_backend.h"
 #include "debug/fingerprint_exchange.h"
+#include "support/fake_backend.h"
 
 namespace collie {
 namespace {

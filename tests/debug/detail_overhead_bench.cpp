@@ -5,7 +5,9 @@
 //   INFO       the same stack with the debug level set to INFO at run time
 //   DETAIL     desync checks under tracing, fingerprints over a TCP record mesh (the default)
 //   DETAIL/16  the same on every 16th op (COLLIE_DESYNC_SAMPLE=16)
-//   DET/store  desync checks with fingerprints through the store (the fallback without Gloo)
+//   DET/store  desync checks with fingerprints through the store (the fallback)
+//   DET/a2a    desync checks with fingerprints as an all_to_all on a side Gloo group (the
+//              transport DETAIL used before the record mesh), for comparison in the same run
 // Modes run in short blocks in an order that rotates every round, so this shared machine's noise
 // falls on all of them alike. Every op is timed on its own (rank 0's call to completion); each
 // mode's p50 and p90 are over all its samples, and the ratios compare those percentiles.
@@ -18,15 +20,17 @@
 #include <fstream>
 #include <vector>
 
-#include "comm/wrapper.h"
 #include "comm/record_mesh.h"
+#include "comm/registry.h"
+#include "comm/wrapper.h"
 #include "core/env.h"
-#include "core/stats.h"
 #include "core/log.h"
+#include "core/stats.h"
 #include "debug/desync_checking_process_group.h"
-#include "support/fake_backend.h"
+#include "debug/fingerprint_exchange.h"
 #include "metrics/tracing_process_group.h"
 #include "store/prefix_store.h"
+#include "support/fake_backend.h"
 #include "support/multiprocess.h"
 
 namespace {
@@ -37,8 +41,51 @@ struct Size {
   size_t bytes;
   int iters;  // per block
 };
-const std::vector<Size> kSizes = {{8, 1000}, {64 << 10, 100}, {16 << 20, 3}};
-const std::vector<std::string> kModes = {"raw", "OFF", "INFO", "DETAIL", "DETAIL/16", "DET/store"};
+const std::vector<Size> kSizes = {{8, 1000}, {64 << 10, 100}, {1 << 20, 20}, {16 << 20, 3}};
+const std::vector<std::string> kModes = {"raw",       "OFF",       "INFO",   "DETAIL",
+                                         "DETAIL/16", "DET/store", "DET/a2a"};
+
+// Fingerprints as one all_to_all of fixed-size records on a Gloo group beside the measured one.
+class GlooAllToAllExchange : public FingerprintExchange {
+ public:
+  explicit GlooAllToAllExchange(std::shared_ptr<ProcessGroup> side) : side_(std::move(side)) {}
+  Gathered exchange(const Fingerprint& mine, Millis timeout) override {
+    const int n = side_->size(), me = side_->rank();
+    const size_t bytes = static_cast<size_t>(n) * Fingerprint::kRecordBytes;
+    send_.resize(bytes);
+    recv_.resize(bytes);
+    mine.encode_records(n, send_.data());
+    AllToAllOptions o;
+    o.timeout = timeout;
+    side_
+        ->all_to_all(TensorView::cpu(send_.data(), bytes, DType::UInt8),
+                     TensorView::cpu(recv_.data(), bytes, DType::UInt8), o)
+        ->wait();
+    Gathered g;
+    g.splits_pairs_of = me;
+    g.fps.resize(static_cast<size_t>(n));
+    for (int r = 0; r < n; ++r) {
+      g.fps[r] =
+          r == me ? mine
+                  : Fingerprint::decode_record(
+                        recv_.data() + static_cast<size_t>(r) * Fingerprint::kRecordBytes, me, n);
+    }
+    return g;
+  }
+
+ private:
+  std::shared_ptr<ProcessGroup> side_;
+  std::vector<uint8_t> send_, recv_;
+};
+
+std::shared_ptr<ProcessGroup> gloo_side_group(const ProcessGroup& pg, const std::string& tag) {
+  BackendArgs a;
+  a.info = pg.info();
+  a.info.backend = "gloo";
+  a.info.name = pg.info().name + "/" + tag;
+  a.info.store = std::make_shared<PrefixStore>(tag, pg.info().store);
+  return find_backend("gloo")->create(a);
+}
 
 // Runs `iters` all_reduces, appending each one's time in us to `out`.
 void sample_ops(ProcessGroup& pg, std::vector<float>& buf, size_t count, int iters,
@@ -47,9 +94,9 @@ void sample_ops(ProcessGroup& pg, std::vector<float>& buf, size_t count, int ite
   for (int i = 0; i < iters; ++i) {
     const auto start = std::chrono::steady_clock::now();
     pg.all_reduce(t)->wait();
-    out.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() -
-                                                            start)
-                      .count());
+    out.push_back(
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
+            .count());
   }
 }
 
@@ -78,8 +125,12 @@ std::string measure(testing::RankContext& ctx, int rounds) {
   auto detail = checked(1, "bench_detail", true);
   auto detail16 = checked(16, "bench_detail16", true);
   auto detail_store = checked(1, "bench_detail_store", false);
-  ProcessGroup* stacks[] = {raw.get(),    ctx.pg.get(),   ctx.pg.get(),
-                            detail.get(), detail16.get(), detail_store.get()};
+  auto detail_a2a =
+      std::make_shared<TracingProcessGroup>(std::make_shared<DesyncCheckingProcessGroup>(
+          raw, 1, std::make_shared<PrefixStore>("bench_detail_a2a", store),
+          std::make_unique<GlooAllToAllExchange>(gloo_side_group(*raw, "bench_a2a_side"))));
+  ProcessGroup* stacks[] = {raw.get(),      ctx.pg.get(),       ctx.pg.get(),    detail.get(),
+                            detail16.get(), detail_store.get(), detail_a2a.get()};
   const size_t nm = kModes.size();
 
   std::vector<float> buf((16 << 20) / sizeof(float), 1.0f);
@@ -110,7 +161,8 @@ std::string measure(testing::RankContext& ctx, int rounds) {
 }
 
 // Tracing cost alone, without network noise: an 8-element all_reduce on a backend that completes
-// at once (median of interleaved repetitions of 200000 ops), raw vs wrapped by the always-on TracingProcessGroup (flight recorder + watchdog).
+// at once (median of interleaved repetitions of 200000 ops), raw vs wrapped by the always-on
+// TracingProcessGroup (flight recorder + watchdog).
 double tracing_only(int reps) {
   auto backend = std::make_shared<testing::FakeBackend>(
       testing::fake_info(0, 2, std::make_shared<HashStore>(), Millis(60000)));
