@@ -11,6 +11,7 @@ PKGS=(
   libgtest-dev libgmock-dev libuv1-dev libfmt-dev libspdlog-dev libbackward-cpp-dev libdw-dev
   prometheus chromium iproute2 procps curl python3 libxml2-utils
   clang libclang-rt-dev llvm   # sanitizer + libFuzzer stage: runtimes, llvm-symbolizer
+  clang-format                 # scripts/format.sh --check in the test command
 )
 
 SUDO=""

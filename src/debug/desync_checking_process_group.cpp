@@ -4,6 +4,7 @@
 
 #include <utility>
 
+#include "comm/record_mesh.h"
 #include "comm/registry.h"
 #include "core/env.h"
 #include "core/error.h"
@@ -40,15 +41,22 @@ bool sampled(uint64_t n, uint64_t every) { return (n - 1) % every == 0; }
 DesyncCheckingProcessGroup::DesyncCheckingProcessGroup(std::shared_ptr<ProcessGroup> inner,
                                                        uint64_t sample_every,
                                                        std::shared_ptr<Store> store,
-                                                       std::shared_ptr<ProcessGroup> side)
+                                                       std::unique_ptr<RecordMesh> mesh)
+    : DesyncCheckingProcessGroup(inner, sample_every, store,
+                                 std::unique_ptr<FingerprintExchange>()) {
+  if (mesh) exchange_ = make_mesh_exchange(std::move(mesh), store_);
+}
+
+DesyncCheckingProcessGroup::DesyncCheckingProcessGroup(
+    std::shared_ptr<ProcessGroup> inner, uint64_t sample_every, std::shared_ptr<Store> store,
+    std::unique_ptr<FingerprintExchange> exchange)
     : ProcessGroupWrapper(std::move(inner)),
       store_(store ? std::move(store) : info().store),
       checker_store_(store_->clone()),
       sample_(sample_every == 0 ? 1 : sample_every),
       sends_(static_cast<size_t>(size()), 0),
       recvs_(static_cast<size_t>(size()), 0),
-      exchange_(side ? make_side_group_exchange(std::move(side), store_)
-                     : make_store_exchange(store_, rank(), size())) {
+      exchange_(exchange ? std::move(exchange) : make_store_exchange(store_, rank(), size())) {
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -176,15 +184,14 @@ std::shared_ptr<ProcessGroup> with_desync_checks(std::shared_ptr<ProcessGroup> p
   if (debug_level() != DebugLevel::Detail || !pg->info().store) return pg;
   const Env& env = args.env ? *args.env : Env::process();
   const uint64_t sample = DesyncCheckingProcessGroup::sample_from_env(env);
-  std::shared_ptr<ProcessGroup> side;
+  std::unique_ptr<RecordMesh> mesh;
   try {
-    side = make_side_group(*pg, "desync_side");
+    mesh = make_fingerprint_mesh(*pg, "desync_mesh", env);
   } catch (const std::exception& e) {
-    log(LogLevel::Warning, "DETAIL: no side group for fingerprints ({}); using the store",
-        e.what());
+    log(LogLevel::Warning, "DETAIL: no mesh for fingerprints ({}); using the store", e.what());
   }
   return std::make_shared<DesyncCheckingProcessGroup>(std::move(pg), sample, nullptr,
-                                                      std::move(side));
+                                                      std::move(mesh));
 }
 
 }  // namespace collie

@@ -2,9 +2,9 @@
 // DesyncCheckingProcessGroup (COLLIE_DEBUG=DETAIL): checks that every rank makes the same call.
 //
 // Collectives: before forwarding, the ranks exchange fixed-size Fingerprints once (see
-// debug/fingerprint_exchange.h: an all_to_all on a side Gloo group, or one pipelined store round
-// trip), versus torch's barrier + two allgathers. Ranks that disagree get a DesyncError grouping
-// ranks by what they called; a rank that does not arrive within the op's timeout is named.
+// debug/fingerprint_exchange.h: records over a TCP mesh on the calling thread, or one pipelined
+// store round trip), versus torch's barrier + two allgathers. Ranks that disagree get a DesyncError
+// grouping ranks by what they called; a rank that does not arrive within the op's timeout is named.
 // Nothing is sent on the backend when the check fails.
 // Send/recv: checked pairwise and off the caller's thread (a blocking check could deadlock legal
 // patterns where both peers send first): the k-th send r->q is compared with q's k-th recv from
@@ -29,17 +29,23 @@
 namespace collie {
 
 class Env;
+class RecordMesh;
 
 class DesyncCheckingProcessGroup : public ProcessGroupWrapper {
  public:
-  // `side`: a group over the same ranks (make_side_group) that carries the collectives'
-  // fingerprints; null = they go through the store. `store` carries the p2p checks and the
-  // store exchange (default: the group's store, info().store); two checkers over one group (a
+  // `mesh`: a RecordMesh over the same ranks (make_fingerprint_mesh) that carries the
+  // collectives' fingerprints; null = they go through the store. `store` carries the p2p checks and
+  // the store exchange (default: the group's store, info().store); two checkers over one group (a
   // benchmark comparing sampling rates) need stores of their own, since keys name seqs.
   // REQUIRES: store or inner->info().store is set. sample_every >= 1.
   DesyncCheckingProcessGroup(std::shared_ptr<ProcessGroup> inner, uint64_t sample_every = 1,
                              std::shared_ptr<Store> store = nullptr,
-                             std::shared_ptr<ProcessGroup> side = nullptr);
+                             std::unique_ptr<RecordMesh> mesh = nullptr);
+  // The same with the collectives' fingerprints going through `exchange` (e.g. a benchmark's own
+  // transport; null = the store). REQUIRES: exchange, when set, spans this group's ranks.
+  DesyncCheckingProcessGroup(std::shared_ptr<ProcessGroup> inner, uint64_t sample_every,
+                             std::shared_ptr<Store> store,
+                             std::unique_ptr<FingerprintExchange> exchange);
   ~DesyncCheckingProcessGroup() override;
 
   // COLLIE_DESYNC_SAMPLE (default 1); throws InvalidArgument when not a positive integer.
@@ -84,7 +90,7 @@ class DesyncCheckingProcessGroup : public ProcessGroupWrapper {
 
 // The stack's DETAIL layer (src/stack/stack.cpp): `pg` wrapped in a DesyncCheckingProcessGroup
 // when the debug level is DETAIL and the group has a store, else `pg` unchanged. Fingerprints go
-// over a side group (make_side_group) when one can be built, else through the store.
+// over a RecordMesh (make_fingerprint_mesh) when it connects, else through the store.
 struct BackendArgs;
 std::shared_ptr<ProcessGroup> with_desync_checks(std::shared_ptr<ProcessGroup> pg,
                                                  const BackendArgs& args);

@@ -6,11 +6,11 @@
 #include <chrono>
 #include <utility>
 
+#include "comm/bind_address.h"
 #include "comm/process_group.h"
-#include "comm/registry.h"
+#include "comm/record_mesh.h"
 #include "core/error.h"
 #include "core/log.h"
-#include "store/prefix_store.h"
 #include "store/store.h"
 
 namespace collie {
@@ -59,26 +59,21 @@ class StoreExchange : public FingerprintExchange {
   std::string old_keys_[2];
 };
 
-class SideGroupExchange : public FingerprintExchange {
+class MeshExchange : public FingerprintExchange {
  public:
-  SideGroupExchange(std::shared_ptr<ProcessGroup> side, std::shared_ptr<Store> store)
-      : side_(std::move(side)), store_(std::move(store)) {}
+  MeshExchange(std::unique_ptr<RecordMesh> mesh, std::shared_ptr<Store> store)
+      : mesh_(std::move(mesh)), store_(std::move(store)) {}
 
   Gathered exchange(const Fingerprint& mine, Millis timeout) override {
     ++count_;
     const auto start = Clock::now();
-    const int n = side_->size(), me = side_->rank();
+    const int n = mesh_->size(), me = mesh_->rank();
     const size_t bytes = static_cast<size_t>(n) * Fingerprint::kRecordBytes;
     send_.resize(bytes);
     recv_.resize(bytes);
     mine.encode_records(n, send_.data());
     try {
-      AllToAllOptions o;
-      o.timeout = timeout;
-      side_
-          ->all_to_all(TensorView::cpu(send_.data(), bytes, DType::UInt8),
-                       TensorView::cpu(recv_.data(), bytes, DType::UInt8), o)
-          ->wait();
+      mesh_->exchange(send_.data(), recv_.data(), timeout);
     } catch (const std::exception& e) {
       log(LogLevel::Warning, "DETAIL fingerprint exchange #{} failed ({}); asking the store",
           count_, e.what());
@@ -96,13 +91,13 @@ class SideGroupExchange : public FingerprintExchange {
     return g;
   }
 
-  void shutdown() override { side_->shutdown(); }
+  void shutdown() override { mesh_->close(); }
 
  private:
   // After a failed all_to_all: the ranks that came publish their fingerprints; wait until the
   // timeout has passed since this rank arrived (at least a short grace) for the others'.
   Gathered through_store(const Fingerprint& mine, Millis timeout, Clock::time_point start) {
-    const int n = side_->size(), me = side_->rank();
+    const int n = mesh_->size(), me = mesh_->rank();
     auto key = [&](int r) { return fmt::format("desync/x/{}/{}", count_, r); };
     std::vector<std::string> keys;
     for (int r = 0; r < n; ++r) keys.push_back(key(r));
@@ -126,7 +121,7 @@ class SideGroupExchange : public FingerprintExchange {
     return g;
   }
 
-  std::shared_ptr<ProcessGroup> side_;
+  std::unique_ptr<RecordMesh> mesh_;
   std::shared_ptr<Store> store_;
   uint64_t count_ = 0;  // exchanges so far: the same on every rank
   std::vector<uint8_t> send_, recv_;
@@ -139,21 +134,17 @@ std::unique_ptr<FingerprintExchange> make_store_exchange(std::shared_ptr<Store> 
   return std::make_unique<StoreExchange>(std::move(store), rank, size);
 }
 
-std::unique_ptr<FingerprintExchange> make_side_group_exchange(std::shared_ptr<ProcessGroup> side,
-                                                              std::shared_ptr<Store> store) {
-  return std::make_unique<SideGroupExchange>(std::move(side), std::move(store));
+std::unique_ptr<FingerprintExchange> make_mesh_exchange(std::unique_ptr<RecordMesh> mesh,
+                                                        std::shared_ptr<Store> store) {
+  return std::make_unique<MeshExchange>(std::move(mesh), std::move(store));
 }
 
-std::shared_ptr<ProcessGroup> make_side_group(const ProcessGroup& pg, const std::string& tag) {
-  const BackendRegistration* gloo = find_backend("gloo");
-  if (!gloo) return nullptr;
-  BackendArgs a;
-  a.info = pg.info();
-  a.info.backend = "gloo";
-  a.info.name = pg.info().name + "/" + tag;
-  a.info.desc = "DETAIL fingerprint exchange";
-  a.info.store = std::make_shared<PrefixStore>(tag, pg.info().store);
-  return gloo->create(a);
+std::unique_ptr<RecordMesh> make_fingerprint_mesh(const ProcessGroup& pg, const std::string& tag,
+                                                  const Env& env) {
+  const GroupInfo& i = pg.info();
+  const BindChoice bind = choose_gloo_bind(env, i.store_host);
+  return RecordMesh::connect(i.store, tag, i.rank, i.size, Fingerprint::kRecordBytes, bind.address,
+                             i.timeout);
 }
 
 }  // namespace collie

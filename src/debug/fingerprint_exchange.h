@@ -2,19 +2,21 @@
 // How DETAIL's collective check gets every rank's fingerprint: one small exchange per checked
 // collective, in one of two ways.
 //
-//  - Side group (the default when this build has Gloo): one all_to_all of fixed-size records
-//    (Fingerprint::kRecordBytes per peer) on a Gloo group over the same ranks, used for nothing
-//    else. Rank to rank, so nothing funnels through the store host; all_to_all splits travel
-//    pairwise, so a splits mismatch is reported by the two ranks it involves. When the
-//    all_to_all fails (a rank did not come within the timeout, or died), each rank that came
-//    publishes its fingerprint in the store and waits, until the timeout has passed since it
-//    arrived (and at least a short grace), for the others': the ones still absent are named.
-//    A rank whose all_to_all completed does not publish, so when another rank's timeout expires
-//    while a late rank is arriving, that rank may name on-time peers too.
+//  - Mesh (the default): fixed-size records (Fingerprint::kRecordBytes per peer) over a
+//    RecordMesh (comm/record_mesh.h), a TCP mesh used for nothing else, on the calling thread:
+//    one send per peer and a read of each peer's record, about one message latency. Rank to rank,
+//    so nothing funnels through the store host; all_to_all splits travel pairwise, so a splits
+//    mismatch is reported by the two ranks it involves. When the exchange fails (a rank did not
+//    come within the timeout, or died), each rank that came publishes its fingerprint in the
+//    store and waits, until the timeout has passed since it arrived (and at least a short grace),
+//    for the others': the ones still absent are named. That rank's mesh is then broken, and its
+//    later checks go through the store. A rank whose exchange completed does not publish, so when
+//    another rank's timeout expires while a late rank is arriving, that rank may name on-time
+//    peers too.
 //  - Store: each rank publishes its fingerprint and reads everyone's in one pipelined round trip
 //    (Store::set_and_gather). The store host returns N values to each of N ranks.
 //
-// Ownership: shares the side group and the store. Thread safety: one caller at a time (the
+// Ownership: owns the mesh, shares the store. Thread safety: one caller at a time (the
 // group's submitting thread).
 #include <memory>
 #include <optional>
@@ -25,7 +27,9 @@
 
 namespace collie {
 
+class Env;
 class ProcessGroup;
+class RecordMesh;
 class Store;
 
 class FingerprintExchange {
@@ -37,20 +41,22 @@ class FingerprintExchange {
   };
   // Every rank of the group calls this once per checked collective, in the same order.
   virtual Gathered exchange(const Fingerprint& mine, Millis timeout) = 0;
-  // Ends the side group (idempotent); nothing for the store.
+  // Closes the mesh (idempotent); nothing for the store.
   virtual void shutdown() {}
 };
 
 // REQUIRES: store is the group's (or a namespace of it); rank/size as the group's.
 std::unique_ptr<FingerprintExchange> make_store_exchange(std::shared_ptr<Store> store, int rank,
                                                          int size);
-// REQUIRES: side has the group's ranks in the same order; store as above.
-std::unique_ptr<FingerprintExchange> make_side_group_exchange(std::shared_ptr<ProcessGroup> side,
-                                                              std::shared_ptr<Store> store);
+// REQUIRES: mesh connects the group's ranks, with Fingerprint::kRecordBytes records; store as
+// above.
+std::unique_ptr<FingerprintExchange> make_mesh_exchange(std::unique_ptr<RecordMesh> mesh,
+                                                        std::shared_ptr<Store> store);
 
-// A Gloo group over pg's ranks for the exchange, rendezvousing under `tag` in pg's store; null
-// when this build has no Gloo backend. Every rank of pg must call it (it connects the ranks).
-// Throws what the backend's creation throws.
-std::shared_ptr<ProcessGroup> make_side_group(const ProcessGroup& pg, const std::string& tag);
+// A RecordMesh over pg's ranks for the exchange, rendezvousing under `tag` in pg's store and
+// bound where the Gloo device would bind (comm/bind_address.h, from `env`), with pg's timeout.
+// Every rank of pg must call it (it connects the ranks). Throws what RecordMesh::connect throws.
+std::unique_ptr<RecordMesh> make_fingerprint_mesh(const ProcessGroup& pg, const std::string& tag,
+                                                  const Env& env);
 
 }  // namespace collie

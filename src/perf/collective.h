@@ -6,6 +6,7 @@
 // Thread safety: registration happens during static initialization; lookups are read-only.
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,8 +45,12 @@ struct CallArgs {
 };
 
 struct CollectiveDescriptor {
-  std::string name;           // "all_reduce" (also the table's "<name>_perf")
-  OpType op_type;             // for capability checks
+  std::string name;  // "all_reduce" (also the table's "<name>_perf")
+  OpType op_type;    // for capability checks
+  // A second op run() also issues, which the backend must support too (sendrecv: Recv); equal
+  // to op_type when there is none.
+  std::optional<OpType> paired_op = std::nullopt;
+  int min_ranks = 1;          // fewer ranks: the collective is refused with one line
   bool reduces = false;       // takes -o; redop column is "none" otherwise
   bool rooted = false;        // takes -r; root column is -1 otherwise
   bool in_place_api = false;  // the verb is in place only (torch semantics): send is copied

@@ -230,14 +230,15 @@ class Driver {
     const DeviceType dev = dev_.device().type;
     if (d.latency_only) return caps.supports(d.op_type, dev);
     if (d.reduces) return caps.supports(d.op_type, dev, dt, op);
-    if (d.op_type == OpType::Send)
-      return caps.supports(OpType::Send, dev, dt) && caps.supports(OpType::Recv, dev, dt);
+    if (d.paired_op && !caps.supports(*d.paired_op, dev, dt)) return false;
     return caps.supports(d.op_type, dev, dt);
   }
 
   void run_collective(const CollectiveDescriptor& d, int cycle, PerfOutcome& out) {
-    if (d.op_type == OpType::Send && pg_.size() < 2)
-      throw InvalidArgument("sendrecv needs at least 2 ranks (use -np 2 or more)");
+    if (pg_.size() < d.min_ranks) {
+      throw InvalidArgument(fmt::format("{} needs at least {} ranks (use -np {} or more)", d.name,
+                                        d.min_ranks, d.min_ranks));
+    }
     if (sink_) {
       reports::TableHeader h;
       h.collective = d.name;

@@ -6,12 +6,13 @@
 #include <functional>
 #include <thread>
 
-#include "comm/registry.h"
+#include "comm/record_mesh.h"
 #include "comm/rendezvous.h"
+#include "core/env.h"
 #include "core/error.h"
 #include "debug/desync_checking_process_group.h"
-#include "support/fake_backend.h"
 #include "debug/fingerprint_exchange.h"
+#include "support/fake_backend.h"
 
 namespace collie {
 namespace {
@@ -19,8 +20,8 @@ namespace {
 using testing::fake_info;
 using testing::FakeBackend;
 
-// How the collectives' fingerprints travel: the store, or a real Gloo side group (threads).
-enum class Via { Store, SideGroup };
+// How the collectives' fingerprints travel: the store, or a real TCP record mesh (threads).
+enum class Via { Store, Mesh };
 
 // Runs fn(rank, pg) on `n` threads; returns each rank's error text ("" = no error).
 std::vector<std::string> run_ranks(Via via, int n, Millis timeout, uint64_t sample,
@@ -32,15 +33,17 @@ std::vector<std::string> run_ranks(Via via, int n, Millis timeout, uint64_t samp
     ts.emplace_back([&, r] {
       try {
         auto backend = std::make_shared<FakeBackend>(fake_info(r, n, store, timeout));
-        auto side = via == Via::SideGroup ? make_side_group(*backend, "desync_side") : nullptr;
+        auto mesh = via == Via::Mesh
+                        ? make_fingerprint_mesh(*backend, "desync_mesh", Env::process())
+                        : nullptr;
         auto pg =
-            std::make_shared<DesyncCheckingProcessGroup>(backend, sample, nullptr, std::move(side));
+            std::make_shared<DesyncCheckingProcessGroup>(backend, sample, nullptr, std::move(mesh));
         try {
           fn(r, *pg);
         } catch (const DesyncError& e) {
           errors[r] = e.what();
         }
-        // As real ranks do before closing: nobody tears its side group down while a peer still
+        // As real ranks do before closing: nobody tears its mesh down while a peer still
         // connects or reads from it.
         store_barrier(*store, "desync_test_exit", r, n, Millis(10000));
       } catch (const std::exception& e) {
@@ -52,14 +55,9 @@ std::vector<std::string> run_ranks(Via via, int n, Millis timeout, uint64_t samp
   return errors;
 }
 
-void PrintTo(Via v, std::ostream* os) { *os << (v == Via::Store ? "store" : "side group"); }
+void PrintTo(Via v, std::ostream* os) { *os << (v == Via::Store ? "store" : "mesh"); }
 
-class DesyncCheck : public ::testing::TestWithParam<Via> {
- protected:
-  void SetUp() override {
-    if (GetParam() == Via::SideGroup && !find_backend("gloo")) GTEST_SKIP() << "no gloo backend";
-  }
-};
+class DesyncCheck : public ::testing::TestWithParam<Via> {};
 
 TensorView view(std::vector<float>& v) {
   return TensorView::cpu(v.data(), v.size(), DType::Float32);
@@ -176,7 +174,7 @@ TEST_P(DesyncCheck, AllToAllSplitsMismatchNamesThePairOnBothOfItsRanks) {
               std::string::npos)
         << "rank " << r << ": " << errs[r];
   }
-  // The store shows rank 2 every pair; the side group only its own pairs, which agree.
+  // The store shows rank 2 every pair; the mesh only its own pairs, which agree.
   if (GetParam() == Via::Store) {
     EXPECT_NE(errs[2], "");
   } else {
@@ -184,9 +182,9 @@ TEST_P(DesyncCheck, AllToAllSplitsMismatchNamesThePairOnBothOfItsRanks) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Exchange, DesyncCheck, ::testing::Values(Via::Store, Via::SideGroup),
+INSTANTIATE_TEST_SUITE_P(Exchange, DesyncCheck, ::testing::Values(Via::Store, Via::Mesh),
                          [](const auto& info) {
-                           return info.param == Via::Store ? "Store" : "SideGroup";
+                           return info.param == Via::Store ? "Store" : "Mesh";
                          });
 
 }  // namespace

@@ -3,12 +3,15 @@
 //   raw        the backend itself (no wrapper)
 //   OFF        the always-on tracing wrapper (flight recorder, watchdog, metrics)
 //   INFO       the same stack with the debug level set to INFO at run time
-//   DETAIL     desync checks under tracing, fingerprints on a side Gloo group (the default)
+//   DETAIL     desync checks under tracing, fingerprints over a TCP record mesh (the default)
 //   DETAIL/16  the same on every 16th op (COLLIE_DESYNC_SAMPLE=16)
-//   DET/store  desync checks with fingerprints through the store (the fallback without Gloo)
+//   DET/store  desync checks with fingerprints through the store (the fallback)
+//   DET/a2a    desync checks with fingerprints as an all_to_all on a side Gloo group (the
+//              transport DETAIL used before the record mesh), for comparison in the same run
 // Modes run in short blocks in an order that rotates every round, so this shared machine's noise
-// falls on all of them alike; each ratio is the median over rounds of the two modes' block times
-// in the same round. Run through scripts/bench/detail_overhead.sh.
+// falls on all of them alike. Every op is timed on its own (rank 0's call to completion); each
+// mode's p50 and p90 are over all its samples, and the ratios compare those percentiles.
+// Run through scripts/bench/detail_overhead.sh.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -17,13 +20,17 @@
 #include <fstream>
 #include <vector>
 
+#include "comm/record_mesh.h"
+#include "comm/registry.h"
 #include "comm/wrapper.h"
-#include "core/stats.h"
+#include "core/env.h"
 #include "core/log.h"
+#include "core/stats.h"
 #include "debug/desync_checking_process_group.h"
-#include "support/fake_backend.h"
+#include "debug/fingerprint_exchange.h"
 #include "metrics/tracing_process_group.h"
 #include "store/prefix_store.h"
+#include "support/fake_backend.h"
 #include "support/multiprocess.h"
 
 namespace {
@@ -34,8 +41,64 @@ struct Size {
   size_t bytes;
   int iters;  // per block
 };
-const std::vector<Size> kSizes = {{8, 1000}, {64 << 10, 100}, {16 << 20, 3}};
-const std::vector<std::string> kModes = {"raw", "OFF", "INFO", "DETAIL", "DETAIL/16", "DET/store"};
+const std::vector<Size> kSizes = {{8, 1000}, {64 << 10, 100}, {1 << 20, 20}, {16 << 20, 3}};
+const std::vector<std::string> kModes = {"raw",       "OFF",       "INFO",   "DETAIL",
+                                         "DETAIL/16", "DET/store", "DET/a2a"};
+
+// Fingerprints as one all_to_all of fixed-size records on a Gloo group beside the measured one.
+class GlooAllToAllExchange : public FingerprintExchange {
+ public:
+  explicit GlooAllToAllExchange(std::shared_ptr<ProcessGroup> side) : side_(std::move(side)) {}
+  Gathered exchange(const Fingerprint& mine, Millis timeout) override {
+    const int n = side_->size(), me = side_->rank();
+    const size_t bytes = static_cast<size_t>(n) * Fingerprint::kRecordBytes;
+    send_.resize(bytes);
+    recv_.resize(bytes);
+    mine.encode_records(n, send_.data());
+    AllToAllOptions o;
+    o.timeout = timeout;
+    side_
+        ->all_to_all(TensorView::cpu(send_.data(), bytes, DType::UInt8),
+                     TensorView::cpu(recv_.data(), bytes, DType::UInt8), o)
+        ->wait();
+    Gathered g;
+    g.splits_pairs_of = me;
+    g.fps.resize(static_cast<size_t>(n));
+    for (int r = 0; r < n; ++r) {
+      g.fps[r] =
+          r == me ? mine
+                  : Fingerprint::decode_record(
+                        recv_.data() + static_cast<size_t>(r) * Fingerprint::kRecordBytes, me, n);
+    }
+    return g;
+  }
+
+ private:
+  std::shared_ptr<ProcessGroup> side_;
+  std::vector<uint8_t> send_, recv_;
+};
+
+std::shared_ptr<ProcessGroup> gloo_side_group(const ProcessGroup& pg, const std::string& tag) {
+  BackendArgs a;
+  a.info = pg.info();
+  a.info.backend = "gloo";
+  a.info.name = pg.info().name + "/" + tag;
+  a.info.store = std::make_shared<PrefixStore>(tag, pg.info().store);
+  return find_backend("gloo")->create(a);
+}
+
+// Runs `iters` all_reduces, appending each one's time in us to `out`.
+void sample_ops(ProcessGroup& pg, std::vector<float>& buf, size_t count, int iters,
+                std::vector<double>& out) {
+  TensorView t = TensorView::cpu(buf.data(), count, DType::Float32);
+  for (int i = 0; i < iters; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    pg.all_reduce(t)->wait();
+    out.push_back(
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
+            .count());
+  }
+}
 
 double per_op_us(ProcessGroup& pg, std::vector<float>& buf, size_t count, int iters) {
   TensorView t = TensorView::cpu(buf.data(), count, DType::Float32);
@@ -46,65 +109,72 @@ double per_op_us(ProcessGroup& pg, std::vector<float>& buf, size_t count, int it
   return us.count() / iters;
 }
 
-// One line per size on rank 0: bytes, then per mode its median block time, then per mode the
-// median of its per-round ratio to raw, then DETAIL/OFF and DETAIL16/OFF likewise.
+// One line per size on rank 0: bytes, then per mode its p50, then per mode its p90, then the
+// DETAIL modes' p50 and p90 ratios to OFF.
 std::string measure(testing::RankContext& ctx, int rounds) {
   // ctx.pg is tracing over the backend (COLLIE_DEBUG=OFF); the other stacks share that backend.
   ProcessGroup& backend = backend_of(*ctx.pg);
   std::shared_ptr<ProcessGroup> raw(ctx.pg, &backend);  // aliases ctx.pg's ownership
   auto store = ctx.pg->info().store;
   // Built as the "desync" wrapper builds DETAIL groups; each checker gets its own namespace.
-  auto checked = [&](uint64_t sample, const std::string& tag, bool side) {
+  auto checked = [&](uint64_t sample, const std::string& tag, bool mesh) {
     return std::make_shared<TracingProcessGroup>(std::make_shared<DesyncCheckingProcessGroup>(
         raw, sample, std::make_shared<PrefixStore>(tag, store),
-        side ? make_side_group(*raw, tag + "_side") : nullptr));
+        mesh ? make_fingerprint_mesh(*raw, tag + "_mesh", Env::process()) : nullptr));
   };
   auto detail = checked(1, "bench_detail", true);
   auto detail16 = checked(16, "bench_detail16", true);
   auto detail_store = checked(1, "bench_detail_store", false);
-  ProcessGroup* stacks[] = {raw.get(),    ctx.pg.get(),   ctx.pg.get(),
-                            detail.get(), detail16.get(), detail_store.get()};
+  auto detail_a2a =
+      std::make_shared<TracingProcessGroup>(std::make_shared<DesyncCheckingProcessGroup>(
+          raw, 1, std::make_shared<PrefixStore>("bench_detail_a2a", store),
+          std::make_unique<GlooAllToAllExchange>(gloo_side_group(*raw, "bench_a2a_side"))));
+  ProcessGroup* stacks[] = {raw.get(),      ctx.pg.get(),       ctx.pg.get(),    detail.get(),
+                            detail16.get(), detail_store.get(), detail_a2a.get()};
   const size_t nm = kModes.size();
 
   std::vector<float> buf((16 << 20) / sizeof(float), 1.0f);
   std::string out;
   for (const Size& s : kSizes) {
     const size_t count = std::max<size_t>(1, s.bytes / sizeof(float));
-    std::vector<std::vector<double>> times(nm);
+    std::vector<std::vector<double>> samples(nm);
+    std::vector<double> warm;
     for (int round = -1; round < rounds; ++round) {  // round -1 warms every stack up
       for (size_t k = 0; k < nm; ++k) {
         const size_t m = (k + static_cast<size_t>(round + 1)) % nm;
         set_debug_level(kModes[m] == "INFO" ? DebugLevel::Info : DebugLevel::Off);
-        const double us = per_op_us(*stacks[m], buf, count, s.iters);
-        if (round >= 0) times[m].push_back(us);
+        sample_ops(*stacks[m], buf, count, s.iters, round >= 0 ? samples[m] : warm);
       }
     }
-    auto ratio = [&](size_t a, size_t b) {
-      std::vector<double> r;
-      for (int i = 0; i < rounds; ++i) r.push_back(times[a][i] / times[b][i]);
-      return median(r);
-    };
+    std::vector<double> p50(nm), p90(nm);
+    for (size_t m = 0; m < nm; ++m) {
+      p50[m] = percentile(samples[m], 0.5);
+      p90[m] = percentile(samples[m], 0.9);
+    }
     out += fmt::format("{}", s.bytes);
-    for (size_t m = 0; m < nm; ++m) out += fmt::format(" {}", median(times[m]));
-    for (size_t m = 1; m < nm; ++m) out += fmt::format(" {}", ratio(m, 0));
-    out += fmt::format(" {} {} {}\n", ratio(3, 1), ratio(4, 1), ratio(5, 1));
+    for (size_t m = 0; m < nm; ++m) out += fmt::format(" {}", p50[m]);
+    for (size_t m = 0; m < nm; ++m) out += fmt::format(" {}", p90[m]);
+    for (size_t m = 3; m < nm; ++m) out += fmt::format(" {} {}", p50[m] / p50[1], p90[m] / p90[1]);
+    out += "\n";
   }
   return out;
 }
 
 // Tracing cost alone, without network noise: an 8-element all_reduce on a backend that completes
-// at once, raw vs wrapped by the always-on TracingProcessGroup (flight recorder + watchdog).
+// at once (median of interleaved repetitions of 200000 ops), raw vs wrapped by the always-on
+// TracingProcessGroup (flight recorder + watchdog).
 double tracing_only(int reps) {
   auto backend = std::make_shared<testing::FakeBackend>(
       testing::fake_info(0, 2, std::make_shared<HashStore>(), Millis(60000)));
   auto traced = std::make_shared<TracingProcessGroup>(backend);
   std::vector<float> buf(8);
   const int iters = 200000;
-  double raw = 1e30, wrapped = 1e30;
+  std::vector<double> raws, wrappeds;  // interleaved repetitions; their medians are compared
   for (int r = 0; r < reps; ++r) {
-    raw = std::min(raw, per_op_us(*backend, buf, buf.size(), iters));
-    wrapped = std::min(wrapped, per_op_us(*traced, buf, buf.size(), iters));
+    raws.push_back(per_op_us(*backend, buf, buf.size(), iters));
+    wrappeds.push_back(per_op_us(*traced, buf, buf.size(), iters));
   }
+  const double raw = median(raws), wrapped = median(wrappeds);
   std::printf("# tracing layer alone (in-process backend that completes at once), per op:\n");
   std::printf("#   raw %.3f us, traced %.3f us, overhead %.3f us\n", raw, wrapped, wrapped - raw);
   return wrapped - raw;
@@ -138,29 +208,33 @@ int main(int argc, char** argv) {
   }
   std::printf(
       "# all_reduce float32 on gloo, %d processes over loopback, all modes in the same processes;\n"
-      "# per-op time in us (median of %d blocks per mode, modes interleaved);\n"
-      "# ratios: median over rounds of the per-round ratio (same round, same noise)\n",
+      "# per-op samples on rank 0 (each op timed from call to completion), %d interleaved rounds\n"
+      "# of blocks per mode; p50/p90 in us over all of a mode's samples\n",
       np, rounds);
-  // Columns: bytes, per-mode medians (kModes order), each mode's ratio to raw, and the DETAIL
-  // modes' ratios to OFF.
+  const size_t nm = kModes.size();
   std::printf("%10s", "bytes");
-  for (const auto& m : kModes) std::printf(" %10s", m.c_str());
+  for (const auto& m : kModes) std::printf(" %10s", ("p50 " + m).c_str());
   std::printf(" |");
-  for (size_t m = 1; m < kModes.size(); ++m) std::printf(" %10s", (kModes[m] + "/raw").c_str());
+  for (const auto& m : kModes) std::printf(" %10s", ("p90 " + m).c_str());
   std::printf(" |");
-  for (size_t m = 3; m < kModes.size(); ++m) std::printf(" %10s", (kModes[m] + "/OFF").c_str());
+  for (size_t m = 3; m < nm; ++m) {
+    std::printf(" %14s %14s", (kModes[m] + "/OFF p50").c_str(), (kModes[m] + "/OFF p90").c_str());
+  }
   std::printf("\n");
   std::ifstream f(out_file);
   size_t bytes;
-  const size_t nm = kModes.size(), nv = nm + (nm - 1) + (nm - 3);
-  std::vector<double> v(nv);
+  std::vector<double> v(2 * nm + 2 * (nm - 3));
   std::vector<std::pair<size_t, double>> raw_us;
   while (f >> bytes) {
     for (double& x : v) f >> x;
     std::printf("%10zu", bytes);
-    for (size_t i = 0; i < nv; ++i) {
-      if (i == nm || i == 2 * nm - 1) std::printf(" |");
-      std::printf(i < nm ? " %10.2f" : " %10.3f", v[i]);
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (i == nm || i == 2 * nm) std::printf(" |");
+      if (i < 2 * nm) {
+        std::printf(" %10.2f", v[i]);
+      } else {
+        std::printf(" %14.3f", v[i]);
+      }
     }
     std::printf("\n");
     raw_us.emplace_back(bytes, v[0]);
@@ -168,7 +242,7 @@ int main(int argc, char** argv) {
   std::remove(out_file.c_str());
   // OFF/raw above carries this machine's noise; the tracing layer's own cost, measured without a
   // network (after the ranks ended: the harness forks before any thread), bounds it directly.
-  const double trace_us = tracing_only(3);
+  const double trace_us = tracing_only(5);
   for (const auto& [b, raw] : raw_us) {
     std::printf("#   tracing cost at %zu B: %.3f us of %.2f us raw = %.3f %%\n", b, trace_us, raw,
                 100 * trace_us / raw);

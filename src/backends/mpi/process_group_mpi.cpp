@@ -3,20 +3,18 @@
 #include <fmt/format.h>
 
 #include <chrono>
-#include <climits>
 #include <cstdio>
-#include <cstring>
 #include <functional>
 #include <numeric>
 #include <thread>
 
+#include "backends/mpi/mpi_collectives.h"
 #include "backends/mpi/mpi_runtime.h"
 #include "backends/mpi/mpi_work.h"
 #include "comm/rendezvous.h"
 #include "core/error.h"
 #include "core/exit_codes.h"
 #include "core/log.h"
-#include "core/reduce_kernel.h"
 
 namespace collie::mpi {
 namespace {
@@ -35,16 +33,6 @@ bool test_until(MPI_Request& req, Clock::time_point deadline) {
     if ((i & 255) == 0 && Clock::now() >= deadline) return false;
     std::this_thread::yield();
   }
-}
-
-
-int checked_count(size_t n, const MpiWork& w) {
-  if (n > static_cast<size_t>(INT_MAX)) {
-    throw InvalidArgument(fmt::format(
-        "{}: {} elements exceed MPI's int count limit ({}); split the buffer into smaller ops",
-        w.label(), n, INT_MAX));
-  }
-  return static_cast<int>(n);
 }
 
 }  // namespace
@@ -185,157 +173,19 @@ void ProcessGroupMPI::expire(OpType op, uint64_t seq, Millis timeout) {
   std::_Exit(kExitTimeout);  // MPI_Abort does not return; this keeps [[noreturn]] honest
 }
 
-// Each case issues the non-blocking call when `req` is set, else the blocking one.
+// Issues the op's MPI call (backends/mpi/mpi_collectives.h): non-blocking when `req` is set.
 void ProcessGroupMPI::start(const OpCall& c, MpiWork& w, MPI_Request* req) {
   Runtime& rt = Runtime::get();
-  const TensorView& t = c.input.data ? c.input : c.output;
-  const DType d = t.dtype;
-  const MPI_Datatype dt = rt.datatype(d);
+  const DType d = (c.input.data ? c.input : c.output).dtype;
   const MPI_Op op = has_reduce_op(c.type) ? rt.op(c.reduce_op, d) : MPI_OP_NULL;
-  const int n = size();
-  const bool root = rank() == c.root;
-
-  // PreMulSum sums factor * input; scale a copy unless the input is also the output.
-  auto premul_source = [&](const TensorView& in, bool in_place) -> const void* {
-    if (!has_reduce_op(c.type) || c.reduce_op != ReduceOp::PreMulSum) return in.data;
-    if (in_place) {
-      scale(in.data, in.numel, d, c.premul_factor);
-      return in.data;
-    }
-    w.scratch.resize(in.nbytes());
-    if (in.numel > 0) std::memcpy(w.scratch.data(), in.data, in.nbytes());
-    scale(w.scratch.data(), in.numel, d, c.premul_factor);
-    return w.scratch.data();
-  };
-  auto avg_on = [&](const TensorView& out) {
-    if (c.reduce_op == ReduceOp::Avg) {
-      w.finish = [out, d, n] { divide(out.data, out.numel, d, n); };
-    }
-  };
-
-  int rc = MPI_SUCCESS;
-  const char* fn = "";
+  const MpiOpArgs args{c, w, req, comm_, d, rt.datatype(d), op, size(), rank() == c.root};
   auto lk = rt.lock();
-  switch (c.type) {
-    case OpType::Send: {
-      fn = "send";
-      const int cnt = checked_count(c.input.numel, w);
-      rc = req ? MPI_Isend(c.input.data, cnt, dt, c.peer, c.tag, comm_, req)
-               : MPI_Send(c.input.data, cnt, dt, c.peer, c.tag, comm_);
-      break;
-    }
-    case OpType::Recv: {
-      fn = "recv";
-      const int cnt = checked_count(c.output.numel, w);
-      rc = req ? MPI_Irecv(c.output.data, cnt, dt, c.peer, c.tag, comm_, req)
-               : MPI_Recv(c.output.data, cnt, dt, c.peer, c.tag, comm_, MPI_STATUS_IGNORE);
-      break;
-    }
-    case OpType::Broadcast: {
-      fn = "bcast";
-      const int cnt = checked_count(c.input.numel, w);
-      rc = req ? MPI_Ibcast(c.input.data, cnt, dt, c.root, comm_, req)
-               : MPI_Bcast(c.input.data, cnt, dt, c.root, comm_);
-      break;
-    }
-    case OpType::AllReduce: {
-      fn = "allreduce";
-      const int cnt = checked_count(c.input.numel, w);
-      premul_source(c.input, true);
-      avg_on(c.input);
-      rc = req ? MPI_Iallreduce(MPI_IN_PLACE, c.input.data, cnt, dt, op, comm_, req)
-               : MPI_Allreduce(MPI_IN_PLACE, c.input.data, cnt, dt, op, comm_);
-      break;
-    }
-    case OpType::Reduce: {
-      fn = "reduce";
-      const int cnt = checked_count(c.input.numel, w);
-      if (root) avg_on(c.input);
-      const void* src = root ? MPI_IN_PLACE : premul_source(c.input, false);
-      if (root) premul_source(c.input, true);
-      void* dst = root ? c.input.data : nullptr;
-      rc = req ? MPI_Ireduce(src, dst, cnt, dt, op, c.root, comm_, req)
-               : MPI_Reduce(src, dst, cnt, dt, op, c.root, comm_);
-      break;
-    }
-    case OpType::AllGather: {
-      fn = "allgather";
-      const int cnt = checked_count(c.input.numel, w);
-      checked_count(c.output.numel, w);
-      rc = req ? MPI_Iallgather(c.input.data, cnt, dt, c.output.data, cnt, dt, comm_, req)
-               : MPI_Allgather(c.input.data, cnt, dt, c.output.data, cnt, dt, comm_);
-      break;
-    }
-    case OpType::Gather: {
-      fn = "gather";
-      const int cnt = checked_count(c.input.numel, w);
-      if (root) checked_count(c.output.numel, w);
-      void* out = root ? c.output.data : nullptr;
-      rc = req ? MPI_Igather(c.input.data, cnt, dt, out, cnt, dt, c.root, comm_, req)
-               : MPI_Gather(c.input.data, cnt, dt, out, cnt, dt, c.root, comm_);
-      break;
-    }
-    case OpType::Scatter: {
-      fn = "scatter";
-      const int cnt = checked_count(c.output.numel, w);
-      if (root) checked_count(c.input.numel, w);
-      const void* in = root ? c.input.data : nullptr;
-      rc = req ? MPI_Iscatter(in, cnt, dt, c.output.data, cnt, dt, c.root, comm_, req)
-               : MPI_Scatter(in, cnt, dt, c.output.data, cnt, dt, c.root, comm_);
-      break;
-    }
-    case OpType::ReduceScatter: {
-      fn = "reduce_scatter_block";
-      checked_count(c.input.numel, w);
-      const int cnt = checked_count(c.output.numel, w);
-      avg_on(c.output);
-      const void* src = premul_source(c.input, false);
-      rc = req ? MPI_Ireduce_scatter_block(src, c.output.data, cnt, dt, op, comm_, req)
-               : MPI_Reduce_scatter_block(src, c.output.data, cnt, dt, op, comm_);
-      break;
-    }
-    case OpType::AllToAll: {
-      checked_count(c.input.numel, w);
-      checked_count(c.output.numel, w);
-      if (c.input_splits.empty()) {
-        fn = "alltoall";
-        const int cnt = static_cast<int>(c.input.numel / static_cast<size_t>(n));
-        // In place (one buffer for both): MPI forbids aliased send/receive buffers.
-        const void* src = c.input.data == c.output.data ? MPI_IN_PLACE : c.input.data;
-        rc = req ? MPI_Ialltoall(src, cnt, dt, c.output.data, cnt, dt, comm_, req)
-                 : MPI_Alltoall(src, cnt, dt, c.output.data, cnt, dt, comm_);
-        break;
-      }
-      fn = "alltoallv";
-      // Layout: send counts, send displacements, recv counts, recv displacements.
-      w.counts.assign(4 * static_cast<size_t>(n), 0);
-      int* sc = w.counts.data();
-      int* sd = sc + n;
-      int* rcnt = sd + n;
-      int* rd = rcnt + n;
-      for (int i = 0; i < n; ++i) {
-        sc[i] = static_cast<int>(c.input_splits[i]);
-        rcnt[i] = static_cast<int>(c.output_splits[i]);
-        if (i > 0) {
-          sd[i] = sd[i - 1] + sc[i - 1];
-          rd[i] = rd[i - 1] + rcnt[i - 1];
-        }
-      }
-      rc = req ? MPI_Ialltoallv(c.input.data, sc, sd, dt, c.output.data, rcnt, rd, dt, comm_, req)
-               : MPI_Alltoallv(c.input.data, sc, sd, dt, c.output.data, rcnt, rd, dt, comm_);
-      break;
-    }
-    case OpType::Barrier: {
-      fn = "barrier";
-      rc = req ? MPI_Ibarrier(comm_, req) : MPI_Barrier(comm_);
-      break;
-    }
-  }
-  if (rc != MPI_SUCCESS) {
-    throw BackendError(
-        fmt::format("{}: MPI {} ({}) failed: {}; check that every rank passed "
-                    "matching counts and roots",
-                    w.label(), fn, req ? "non-blocking" : "blocking", error_string(rc)));
+  const MpiIssued issued = mpi_issue(args);
+  if (issued.rc != MPI_SUCCESS) {
+    throw BackendError(fmt::format(
+        "{}: MPI {} ({}) failed: {}; check that every rank passed "
+        "matching counts and roots",
+        w.label(), issued.function, req ? "non-blocking" : "blocking", error_string(issued.rc)));
   }
 }
 

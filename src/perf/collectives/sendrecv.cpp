@@ -37,6 +37,8 @@ std::vector<std::shared_ptr<Work>> run(ProcessGroup& pg, const CallArgs& a) {
 
 COLLIE_PERF_COLLECTIVE(CollectiveDescriptor{.name = "sendrecv",
                                             .op_type = OpType::Send,
+                                            .paired_op = OpType::Recv,
+                                            .min_ranks = 2,
                                             .in_place_unchecked = true,
                                             .in_place_staging = true,
                                             .layout = layout,
