@@ -2,31 +2,17 @@
 
 #include <string>
 
+#include "core/dtype_visit.h"
+
 namespace collie {
 
 size_t dtype_size(DType d) {
-  switch (d) {
-    case DType::Int8:
-    case DType::UInt8:
-      return 1;
-    case DType::Float16:
-    case DType::BFloat16:
-      return 2;
-    case DType::Int32:
-    case DType::UInt32:
-    case DType::Float32:
-      return 4;
-    case DType::Int64:
-    case DType::UInt64:
-    case DType::Float64:
-      return 8;
-  }
-  return 0;
+  if (static_cast<uint8_t>(d) > static_cast<uint8_t>(DType::Float64)) return 0;  // not a DType
+  return visit_dtype(d, [](auto tag) { return sizeof(typename decltype(tag)::type); });
 }
 
 bool is_floating(DType d) {
-  return d == DType::Float16 || d == DType::BFloat16 || d == DType::Float32 ||
-         d == DType::Float64;
+  return d == DType::Float16 || d == DType::BFloat16 || d == DType::Float32 || d == DType::Float64;
 }
 
 bool is_signed(DType d) {
@@ -35,26 +21,40 @@ bool is_signed(DType d) {
 
 std::string_view dtype_name(DType d) {
   switch (d) {
-    case DType::Int8: return "int8";
-    case DType::UInt8: return "uint8";
-    case DType::Int32: return "int32";
-    case DType::UInt32: return "uint32";
-    case DType::Int64: return "int64";
-    case DType::UInt64: return "uint64";
-    case DType::Float16: return "float16";
-    case DType::BFloat16: return "bfloat16";
-    case DType::Float32: return "float32";
-    case DType::Float64: return "float64";
+    case DType::Int8:
+      return "int8";
+    case DType::UInt8:
+      return "uint8";
+    case DType::Int32:
+      return "int32";
+    case DType::UInt32:
+      return "uint32";
+    case DType::Int64:
+      return "int64";
+    case DType::UInt64:
+      return "uint64";
+    case DType::Float16:
+      return "float16";
+    case DType::BFloat16:
+      return "bfloat16";
+    case DType::Float32:
+      return "float32";
+    case DType::Float64:
+      return "float64";
   }
   return "?";
 }
 
 std::string_view nccl_tests_name(DType d) {
   switch (d) {
-    case DType::Float16: return "half";
-    case DType::Float32: return "float";
-    case DType::Float64: return "double";
-    default: return dtype_name(d);
+    case DType::Float16:
+      return "half";
+    case DType::Float32:
+      return "float";
+    case DType::Float64:
+      return "double";
+    default:
+      return dtype_name(d);
   }
 }
 

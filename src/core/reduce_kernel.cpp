@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 
+#include "core/dtype_visit.h"
 #include "core/error.h"
 #include "core/half.h"
 
@@ -61,10 +62,18 @@ void reduce_half(void* acc, const void* in, size_t n, ReduceOp op) {
   for (size_t i = 0; i < n; ++i) {
     float x = a[i].to_float(), y = b[i].to_float(), r;
     switch (op) {
-      case ReduceOp::Prod: r = x * y; break;
-      case ReduceOp::Min: r = std::min(x, y); break;
-      case ReduceOp::Max: r = std::max(x, y); break;
-      default: r = x + y; break;
+      case ReduceOp::Prod:
+        r = x * y;
+        break;
+      case ReduceOp::Min:
+        r = std::min(x, y);
+        break;
+      case ReduceOp::Max:
+        r = std::max(x, y);
+        break;
+      default:
+        r = x + y;
+        break;
     }
     a[i] = H::from_float(r);
   }
@@ -97,48 +106,36 @@ void divide_half(void* buf, size_t n, int64_t k) {
 }  // namespace
 
 void reduce_into(void* acc, const void* in, size_t n, DType d, ReduceOp op) {
-  switch (d) {
-    case DType::Int8: return reduce_typed<int8_t>(acc, in, n, op);
-    case DType::UInt8: return reduce_typed<uint8_t>(acc, in, n, op);
-    case DType::Int32: return reduce_typed<int32_t>(acc, in, n, op);
-    case DType::UInt32: return reduce_typed<uint32_t>(acc, in, n, op);
-    case DType::Int64: return reduce_typed<int64_t>(acc, in, n, op);
-    case DType::UInt64: return reduce_typed<uint64_t>(acc, in, n, op);
-    case DType::Float16: return reduce_half<Half>(acc, in, n, op);
-    case DType::BFloat16: return reduce_half<BFloat16>(acc, in, n, op);
-    case DType::Float32: return reduce_typed<float>(acc, in, n, op);
-    case DType::Float64: return reduce_typed<double>(acc, in, n, op);
-  }
+  visit_dtype(d, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (is_half_type_v<T>) {
+      reduce_half<T>(acc, in, n, op);
+    } else {
+      reduce_typed<T>(acc, in, n, op);
+    }
+  });
 }
 
 void scale(void* buf, size_t n, DType d, double factor) {
-  switch (d) {
-    case DType::Int8: return scale_typed<int8_t>(buf, n, factor);
-    case DType::UInt8: return scale_typed<uint8_t>(buf, n, factor);
-    case DType::Int32: return scale_typed<int32_t>(buf, n, factor);
-    case DType::UInt32: return scale_typed<uint32_t>(buf, n, factor);
-    case DType::Int64: return scale_typed<int64_t>(buf, n, factor);
-    case DType::UInt64: return scale_typed<uint64_t>(buf, n, factor);
-    case DType::Float16: return scale_half<Half>(buf, n, factor);
-    case DType::BFloat16: return scale_half<BFloat16>(buf, n, factor);
-    case DType::Float32: return scale_typed<float>(buf, n, factor);
-    case DType::Float64: return scale_typed<double>(buf, n, factor);
-  }
+  visit_dtype(d, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (is_half_type_v<T>) {
+      scale_half<T>(buf, n, factor);
+    } else {
+      scale_typed<T>(buf, n, factor);
+    }
+  });
 }
 
 void divide(void* buf, size_t n, DType d, int64_t k) {
-  switch (d) {
-    case DType::Int8: return divide_typed<int8_t>(buf, n, k);
-    case DType::UInt8: return divide_typed<uint8_t>(buf, n, k);
-    case DType::Int32: return divide_typed<int32_t>(buf, n, k);
-    case DType::UInt32: return divide_typed<uint32_t>(buf, n, k);
-    case DType::Int64: return divide_typed<int64_t>(buf, n, k);
-    case DType::UInt64: return divide_typed<uint64_t>(buf, n, k);
-    case DType::Float16: return divide_half<Half>(buf, n, k);
-    case DType::BFloat16: return divide_half<BFloat16>(buf, n, k);
-    case DType::Float32: return divide_typed<float>(buf, n, k);
-    case DType::Float64: return divide_typed<double>(buf, n, k);
-  }
+  visit_dtype(d, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (is_half_type_v<T>) {
+      divide_half<T>(buf, n, k);
+    } else {
+      divide_typed<T>(buf, n, k);
+    }
+  });
 }
 
 }  // namespace collie

@@ -79,16 +79,7 @@ class MeshExchange : public FingerprintExchange {
           count_, e.what());
       return through_store(mine, timeout, start);
     }
-    Gathered g;
-    g.splits_pairs_of = me;
-    g.fps.resize(static_cast<size_t>(n));
-    for (int r = 0; r < n; ++r) {
-      g.fps[r] =
-          r == me ? mine
-                  : Fingerprint::decode_record(
-                        recv_.data() + static_cast<size_t>(r) * Fingerprint::kRecordBytes, me, n);
-    }
-    return g;
+    return gathered_from_records(mine, recv_.data(), n, me);
   }
 
   void shutdown() override { mesh_->close(); }
@@ -128,6 +119,18 @@ class MeshExchange : public FingerprintExchange {
 };
 
 }  // namespace
+
+FingerprintExchange::Gathered gathered_from_records(const Fingerprint& mine,
+                                                    const uint8_t* records, int n, int me) {
+  FingerprintExchange::Gathered g;
+  g.splits_pairs_of = me;
+  g.fps.resize(static_cast<size_t>(n));
+  for (int r = 0; r < n; ++r) {
+    const uint8_t* rec = records + static_cast<size_t>(r) * Fingerprint::kRecordBytes;
+    g.fps[r] = r == me ? mine : Fingerprint::decode_record(rec, me, n);
+  }
+  return g;
+}
 
 std::unique_ptr<FingerprintExchange> make_store_exchange(std::shared_ptr<Store> store, int rank,
                                                          int size) {

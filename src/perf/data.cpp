@@ -4,6 +4,7 @@
 #include <cstring>
 #include <vector>
 
+#include "core/dtype_visit.h"
 #include "core/half.h"
 #include "core/reduce_kernel.h"
 
@@ -33,36 +34,15 @@ uint64_t exact_limit(DType d) {
   }
 }
 
-template <typename T>
-void store_as(void* buf, size_t i, uint32_t v) {
-  static_cast<T*>(buf)[i] = static_cast<T>(v);
-}
-
 void store(void* buf, size_t i, uint32_t v, DType d) {
-  switch (d) {
-    case DType::Int8:
-      return store_as<int8_t>(buf, i, v);
-    case DType::UInt8:
-      return store_as<uint8_t>(buf, i, v);
-    case DType::Int32:
-      return store_as<int32_t>(buf, i, v);
-    case DType::UInt32:
-      return store_as<uint32_t>(buf, i, v);
-    case DType::Int64:
-      return store_as<int64_t>(buf, i, v);
-    case DType::UInt64:
-      return store_as<uint64_t>(buf, i, v);
-    case DType::Float16:
-      static_cast<Half*>(buf)[i] = Half::from_float(static_cast<float>(v));
-      return;
-    case DType::BFloat16:
-      static_cast<BFloat16*>(buf)[i] = BFloat16::from_float(static_cast<float>(v));
-      return;
-    case DType::Float32:
-      return store_as<float>(buf, i, v);
-    case DType::Float64:
-      return store_as<double>(buf, i, v);
-  }
+  visit_dtype(d, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (is_half_type_v<T>) {
+      static_cast<T*>(buf)[i] = T::from_float(static_cast<float>(v));
+    } else {
+      static_cast<T*>(buf)[i] = static_cast<T>(v);
+    }
+  });
 }
 
 // Signed distance-preserving integer for IEEE bit patterns (ULP distance = difference).

@@ -1,6 +1,8 @@
+#include "core/dtype.h"
+
 #include <gtest/gtest.h>
 
-#include "core/dtype.h"
+#include "core/dtype_visit.h"
 #include "core/half.h"
 #include "core/reduce_op.h"
 
@@ -26,13 +28,39 @@ TEST(ReduceOp, NamesRoundTrip) {
   EXPECT_FALSE(is_bitwise(ReduceOp::Max));
 }
 
+TEST(DType, VisitGivesEachDTypeItsElementType) {
+  for (DType d : kAllDTypes) {
+    const size_t size =
+        visit_dtype(d, [](auto tag) { return sizeof(typename decltype(tag)::type); });
+    EXPECT_EQ(size, d == DType::Float16 || d == DType::BFloat16                      ? 2u
+                    : d == DType::Int8 || d == DType::UInt8                          ? 1u
+                    : d == DType::Int32 || d == DType::UInt32 || d == DType::Float32 ? 4u
+                                                                                     : 8u)
+        << dtype_name(d);
+    const bool floating = visit_dtype(d, [](auto tag) {
+      using T = typename decltype(tag)::type;
+      return is_half_type_v<T> || std::is_floating_point_v<T>;
+    });
+    EXPECT_EQ(floating, is_floating(d)) << dtype_name(d);
+    const bool is_signed_type = visit_dtype(d, [](auto tag) {
+      using T = typename decltype(tag)::type;
+      return is_half_type_v<T> || std::is_signed_v<T>;
+    });
+    EXPECT_EQ(is_signed_type, is_signed(d)) << dtype_name(d);
+  }
+  EXPECT_TRUE(visit_dtype(DType::BFloat16, [](auto tag) {
+    return std::is_same_v<typename decltype(tag)::type, BFloat16>;
+  }));
+  EXPECT_THROW(visit_dtype(static_cast<DType>(200), [](auto) { return 0; }), InvalidArgument);
+  EXPECT_EQ(dtype_size(static_cast<DType>(200)), 0u);
+}
+
 TEST(Half, ExactValuesRoundTrip) {
   for (float f : {0.0f, 1.0f, -2.5f, 65504.0f, 0.000061035156f, 1024.0f, -0.5f}) {
     EXPECT_EQ(Half::from_float(f).to_float(), f) << f;
   }
   // Values with at most 8 significant bits are exact in bfloat16 (its range is float's).
-  for (float f : {0.0f, 1.0f, -2.5f, 0.000061035156f, 1024.0f, -0.5f, 65536.0f, 1.5f,
-                  -255.0f}) {
+  for (float f : {0.0f, 1.0f, -2.5f, 0.000061035156f, 1024.0f, -0.5f, 65536.0f, 1.5f, -255.0f}) {
     EXPECT_EQ(BFloat16::from_float(f).to_float(), f) << f;
   }
   // 65504 needs 11 significant bits: it rounds to the nearest bfloat16 (65536).

@@ -61,16 +61,7 @@ class GlooAllToAllExchange : public FingerprintExchange {
         ->all_to_all(TensorView::cpu(send_.data(), bytes, DType::UInt8),
                      TensorView::cpu(recv_.data(), bytes, DType::UInt8), o)
         ->wait();
-    Gathered g;
-    g.splits_pairs_of = me;
-    g.fps.resize(static_cast<size_t>(n));
-    for (int r = 0; r < n; ++r) {
-      g.fps[r] =
-          r == me ? mine
-                  : Fingerprint::decode_record(
-                        recv_.data() + static_cast<size_t>(r) * Fingerprint::kRecordBytes, me, n);
-    }
-    return g;
+    return gathered_from_records(mine, recv_.data(), n, me);
   }
 
  private:
