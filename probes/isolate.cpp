@@ -292,6 +292,12 @@ void Engine::conclude(Track& t, bool unit, int* named, int* cleared) {
   std::string what;
   if (f.fault == Fault::HostDown || f.fault == Fault::LinkDown) {
     what = "no measurement got through";
+  } else if (vals.empty()) {
+    // Flapping, and every bad one failed: no rate to quote ("0 GB/s, 100% below" read as dead).
+    what = fmt::format(
+        "the bad ones failed (nothing got through), the others were fine against the reference "
+        "{:.4g} GB/s (noise {:.2g} GB/s)",
+        ref, f.noise_gbps);
   } else {
     what = fmt::format("{:.4g} GB/s, {:.0f}% below the reference {:.4g} GB/s (noise {:.2g} GB/s)",
                        f.value_gbps, f.effect * 100, ref, f.noise_gbps);

@@ -282,6 +282,47 @@ TEST(IsolateSim, SmallAndOddClusters) {
   EXPECT_EQ(dead.findings[0].severity, Verdict::Crit);
 }
 
+// A link down in every other measurement *of it*, whichever rounds those fall in: the netns
+// test's cluster (tests/probes/isolate_netns_test.sh flapping_link: 6 hosts, host 2 slow, link
+// 1-4 down in its survey pair and in every other re-measurement after), then the same link
+// among 1024 hosts. Named LINK_FLAPPING, confirmed by the link's own re-measurements, and the
+// slow host HOST_SLOW; nothing else.
+TEST(IsolateSim, ALinkDownInEveryOtherMeasurementOfItIsFlapping) {
+  for (int n : {6, 1024}) {
+    SimCluster c;
+    c.hosts = n;
+    c.rng.seed(n);
+    const auto link = n == 6 ? std::pair<int, int>{1, 4} : survey_pair(n, 0, 300);
+    const int slow = n == 6 ? 2 : 7;
+    ASSERT_TRUE(slow != link.first && slow != link.second);
+    c.slow_hosts[slow] = 0.01;
+    c.flapping_per_use.insert(link);
+    IsolateOptions o;
+    o.thresholds.warn_drop = 0.5;  // the spec's slow_threshold
+    const auto r = isolate(n, o, c.callback());
+    ASSERT_EQ(r.findings.size(), 2u) << n << "\n" << describe(r);
+    const auto* host = find(r, slow);
+    ASSERT_NE(host, nullptr) << describe(r);
+    EXPECT_EQ(host->fault, Fault::HostSlow);
+    EXPECT_EQ(host->severity, Verdict::Crit);
+    EXPECT_EQ(host->confirmations, host->remeasured);
+    const auto* flap = find(r, link.first, link.second);
+    ASSERT_NE(flap, nullptr) << describe(r);
+    EXPECT_EQ(flap->fault, Fault::LinkFlapping);
+    EXPECT_EQ(flap->severity, Verdict::Crit);
+    EXPECT_GE(flap->confirmations, 2);
+    EXPECT_LT(flap->confirmations, flap->remeasured);
+    // The survey caught it down; the re-measurements alternate from there: up, down, up, ...
+    ASSERT_EQ(flap->evidence.size(), 1u + flap->remeasured) << describe(r);
+    EXPECT_TRUE(flap->evidence[0].bad);
+    for (int i = 1; i <= flap->remeasured; ++i) EXPECT_EQ(flap->evidence[i].bad, i % 2 == 0) << i;
+    // Every bad one failed: the reason says so instead of a rate of 0 GB/s.
+    EXPECT_NE(flap->reason.find("failed"), std::string::npos) << flap->reason;
+    EXPECT_EQ(flap->reason.find("100% below"), std::string::npos) << flap->reason;
+    EXPECT_EQ(c.uses[link], 1 + flap->remeasured);
+  }
+}
+
 TEST(Verdicts, ExitCodesAndWorst) {
   EXPECT_EQ(verdict_exit_code(Verdict::Ok), 0);
   EXPECT_EQ(verdict_exit_code(Verdict::Crit), 1);

@@ -28,6 +28,10 @@ struct SimCluster {
   std::map<int, double> slow_hosts;                  // host -> speed factor
   std::map<std::pair<int, int>, double> slow_links;  // (a < b) -> speed factor
   std::set<std::pair<int, int>> flapping;            // down in every other round, from round 1
+  // Down in every other measurement *of the link* (its 1st, 3rd, ...), whichever rounds those
+  // are: the netns test's flapping link (tests/probes/isolate_netns_test.sh flapping_link).
+  std::set<std::pair<int, int>> flapping_per_use;
+  std::map<std::pair<int, int>, int> uses;  // measurements of each flapping_per_use link
   std::map<int, double> latency_us;                  // host -> one-way latency (default 5)
   std::set<int> burst_rounds;  // rounds in which every link runs at burst_factor (a load burst)
   double burst_factor = 0.3;
@@ -46,6 +50,11 @@ struct SimCluster {
     s.b = b;
     if (flapping.count({a, b}) && rounds % 2 == 1) {
       s.error = "recv from peer: connection reset (simulated flap)";
+      s.seconds = timeout_s;
+      return s;
+    }
+    if (flapping_per_use.count({a, b}) && ++uses[{a, b}] % 2 == 1) {
+      s.error = "connecting: timed out (simulated flap)";
       s.seconds = timeout_s;
       return s;
     }
