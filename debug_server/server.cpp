@@ -103,9 +103,7 @@ bool DebugServer::host_allowed(const std::string& host_header) const {
   const std::string h = host_of_header(host_header);
   if (h.empty()) return false;
   if (h == "localhost" || is_ip_literal(h)) return true;
-  auto same = [&h](const std::string& name) {
-    return !name.empty() && host_of_header(name) == h;
-  };
+  auto same = [&h](const std::string& name) { return !name.empty() && host_of_header(name) == h; };
   if (same(opts_.bind_host) || same(host_name())) return true;
   return std::any_of(opts_.allowed_hosts.begin(), opts_.allowed_hosts.end(), same);
 }
@@ -129,8 +127,8 @@ std::unique_ptr<DebugServer> DebugServer::start(DebugServerOptions opts) {
   std::unique_ptr<DebugServer> s(new DebugServer(std::move(opts)));
   s->install_routes();
   const std::string& host = s->opts_.bind_host;
-  s->port_ = s->http_->bind(
-      host, s->opts_.base_port == 0 ? 0 : s->opts_.base_port + s->opts_.local_rank);
+  s->port_ =
+      s->http_->bind(host, s->opts_.base_port == 0 ? 0 : s->opts_.base_port + s->opts_.local_rank);
   if (s->port_ <= 0) {
     throw NetworkError(
         fmt::format("[Rank {}] debug server: cannot listen on {}:{} (in use?); choose another "
@@ -153,12 +151,17 @@ void DebugServer::stop() {
 }
 
 void DebugServer::install_routes() {
-  http::Server& h = *http_;
-  Metrics& metrics = opts_.metrics ? *opts_.metrics : Metrics::global();
-  const LiveStatus& live = opts_.live ? *opts_.live : LiveStatus::global();
-  InspectorMetrics& inspector = opts_.inspector ? *opts_.inspector : InspectorMetrics::global();
+  install_request_checks();
+  install_error_handler();
+  install_rank_routes();
+  install_dump_route();
+  install_cluster_routes();
+}
 
-  h.set_filter([this](const http::ServerRequest& req, http::Response& res) {
+// Every request first: Host allow-list (DNS rebinding), bearer token, and the custom header a
+// cross-site form cannot send for state-changing methods.
+void DebugServer::install_request_checks() {
+  http_->set_filter([this](const http::ServerRequest& req, http::Response& res) {
     if (!host_allowed(req.get_header_value("Host"))) {
       send_error(res, 421,
                  fmt::format("Host '{}' is not a name of this debug server (DNS rebinding?); "
@@ -167,8 +170,9 @@ void DebugServer::install_routes() {
                              req.get_header_value("Host"), host_name()));
       return true;
     }
-    const bool token_ok = !opts_.token.empty() && constant_time_equal(
-        "Bearer " + opts_.token, req.get_header_value("Authorization"));
+    const bool token_ok =
+        !opts_.token.empty() &&
+        constant_time_equal("Bearer " + opts_.token, req.get_header_value("Authorization"));
     if (!opts_.token.empty() && req.path != "/healthz" && !token_ok) {
       res.set_header("WWW-Authenticate", "Bearer");
       send_error(res, 401, "missing or wrong bearer token (see COLLIE_DEBUG_TOKEN)");
@@ -186,24 +190,35 @@ void DebugServer::install_routes() {
     }
     return false;
   });
-  h.set_error_handler([this](const http::ServerRequest& req, http::Response& res,
-                             const std::string& why) {
-    if (!res.body.empty()) return;
-    if (res.status == 500) {
-      send_error(res, 500, fmt::format("[Rank {}] {} failed: {}", opts_.rank, req.path, why));
-    } else if (!why.empty()) {
-      send_error(res, res.status, why);
-    } else if (res.status == 404) {
-      send_error(res, 404,
-                 fmt::format("no endpoint {} {}; try /, /healthz, /v1/status, /v1/config, "
-                             "/v1/flight_recorder, /v1/stacks, /metrics, /metrics/inspector, "
-                             "/v1/cluster/status, /v1/cluster/analyze, POST /v1/dump",
-                             req.method, req.path));
-    } else {
-      send_error(res, res.status, fmt::format("request rejected (HTTP {})", res.status));
-    }
-  });
+}
 
+// One JSON error body for every failure, and a 404 that lists the endpoints.
+void DebugServer::install_error_handler() {
+  http_->set_error_handler(
+      [this](const http::ServerRequest& req, http::Response& res, const std::string& why) {
+        if (!res.body.empty()) return;
+        if (res.status == 500) {
+          send_error(res, 500, fmt::format("[Rank {}] {} failed: {}", opts_.rank, req.path, why));
+        } else if (!why.empty()) {
+          send_error(res, res.status, why);
+        } else if (res.status == 404) {
+          send_error(res, 404,
+                     fmt::format("no endpoint {} {}; try /, /healthz, /v1/status, /v1/config, "
+                                 "/v1/flight_recorder, /v1/stacks, /metrics, /metrics/inspector, "
+                                 "/v1/cluster/status, /v1/cluster/analyze, POST /v1/dump",
+                                 req.method, req.path));
+        } else {
+          send_error(res, res.status, fmt::format("request rejected (HTTP {})", res.status));
+        }
+      });
+}
+
+// This rank's own state: health, status, config, flight recorder, stacks, metrics.
+void DebugServer::install_rank_routes() {
+  http::Server& h = *http_;
+  Metrics& metrics = opts_.metrics ? *opts_.metrics : Metrics::global();
+  const LiveStatus& live = opts_.live ? *opts_.live : LiveStatus::global();
+  InspectorMetrics& inspector = opts_.inspector ? *opts_.inspector : InspectorMetrics::global();
   h.route("GET", "/healthz", [](const http::ServerRequest&, http::Response& res) {
     res.set_content("ok\n", "text/plain");
   });
@@ -213,11 +228,12 @@ void DebugServer::install_routes() {
   h.route("GET", "/v1/config", [this](const http::ServerRequest&, http::Response& res) {
     send_json(res, config_json(opts_));
   });
-  h.route("GET", "/v1/flight_recorder", [this](const http::ServerRequest& req, http::Response& res) {
-    long entries = 1 << 30;
-    if (!int_param(req, res, "entries", 1, 1 << 30, &entries)) return;
-    res.set_content(flight_recorder_json(static_cast<size_t>(entries)), kJson);
-  });
+  h.route("GET", "/v1/flight_recorder",
+          [this](const http::ServerRequest& req, http::Response& res) {
+            long entries = 1 << 30;
+            if (!int_param(req, res, "entries", 1, 1 << 30, &entries)) return;
+            res.set_content(flight_recorder_json(static_cast<size_t>(entries)), kJson);
+          });
   h.route("GET", "/v1/stacks", [this](const http::ServerRequest& req, http::Response& res) {
     long frames = 48;
     if (!int_param(req, res, "max_frames", 1, 64, &frames)) return;
@@ -232,7 +248,11 @@ void DebugServer::install_routes() {
           [&inspector](const http::ServerRequest&, http::Response& res) {
             res.set_content(inspector.serialize(), "text/plain; version=0.0.4; charset=utf-8");
           });
-  h.route("POST", "/v1/dump", [this](const http::ServerRequest& req, http::Response& res) {
+}
+
+// POST /v1/dump: asks every rank's DumpService for a flight-recorder dump through the store.
+void DebugServer::install_dump_route() {
+  http_->route("POST", "/v1/dump", [this](const http::ServerRequest& req, http::Response& res) {
     if (!opts_.store) {
       send_error(res, 503, "this rank has no store; dumps cannot be requested");
       return;
@@ -249,9 +269,13 @@ void DebugServer::install_routes() {
     send_json(res,
               {{"dump_requested", true}, {"key", kDumpRequestKey}, {"request", n}, {"by", who}});
   });
+}
 
-  // The cluster view behind /, /v1/cluster/status and /v1/cluster/analyze: fan out, then the
-  // shared hang analyzer on the live dumps.
+// The cluster view behind /, /v1/cluster/status and /v1/cluster/analyze: fan out to every
+// rank's server, then the shared hang analyzer on the live dumps.
+void DebugServer::install_cluster_routes() {
+  http::Server& h = *http_;
+  const LiveStatus& live = opts_.live ? *opts_.live : LiveStatus::global();
   auto cluster = [this, &live](const http::ServerRequest& req, http::Response& res,
                                ClusterView* view, Analysis* analysis) {
     long timeout_ms = opts_.fanout_timeout.count();
@@ -268,16 +292,18 @@ void DebugServer::install_routes() {
     *analysis = analyze_cluster(*view, stall_ms / 1000.0);
     return true;
   };
-  h.route("GET", "/v1/cluster/status", [cluster](const http::ServerRequest& req, http::Response& res) {
-    ClusterView v;
-    Analysis a;
-    if (cluster(req, res, &v, &a)) send_json(res, cluster_json(v, a));
-  });
-  h.route("GET", "/v1/cluster/analyze", [cluster](const http::ServerRequest& req, http::Response& res) {
-    ClusterView v;
-    Analysis a;
-    if (cluster(req, res, &v, &a)) send_json(res, to_json_value(a));
-  });
+  h.route("GET", "/v1/cluster/status",
+          [cluster](const http::ServerRequest& req, http::Response& res) {
+            ClusterView v;
+            Analysis a;
+            if (cluster(req, res, &v, &a)) send_json(res, cluster_json(v, a));
+          });
+  h.route("GET", "/v1/cluster/analyze",
+          [cluster](const http::ServerRequest& req, http::Response& res) {
+            ClusterView v;
+            Analysis a;
+            if (cluster(req, res, &v, &a)) send_json(res, to_json_value(a));
+          });
   h.route("GET", "/", [this, cluster](const http::ServerRequest& req, http::Response& res) {
     ClusterView v;
     Analysis a;

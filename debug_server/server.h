@@ -85,7 +85,12 @@ class DebugServer {
 
  private:
   explicit DebugServer(DebugServerOptions opts);
-  void install_routes();
+  void install_routes();  // the ones below, in this order
+  void install_request_checks();
+  void install_error_handler();
+  void install_rank_routes();
+  void install_dump_route();
+  void install_cluster_routes();
   std::string flight_recorder_json(size_t max_entries) const;
   DebugServerOptions opts_;
   bool host_allowed(const std::string& host_header) const;
