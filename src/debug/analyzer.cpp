@@ -349,16 +349,15 @@ Analysis analyze(const std::vector<RankDump>& dumps, const AnalyzeOptions& o) {
     if (std::binary_search(a.ranks_with_dumps.begin(), a.ranks_with_dumps.end(), r)) continue;
     auto u = unreachable.find(r);
     if (u != unreachable.end()) {
-      a.findings.push_back(
-          Finding{"",
-                  "UNREACHABLE",
-                  {r},
-                  {r},
-                  0,
-                  fmt::format("Culprit rank {}; Error type: UNREACHABLE, its debug server did not "
-                              "answer ({}): the process died, hangs with its server blocked, or "
-                              "never started one; check its log and host",
-                              r, u->second->why)});
+      a.findings.push_back(Finding{
+          .kind = "UNREACHABLE",
+          .culprits = {r},
+          .ranks = {r},
+          .message =
+              fmt::format("Culprit rank {}; Error type: UNREACHABLE, its debug server did not "
+                          "answer ({}): the process died, hangs with its server blocked, or "
+                          "never started one; check its log and host",
+                          r, u->second->why)});
       continue;
     }
     missing.push_back(r);
@@ -366,22 +365,24 @@ Analysis analyze(const std::vector<RankDump>& dumps, const AnalyzeOptions& o) {
   // Many missing ranks are one finding (a dump claiming a large world needs no per-rank text).
   constexpr size_t kMissingOneByOne = 8;
   if (missing.size() > kMissingOneByOne) {
-    a.findings.push_back(Finding{
-        "", "MISSING_DUMP", missing, missing, 0,
-        fmt::format("Culprit ranks {}; Error type: MISSING_DUMP, {} of {} ranks left no "
+    a.findings.push_back(
+        Finding{.kind = "MISSING_DUMP",
+                .culprits = missing,
+                .ranks = missing,
+                .message = fmt::format(
+                    "Culprit ranks {}; Error type: MISSING_DUMP, {} of {} ranks left no "
                     "flight-recorder dump: the processes died or hung before they could write "
                     "one (or do not share COLLIE_FR_DUMP_DIR); check their logs and exit status",
                     capped_ranks(missing), missing.size(), a.world_size)});
     missing.clear();
   }
   for (int r : missing) {
-    a.findings.push_back(Finding{
-        "",
-        "MISSING_DUMP",
-        {r},
-        {r},
-        0,
-        fmt::format("Culprit rank {}; Error type: MISSING_DUMP, rank {} left no flight-recorder "
+    a.findings.push_back(
+        Finding{.kind = "MISSING_DUMP",
+                .culprits = {r},
+                .ranks = {r},
+                .message = fmt::format(
+                    "Culprit rank {}; Error type: MISSING_DUMP, rank {} left no flight-recorder "
                     "dump: the process died or hung before it could write one (or does not "
                     "share COLLIE_FR_DUMP_DIR); check its log and exit status",
                     r, r)});
@@ -389,13 +390,11 @@ Analysis analyze(const std::vector<RankDump>& dumps, const AnalyzeOptions& o) {
   // A running job's rings wrap all the time; only in files is the lost history worth a note.
   for (const RankDump& d : dumps) {
     if (d.wrapped && !o.live) {
-      a.findings.push_back(Finding{
-          "",
-          "RING_WRAPPED",
-          {},
-          {d.rank},
-          0,
-          fmt::format("rank {}'s ring wrapped: it kept the last {} of {} ops, older evidence is "
+      a.findings.push_back(
+          Finding{.kind = "RING_WRAPPED",
+                  .ranks = {d.rank},
+                  .message = fmt::format(
+                      "rank {}'s ring wrapped: it kept the last {} of {} ops, older evidence is "
                       "lost (raise COLLIE_FR_BUFFER_SIZE)",
                       d.rank, d.buffer_size, d.total_recorded)});
     }
@@ -408,13 +407,12 @@ Analysis analyze(const std::vector<RankDump>& dumps, const AnalyzeOptions& o) {
         if (e->state == "completed") continue;
         if (g.old_enough(r, *e)) {
           a.findings.push_back(
-              Finding{id,
-                      "STUCK",
-                      {},
-                      {r},
-                      s,
-                      fmt::format("rank {} is in {} #{} of group {} (state {}){}", r, e->op, s, id,
-                                  e->state, age_text(g.age_s(r, *e)))});
+              Finding{.pg_id = id,
+                      .kind = "STUCK",
+                      .ranks = {r},
+                      .seq = s,
+                      .message = fmt::format("rank {} is in {} #{} of group {} (state {}){}", r,
+                                             e->op, s, id, e->state, age_text(g.age_s(r, *e)))});
         }
         break;
       }

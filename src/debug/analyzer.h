@@ -68,14 +68,14 @@ RankDump parse_dump_file(const std::string& path);
 std::vector<RankDump> load_dump_dir(const std::string& dir, std::vector<std::string>& errors);
 
 struct Finding {
-  std::string pg_id;
-  std::string kind;  // NOT_ALL_JOINED, COLLECTIVE_TYPE_MISMATCH, SIZE_MISMATCH, DTYPE_MISMATCH,
-                     // ROOT_MISMATCH, UNMATCHED_P2P, P2P_MISMATCH, MISSING_DUMP, UNREACHABLE,
-                     // RING_WRAPPED, STUCK
-  std::vector<int> culprits;  // world ranks; empty for informational findings
-  std::vector<int> ranks;     // world ranks the finding is about (culprits included)
+  std::string pg_id{};
+  std::string kind{};  // NOT_ALL_JOINED, COLLECTIVE_TYPE_MISMATCH, SIZE_MISMATCH, DTYPE_MISMATCH,
+                       // ROOT_MISMATCH, UNMATCHED_P2P, P2P_MISMATCH, MISSING_DUMP, UNREACHABLE,
+                       // RING_WRAPPED, STUCK
+  std::vector<int> culprits{};  // world ranks; empty for informational findings
+  std::vector<int> ranks{};     // world ranks the finding is about (culprits included)
   uint64_t seq = 0;
-  std::string message;
+  std::string message{};
 };
 
 // A rank whose debug server did not answer the fan-out (live analysis only).
