@@ -37,3 +37,14 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/collieConfig.cmake
               ${CMAKE_CURRENT_BINARY_DIR}/collieConfigVersion.cmake
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/collie)
 
+# Every public dependency of collie_shared needs its find_dependency() in collieConfig.cmake.in;
+# without it an installed consumer fails on an unknown imported target instead of a named package.
+get_target_property(_collie_public collie_shared INTERFACE_LINK_LIBRARIES)
+file(READ cmake/collieConfig.cmake.in _collie_config)
+foreach(lib IN LISTS _collie_public)
+  if(lib MATCHES "^([A-Za-z0-9_.+-]+)::" AND
+     NOT _collie_config MATCHES "find_dependency\\(${CMAKE_MATCH_1}[ )]")
+    message(FATAL_ERROR "collie_shared links ${lib} PUBLIC but cmake/collieConfig.cmake.in has no "
+                        "find_dependency(${CMAKE_MATCH_1})")
+  endif()
+endforeach()
