@@ -42,9 +42,11 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/collieConfig.cmake
 get_target_property(_collie_public collie_shared INTERFACE_LINK_LIBRARIES)
 file(READ cmake/collieConfig.cmake.in _collie_config)
 foreach(lib IN LISTS _collie_public)
-  if(lib MATCHES "^([A-Za-z0-9_.+-]+)::" AND
-     NOT _collie_config MATCHES "find_dependency\\(${CMAKE_MATCH_1}[ )]")
-    message(FATAL_ERROR "collie_shared links ${lib} PUBLIC but cmake/collieConfig.cmake.in has no "
-                        "find_dependency(${CMAKE_MATCH_1})")
+  if(lib MATCHES "^([A-Za-z0-9_.+-]+)::")
+    set(_pkg ${CMAKE_MATCH_1})
+    if(NOT _collie_config MATCHES "find_dependency\\(${_pkg}[ )]")
+      message(FATAL_ERROR "collie_shared links ${lib} PUBLIC but cmake/collieConfig.cmake.in has "
+                          "no find_dependency(${_pkg})")
+    endif()
   endif()
 endforeach()
