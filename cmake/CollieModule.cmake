@@ -38,7 +38,8 @@ function(collie_link_library)
   # fmt: core/log.h includes <fmt/format.h>; Threads: the API starts and joins threads. Both are
   # find_dependency()'d by collieConfig.cmake, which must list every PUBLIC dependency here.
   target_link_libraries(collie_shared PRIVATE ${mods} PUBLIC fmt::fmt Threads::Threads)
-  # --exclude-libs: symbols of static third-party archives (libgloo.a) stay internal too;
+  # --exclude-libs: symbols of any static third-party archive linked in (a libgloo.a, where the
+  # distribution ships one) stay internal too;
   # --no-undefined: the library resolves everything it uses itself.
   target_link_options(collie_shared PRIVATE LINKER:--exclude-libs,ALL LINKER:--no-undefined)
   target_include_directories(collie_shared PUBLIC ${include_dirs}
