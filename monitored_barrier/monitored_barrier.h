@@ -10,17 +10,18 @@
 // REQUIRES: every rank of the group calls it, in the same order relative to other monitored
 // barriers of the group. Thread safety: one call per group at a time.
 #include "comm/process_group.h"
+#include "core/export.h"
 
 namespace collie {
 
-void monitored_barrier(ProcessGroup& group, Millis timeout = kUseGroupTimeout,
-                       bool wait_all_ranks = false);
+COLLIE_API void monitored_barrier(ProcessGroup& group, Millis timeout = kUseGroupTimeout,
+                                  bool wait_all_ranks = false);
 
 // Called on every rank whose monitored_barrier is about to throw its TimeoutError (rank 0 naming
 // the missing ranks, the others pointing at rank 0), so instrumentation above this module counts
 // it (collie_monitored_barrier_timeouts_total). REQUIRES: must not block or throw. Thread-safe
 // (an atomic pointer; nullptr removes the hook).
 using MonitoredBarrierTimeoutHook = void (*)(const ProcessGroup& group);
-void set_monitored_barrier_timeout_hook(MonitoredBarrierTimeoutHook hook);
+COLLIE_API void set_monitored_barrier_timeout_hook(MonitoredBarrierTimeoutHook hook);
 
 }  // namespace collie

@@ -7,6 +7,7 @@
 #         corpus (scripts/fuzz.sh).
 #   tsan  a TSan build in ${COLLIE_TSAN_BUILD_DIR:-build-tsan} of the same tests; runs them.
 # Only the library and the `sanitize` tests are built (target collie_sanitize_tests), at -O1 -g1.
+# Both builds are configured with CMakePresets.json's presets asan and tsan (-S . -B DIR).
 # Every process the tests start inherits the *SAN_OPTIONS below, which write any report to
 # $BUILD/sanitizer-reports/; one report there fails the stage even if its test passed (a child
 # process that a test expected to fail). Suppressions: tests/sanitizers/*.supp (third-party only).
@@ -45,18 +46,17 @@ check_toolchain() {
   rm -rf "$probe"
 }
 
-# build DIR SANITIZE_FLAGS FUZZ(ON|OFF) TARGET...
+# build DIR PRESET TARGET...: configures DIR (once) with the CMakePresets.json configure preset
+# PRESET (asan, tsan: clang, -O1, COLLIE_SANITIZE, COLLIE_FUZZ), then builds the targets.
 build() {
-  local dir="$1" flags="$2" fuzz="$3" start
-  shift 3
+  local dir="$1" preset="$2" start
+  shift 2
   start=$(date +%s)
   if [ ! -f "$dir/CMakeCache.txt" ]; then
     local gen=()
     command -v ninja >/dev/null && gen=(-G Ninja)
     command -v ccache >/dev/null && gen+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-    cmake -S . -B "$dir" "${gen[@]}" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
-      -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 \
-      -DCOLLIE_SANITIZE="$flags" -DCOLLIE_FUZZ="$fuzz" >/dev/null
+    cmake --preset "$preset" -S . -B "$dir" "${gen[@]}" >/dev/null
   fi
   cmake --build "$dir" -j"$JOBS" --target "$@"
   echo "sanitize.sh: built $dir ($*) in $(( $(date +%s) - start )) s"
@@ -97,7 +97,7 @@ if [ "$which" = asan ] || [ "$which" = fuzz ] || [ "$which" = all ]; then
   check_toolchain address,undefined,fuzzer
   targets=(collie_fuzz_targets)
   [ "$which" != fuzz ] && targets+=(collie_sanitize_tests)
-  build "$SAN_DIR" address,undefined ON "${targets[@]}"
+  build "$SAN_DIR" asan "${targets[@]}"
   if [ $build_only = 0 ] && [ "$which" != fuzz ]; then run_tests asan "$SAN_DIR" || status=1; fi
   if [ $build_only = 0 ] && [ "$which" != asan ]; then
     COLLIE_FUZZ_BUILD_DIR="$SAN_DIR" bash scripts/fuzz.sh "${COLLIE_FUZZ_SECONDS:-30}" || status=1
@@ -105,7 +105,7 @@ if [ "$which" = asan ] || [ "$which" = fuzz ] || [ "$which" = all ]; then
 fi
 if [ "$which" = tsan ] || [ "$which" = all ]; then
   check_toolchain thread
-  build "$TSAN_DIR" thread OFF collie_sanitize_tests
+  build "$TSAN_DIR" tsan collie_sanitize_tests
   [ $build_only = 0 ] && { run_tests tsan "$TSAN_DIR" || status=1; }
 fi
 exit $status

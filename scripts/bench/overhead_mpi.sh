@@ -11,11 +11,8 @@ build=${1:-$root/build}
 np=${2:-2}
 max_bytes=${3:-16777216}
 trials=${4:-10}
-[[ -f $build/libcollie.so ]] || { echo "no $build/libcollie.so; build first (scripts/build.sh)" >&2; exit 2; }
-bin=$build/bench/overhead_mpi
-mkdir -p "$build/bench"
-if [[ ! -x $bin || $bin -ot $root/scripts/bench/overhead_mpi.cpp || $bin -ot $build/libcollie.so ]]; then
-  mpicxx -O2 -std=c++20 -DOMPI_SKIP_MPICXX -I"$root/src" -I"$root" \
-    "$root/scripts/bench/overhead_mpi.cpp" -o "$bin" -L"$build" -Wl,-rpath,"$build" -lcollie -lfmt
-fi
+# A CMake target (needs the in-tree library's internals, which libcollie.so does not export).
+cmake --build "$build" --target overhead_mpi >/dev/null ||
+  { echo "cannot build overhead_mpi in $build: configure with the MPI backend (scripts/build.sh)" >&2; exit 2; }
+bin=$build/scripts/bench/overhead_mpi
 exec mpirun --allow-run-as-root --oversubscribe --bind-to none -np "$np" "$bin" "$max_bytes" "$trials"

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "comm/op.h"
+#include "core/export.h"
 
 namespace collie {
 
@@ -21,7 +22,7 @@ constexpr uint32_t bit(ReduceOp r) { return 1u << static_cast<int>(r); }
 inline constexpr uint32_t kAllDTypeBits = (1u << kAllDTypes.size()) - 1;
 inline constexpr uint32_t kAllReduceOpBits = (1u << kAllReduceOps.size()) - 1;
 
-struct Capabilities {
+struct COLLIE_API Capabilities {
   std::string backend;
   std::array<OpCapability, kNumOpTypes> ops{};
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "comm/process_group.h"
+#include "core/export.h"
 
 namespace collie {
 
@@ -31,16 +32,16 @@ struct InitOptions {
 // Blocks until every rank has joined (bounded by the timeout). Throws InvalidArgument for bad or
 // contradictory settings, TimeoutError naming the missing ranks, NetworkError/StoreError when
 // the store cannot be reached, BackendError when the backend fails to start.
-std::shared_ptr<ProcessGroup> init_process_group(const InitOptions& opts = {});
+COLLIE_API std::shared_ptr<ProcessGroup> init_process_group(const InitOptions& opts = {});
 
 struct BackendRegistration;
 struct SelfRendezvous;
 // With no init method: `reg`'s own rendezvous (MPI under mpirun), else, under mpirun with no
 // MASTER_ADDR/MASTER_PORT, the MPI bootstrap for any backend (when this build has MPI); nullopt
 // when neither applies (use rendezvous()). Records the store host (comm/network_choices.h).
-std::optional<SelfRendezvous> launcher_self_rendezvous(const BackendRegistration& reg,
-                                                       const std::string& init_method,
-                                                       const Env& env, Millis timeout);
+COLLIE_API std::optional<SelfRendezvous> launcher_self_rendezvous(const BackendRegistration& reg,
+                                                                  const std::string& init_method,
+                                                                  const Env& env, Millis timeout);
 
 struct NewGroupOptions {
   Millis timeout = kUseGroupTimeout;  // kUseGroupTimeout = the parent's
@@ -51,10 +52,11 @@ struct NewGroupOptions {
 // Collective over `parent`: every rank of `parent` must call it, with the same `ranks` (parent
 // ranks; group rank i is ranks[i]) and in the same order relative to other new_group calls.
 // Returns nullptr on ranks that are not members.
-std::shared_ptr<ProcessGroup> new_group(ProcessGroup& parent, const std::vector<int>& ranks,
-                                        const NewGroupOptions& opts = {});
+COLLIE_API std::shared_ptr<ProcessGroup> new_group(ProcessGroup& parent,
+                                                   const std::vector<int>& ranks,
+                                                   const NewGroupOptions& opts = {});
 
 // Shuts the group down (pending ops fail; later submits throw). Idempotent.
-void destroy_process_group(ProcessGroup& pg);
+COLLIE_API void destroy_process_group(ProcessGroup& pg);
 
 }  // namespace collie

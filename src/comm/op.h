@@ -7,6 +7,7 @@
 #include <span>
 #include <string_view>
 
+#include "core/export.h"
 #include "core/reduce_op.h"
 #include "core/tensor.h"
 #include "core/timeout.h"
@@ -34,10 +35,10 @@ inline constexpr std::array<OpType, kNumOpTypes> kAllOpTypes = {
 
 // "send", "recv", "broadcast", "all_reduce", "reduce", "all_gather", "gather", "scatter",
 // "reduce_scatter", "all_to_all", "barrier".
-std::string_view op_name(OpType t);
-bool is_p2p(OpType t);
-bool has_reduce_op(OpType t);  // all_reduce, reduce, reduce_scatter
-bool has_root(OpType t);       // broadcast, reduce, gather, scatter
+COLLIE_API std::string_view op_name(OpType t);
+COLLIE_API bool is_p2p(OpType t);
+COLLIE_API bool has_reduce_op(OpType t);  // all_reduce, reduce, reduce_scatter
+COLLIE_API bool has_root(OpType t);       // broadcast, reduce, gather, scatter
 
 // One operation as submitted. Buffers follow torch's "into tensor" conventions:
 //   send/recv, broadcast, all_reduce, reduce: input == output, `count` elements (in place).

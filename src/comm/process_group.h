@@ -18,6 +18,7 @@
 #include "comm/capabilities.h"
 #include "comm/options.h"
 #include "comm/work.h"
+#include "core/export.h"
 #include "device/device_runtime.h"
 
 namespace collie {
@@ -37,7 +38,7 @@ struct GroupInfo {
                                  // bind toward it (comm/bind_address.h)
 };
 
-class ProcessGroup {
+class COLLIE_API ProcessGroup {
  public:
   explicit ProcessGroup(GroupInfo info);
   virtual ~ProcessGroup();
@@ -100,6 +101,6 @@ class ProcessGroup {
 };
 
 // Element count each rank contributes for `call` (e.g. output.numel / size for all_gather).
-size_t per_rank_count(const OpCall& call, int group_size);
+COLLIE_API size_t per_rank_count(const OpCall& call, int group_size);
 
 }  // namespace collie

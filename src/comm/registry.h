@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "comm/process_group.h"
+#include "core/export.h"
 
 namespace collie {
 
@@ -53,20 +54,20 @@ struct MissingBackend {
   std::string reason;
 };
 
-bool register_backend(BackendRegistration reg);
+COLLIE_API bool register_backend(BackendRegistration reg);
 // Installs the stack builder (once, from src/stack); returns true for static initialisers.
-bool set_stack_builder(StackBuilder build);
-bool register_missing_backend(MissingBackend m);
+COLLIE_API bool set_stack_builder(StackBuilder build);
+COLLIE_API bool register_missing_backend(MissingBackend m);
 
-const BackendRegistration* find_backend(const std::string& name);
-std::vector<const BackendRegistration*> backends();
-std::vector<MissingBackend> missing_backends();
+COLLIE_API const BackendRegistration* find_backend(const std::string& name);
+COLLIE_API std::vector<const BackendRegistration*> backends();
+COLLIE_API std::vector<MissingBackend> missing_backends();
 // One line when backend `name` is known but cannot run here — not built ("backend 'nccl' is not
 // available in this build: ...") or its unavailable_reason() — else empty (also for unknown
 // names, which init_process_group reports with the list of built backends).
-std::string backend_unavailable_reason(const std::string& name);
+COLLIE_API std::string backend_unavailable_reason(const std::string& name);
 // The backend group wrapped in the stack (unchanged when no builder is installed).
-std::shared_ptr<ProcessGroup> apply_wrappers(std::shared_ptr<ProcessGroup> pg,
-                                             const BackendArgs& args);
+COLLIE_API std::shared_ptr<ProcessGroup> apply_wrappers(std::shared_ptr<ProcessGroup> pg,
+                                                        const BackendArgs& args);
 
 }  // namespace collie

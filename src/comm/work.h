@@ -12,10 +12,11 @@
 #include <vector>
 
 #include "comm/op.h"
+#include "core/export.h"
 
 namespace collie {
 
-class Work {
+class COLLIE_API Work {
  public:
   Work(OpType op, uint64_t seq, Millis timeout);
   virtual ~Work() = default;

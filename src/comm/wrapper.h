@@ -6,10 +6,11 @@
 #include <memory>
 
 #include "comm/process_group.h"
+#include "core/export.h"
 
 namespace collie {
 
-class ProcessGroupWrapper : public ProcessGroup {
+class COLLIE_API ProcessGroupWrapper : public ProcessGroup {
  public:
   explicit ProcessGroupWrapper(std::shared_ptr<ProcessGroup> inner);
 
@@ -39,6 +40,6 @@ class ProcessGroupWrapper : public ProcessGroup {
 };
 
 // The innermost (backend) group under any number of wrappers.
-ProcessGroup& backend_of(ProcessGroup& pg);
+COLLIE_API ProcessGroup& backend_of(ProcessGroup& pg);
 
 }  // namespace collie

@@ -6,6 +6,8 @@
 #include <optional>
 #include <string_view>
 
+#include "core/export.h"
+
 namespace collie {
 
 enum class DType : uint8_t {
@@ -25,14 +27,14 @@ inline constexpr std::array<DType, 10> kAllDTypes = {
     DType::Int8,    DType::UInt8,    DType::Int32,   DType::UInt32,  DType::Int64,
     DType::UInt64,  DType::Float16,  DType::BFloat16, DType::Float32, DType::Float64};
 
-size_t dtype_size(DType d);
-bool is_floating(DType d);
-bool is_signed(DType d);
+COLLIE_API size_t dtype_size(DType d);
+COLLIE_API bool is_floating(DType d);
+COLLIE_API bool is_signed(DType d);
 // Canonical collie spelling: "int8" ... "float16", "bfloat16", "float32", "float64".
-std::string_view dtype_name(DType d);
+COLLIE_API std::string_view dtype_name(DType d);
 // nccl-tests spelling used in its table: "half", "float", "double", others as canonical.
-std::string_view nccl_tests_name(DType d);
+COLLIE_API std::string_view nccl_tests_name(DType d);
 // Accepts both spellings and common aliases (fp16, bf16, fp32, fp64, char, int, long).
-std::optional<DType> parse_dtype(std::string_view s);
+COLLIE_API std::optional<DType> parse_dtype(std::string_view s);
 
 }  // namespace collie

@@ -8,9 +8,11 @@
 #include <string>
 #include <string_view>
 
+#include "core/export.h"
+
 namespace collie {
 
-class Env {
+class COLLIE_API Env {
  public:
   virtual ~Env() = default;
   virtual std::optional<std::string> get(std::string_view name) const = 0;
@@ -21,7 +23,7 @@ class Env {
   static const Env& process();
 };
 
-class MapEnv : public Env {
+class COLLIE_API MapEnv : public Env {
  public:
   using Map = std::map<std::string, std::string>;
   explicit MapEnv(Map vars) : vars_(std::move(vars)) {}
@@ -33,6 +35,6 @@ class MapEnv : public Env {
 
 // Parses durations such as "30", "30s", "500ms", "2m", "1h" (bare numbers are seconds).
 // Throws InvalidArgument on anything else.
-std::chrono::milliseconds parse_duration(std::string_view s);
+COLLIE_API std::chrono::milliseconds parse_duration(std::string_view s);
 
 }  // namespace collie

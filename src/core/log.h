@@ -6,6 +6,8 @@
 
 #include <string_view>
 
+#include "core/export.h"
+
 namespace collie {
 
 enum class LogLevel : int { Trace = 0, Debug = 1, Info = 2, Warning = 3, Error = 4, Off = 5 };
@@ -15,26 +17,26 @@ enum class DebugLevel : int { Off = 0, Info = 1, Detail = 2 };
 // WARNING. COLLIE_DEBUG (fallback TORCH_DISTRIBUTED_DEBUG): OFF|INFO|DETAIL, default OFF.
 // Unknown values throw InvalidArgument naming the variable.
 class Env;
-LogLevel parse_log_level(std::string_view s);
-DebugLevel parse_debug_level(std::string_view s);
-std::string_view debug_level_name(DebugLevel d);
+COLLIE_API LogLevel parse_log_level(std::string_view s);
+COLLIE_API DebugLevel parse_debug_level(std::string_view s);
+COLLIE_API std::string_view debug_level_name(DebugLevel d);
 // "TRACE", "DEBUG", "INFO", "WARNING", "ERROR", "OFF" (what parse_log_level reads).
-std::string_view log_level_name(LogLevel l);
+COLLIE_API std::string_view log_level_name(LogLevel l);
 // torch's matrix: log level INFO with debug INFO gives Debug, with DETAIL gives Trace;
 // otherwise the log level as given.
-LogLevel effective_log_level(LogLevel requested, DebugLevel debug);
+COLLIE_API LogLevel effective_log_level(LogLevel requested, DebugLevel debug);
 
 // Reads both variables from env and applies them. Called by init_process_group and the CLI.
-void configure_logging_from_env(const Env& env);
+COLLIE_API void configure_logging_from_env(const Env& env);
 
-void set_log_level(LogLevel level);
-LogLevel log_level();
-void set_debug_level(DebugLevel level);
-DebugLevel debug_level();
-void set_log_rank(int rank);  // -1 = unknown (no prefix)
+COLLIE_API void set_log_level(LogLevel level);
+COLLIE_API LogLevel log_level();
+COLLIE_API void set_debug_level(DebugLevel level);
+COLLIE_API DebugLevel debug_level();
+COLLIE_API void set_log_rank(int rank);  // -1 = unknown (no prefix)
 
-bool log_enabled(LogLevel level);
-void log_line(LogLevel level, std::string_view msg);
+COLLIE_API bool log_enabled(LogLevel level);
+COLLIE_API void log_line(LogLevel level, std::string_view msg);
 
 template <typename... Args>
 void log(LogLevel level, fmt::format_string<Args...> f, Args&&... args) {

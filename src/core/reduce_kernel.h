@@ -6,15 +6,16 @@
 #include <cstddef>
 
 #include "core/dtype.h"
+#include "core/export.h"
 #include "core/reduce_op.h"
 
 namespace collie {
 
 // acc[i] = acc[i] (op) in[i]. Avg accumulates a sum (finish with scale); PreMulSum likewise.
-void reduce_into(void* acc, const void* in, size_t n, DType d, ReduceOp op);
+COLLIE_API void reduce_into(void* acc, const void* in, size_t n, DType d, ReduceOp op);
 // buf[i] *= factor (integer dtypes: truncating division when factor = 1/k, as torch's avg does).
-void scale(void* buf, size_t n, DType d, double factor);
+COLLIE_API void scale(void* buf, size_t n, DType d, double factor);
 // buf[i] /= divisor, exact integer division for integer dtypes (used by Avg).
-void divide(void* buf, size_t n, DType d, int64_t divisor);
+COLLIE_API void divide(void* buf, size_t n, DType d, int64_t divisor);
 
 }  // namespace collie

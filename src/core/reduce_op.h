@@ -6,6 +6,8 @@
 #include <optional>
 #include <string_view>
 
+#include "core/export.h"
+
 namespace collie {
 
 enum class ReduceOp : uint8_t { Sum, Prod, Min, Max, Avg, BAnd, BOr, BXor, PreMulSum };
@@ -15,8 +17,8 @@ inline constexpr std::array<ReduceOp, 9> kAllReduceOps = {
     ReduceOp::BAnd, ReduceOp::BOr, ReduceOp::BXor, ReduceOp::PreMulSum};
 
 // "sum", "prod", "min", "max", "avg", "band", "bor", "bxor", "premul_sum".
-std::string_view reduce_op_name(ReduceOp op);
-std::optional<ReduceOp> parse_reduce_op(std::string_view s);
-bool is_bitwise(ReduceOp op);
+COLLIE_API std::string_view reduce_op_name(ReduceOp op);
+COLLIE_API std::optional<ReduceOp> parse_reduce_op(std::string_view s);
+COLLIE_API bool is_bitwise(ReduceOp op);
 
 }  // namespace collie

@@ -8,11 +8,12 @@
 #include <string>
 
 #include "core/dtype.h"
+#include "core/export.h"
 
 namespace collie {
 
 enum class DeviceType : uint8_t { CPU, CUDA };
-std::string_view device_type_name(DeviceType t);  // "cpu", "cuda"
+COLLIE_API std::string_view device_type_name(DeviceType t);  // "cpu", "cuda"
 
 struct Device {
   DeviceType type = DeviceType::CPU;
@@ -21,7 +22,7 @@ struct Device {
 };
 
 // Up to 8 dimensions, stored inline so building a view never allocates.
-struct Shape {
+struct COLLIE_API Shape {
   static constexpr int kMaxDims = 8;
   std::array<int64_t, kMaxDims> dims{};
   uint8_t ndim = 0;
@@ -30,7 +31,7 @@ struct Shape {
   std::string to_string() const;  // "[20, 10]"
 };
 
-struct TensorView {
+struct COLLIE_API TensorView {
   void* data = nullptr;
   size_t numel = 0;
   DType dtype = DType::Float32;

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/export.h"
 #include "core/tensor.h"
 
 namespace collie::device {
@@ -24,7 +25,7 @@ class DeviceRuntime;
 
 // A device allocation; move-only, freed on destruction. data() is a device pointer: only the
 // runtime that allocated it (and the group's ops) may touch it, unless host_accessible().
-class Buffer {
+class COLLIE_API Buffer {
  public:
   Buffer() = default;
   Buffer(DeviceRuntime* owner, void* data, size_t bytes)
@@ -62,7 +63,7 @@ struct MemoryReport {
 // Marks points in the stream of the group's work and measures between them. On the host a mark
 // is the steady clock's now (the caller has waited for the work before marking); on CUDA it is an
 // event recorded on the group's stream, and elapsed_us() waits for the later mark (one sync).
-class Timer {
+class COLLIE_API Timer {
  public:
   virtual ~Timer() = default;
   // Returns the mark's index (0, 1, ...).
@@ -72,13 +73,13 @@ class Timer {
 };
 
 // Work captured by DeviceRuntime::begin_capture/end_capture, replayed by launch().
-class CapturedGraph {
+class COLLIE_API CapturedGraph {
  public:
   virtual ~CapturedGraph() = default;
   virtual void launch() = 0;  // enqueues one replay on the group's stream
 };
 
-class DeviceRuntime {
+class COLLIE_API DeviceRuntime {
  public:
   virtual ~DeviceRuntime() = default;
   DeviceRuntime() = default;
@@ -124,6 +125,6 @@ class DeviceRuntime {
 };
 
 // The host runtime every host backend shares (host_runtime.h). Never null.
-DeviceRuntime& host_runtime();
+COLLIE_API DeviceRuntime& host_runtime();
 
 }  // namespace collie::device

@@ -12,6 +12,7 @@
 #include <mutex>
 #include <string>
 
+#include "core/export.h"
 #include "store/hash_store.h"
 #include "store/store.h"
 
@@ -21,7 +22,7 @@ class Writer;
 
 namespace collie {
 
-class FileStore : public Store {
+class COLLIE_API FileStore : public Store {
  public:
   FileStore(std::string path, int num_workers = 0, Millis timeout = kDefaultTimeout);
   ~FileStore() override;

@@ -7,11 +7,12 @@
 #include <memory>
 #include <mutex>
 
+#include "core/export.h"
 #include "store/store.h"
 
 namespace collie {
 
-class HashStore : public Store {
+class COLLIE_API HashStore : public Store {
  public:
   explicit HashStore(Millis timeout = kDefaultTimeout)
       : Store(timeout), s_(std::make_shared<State>()) {}
@@ -49,6 +50,6 @@ class HashStore : public Store {
 };
 
 // Integer values are stored as decimal text (as torch's stores do), shared by all stores.
-int64_t parse_counter(const Bytes& value, const std::string& key);
+COLLIE_API int64_t parse_counter(const Bytes& value, const std::string& key);
 
 }  // namespace collie

@@ -4,11 +4,12 @@
 // num_keys() reports the underlying store's total (as torch's PrefixStore does).
 #include <memory>
 
+#include "core/export.h"
 #include "store/store.h"
 
 namespace collie {
 
-class PrefixStore : public Store {
+class COLLIE_API PrefixStore : public Store {
  public:
   PrefixStore(std::string prefix, std::shared_ptr<Store> base);
 

@@ -11,16 +11,17 @@
 #include <string>
 #include <vector>
 
+#include "core/export.h"
 #include "core/timeout.h"
 
 namespace collie {
 
 using Bytes = std::vector<uint8_t>;
 
-Bytes to_bytes(std::string_view s);
-std::string to_string(const Bytes& b);
+COLLIE_API Bytes to_bytes(std::string_view s);
+COLLIE_API std::string to_string(const Bytes& b);
 
-class Store {
+class COLLIE_API Store {
  public:
   explicit Store(Millis timeout = kDefaultTimeout) : timeout_(timeout) {}
   virtual ~Store() = default;
@@ -83,7 +84,7 @@ class Store {
 };
 
 // The error every implementation throws when a wait expires, so messages read the same.
-[[noreturn]] void throw_store_timeout(const std::vector<std::string>& keys, Millis waited,
-                                      std::string_view where);
+[[noreturn]] COLLIE_API void throw_store_timeout(const std::vector<std::string>& keys,
+                                                 Millis waited, std::string_view where);
 
 }  // namespace collie

@@ -21,6 +21,7 @@
 #include <optional>
 #include <string>
 
+#include "core/export.h"
 #include "store/store.h"
 #include "store/tcp_store_server.h"
 
@@ -40,7 +41,7 @@ struct TcpStoreOptions {
   TcpStoreLimits limits;
 };
 
-class TcpStore : public Store {
+class COLLIE_API TcpStore : public Store {
  public:
   explicit TcpStore(const TcpStoreOptions& opts);
   ~TcpStore() override;

@@ -23,6 +23,8 @@
 #include <string>
 #include <thread>
 
+#include "core/export.h"
+
 namespace collie {
 
 struct TcpStoreLimits {
@@ -41,7 +43,7 @@ struct TcpStoreLimits {
   std::chrono::milliseconds idle_timeout{0};
 };
 
-class TcpStoreServer {
+class COLLIE_API TcpStoreServer {
  public:
   // port 0 = pick a free port (see port()). An empty secret = no authentication.
   TcpStoreServer(const std::string& host, uint16_t port, const TcpStoreLimits& limits,

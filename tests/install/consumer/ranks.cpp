@@ -1,5 +1,6 @@
 // A 2-rank job built against the installed collie: init_process_group over file:// (rank and
-// world size from RANK / WORLD_SIZE, as under a launcher), one all_reduce on Gloo, checked.
+// world size from RANK / WORLD_SIZE, as under a launcher), one all_reduce on Gloo, checked, then
+// a barrier and a monitored_barrier.
 // Usage: ranks FILE_STORE_PATH   (env: RANK, WORLD_SIZE)
 #include <cstdio>
 #include <exception>
@@ -7,6 +8,7 @@
 #include <vector>
 
 #include "comm/init.h"
+#include "monitored_barrier/monitored_barrier.h"
 
 int main(int argc, char** argv) {
   if (argc != 2) {
@@ -24,6 +26,7 @@ int main(int argc, char** argv) {
     const bool ok = x.front() == want && x.back() == want;
     std::printf("rank %d of %d: all_reduce %s\n", pg->rank(), pg->size(), ok ? "ok" : "WRONG");
     pg->barrier()->wait();
+    collie::monitored_barrier(*pg);
     return ok ? 0 : 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "ranks: %s\n", e.what());
