@@ -2,6 +2,10 @@
 
 #include <fmt/format.h>
 #include <gloo/transport/tcp/device.h>
+#include <signal.h>
+
+#include <csignal>
+#include <mutex>
 
 #include "core/error.h"
 
@@ -11,8 +15,20 @@ GlooDeviceChoice choose_gloo_device(const Env& env, const std::string& rendezvou
   return choose_gloo_bind(env, rendezvous_host);
 }
 
+void ignore_sigpipe_unless_handled() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    struct sigaction current {};
+    if (sigaction(SIGPIPE, nullptr, &current) == 0 && !(current.sa_flags & SA_SIGINFO) &&
+        current.sa_handler == SIG_DFL) {
+      std::signal(SIGPIPE, SIG_IGN);
+    }
+  });
+}
+
 std::shared_ptr<gloo::transport::Device> create_gloo_device(const GlooDeviceChoice& choice,
                                                             int rank) {
+  ignore_sigpipe_unless_handled();
   gloo::transport::tcp::attr attr;
   attr.hostname = choice.address;  // numeric: libgloo's own lookup cannot fail on a name
   try {

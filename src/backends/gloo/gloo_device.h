@@ -19,7 +19,14 @@ using GlooDeviceChoice = BindChoice;
 
 // Throws InvalidArgument when an override names no address of this host.
 GlooDeviceChoice choose_gloo_device(const Env& env, const std::string& rendezvous_host);
+// libgloo writes with writev(), which raises SIGPIPE when a peer has gone; at the default
+// disposition that kills the process before Gloo can report the lost connection as an error.
+// Like Python (which torch.distributed runs under), collie then ignores SIGPIPE: this sets it to
+// SIG_IGN once per process when it is still SIG_DFL, and leaves an application's handler alone.
+void ignore_sigpipe_unless_handled();
+
 // Throws BackendError naming the choice and the settings to change when Gloo cannot bind.
+// Calls ignore_sigpipe_unless_handled() first.
 std::shared_ptr<gloo::transport::Device> create_gloo_device(const GlooDeviceChoice& choice,
                                                             int rank);
 

@@ -1,11 +1,18 @@
 // Behaviour beyond the op matrix: tag matching, all_to_all with splits, argument errors, a peer
 // that dies, subgroups and shutdown.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
+#include <functional>
 #include <thread>
 
+#include "backends/gloo/gloo_device.h"
 #include "core/error.h"
 #include "store/store.h"
 #include "support/multiprocess.h"
@@ -192,6 +199,41 @@ TEST(GlooErrors, PeerThatDiesGivesNetworkOrTimeoutErrorNotAHang) {
   EXPECT_EQ(result.ranks[0].status, RankStatus::Passed) << result.summary();
   EXPECT_EQ(result.ranks[1].status, RankStatus::Passed) << result.summary();
   EXPECT_EQ(result.ranks[2].status, RankStatus::Died) << result.summary();
+}
+
+// Runs body in a forked child; its exit code (0 = body returned true), or 100 + the signal that
+// killed it.
+int in_child(const std::function<bool()>& body) {
+  const pid_t pid = fork();
+  if (pid == 0) _exit(body() ? 0 : 1);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 100 + WTERMSIG(status);
+}
+
+// SIGPIPE's disposition after creating a Gloo device from a process that had `handler`.
+void (*sigpipe_after_device(void (*handler)(int)))(int) {
+  std::signal(SIGPIPE, handler);
+  auto device = create_gloo_device(BindChoice{"127.0.0.1", "lo", "test"}, 0);
+  struct sigaction now {};
+  sigaction(SIGPIPE, nullptr, &now);
+  return now.sa_handler;
+}
+
+// A lost peer must surface as NetworkError (PeerThatDies... above), not kill the survivor:
+// libgloo's writev raises SIGPIPE, so the Gloo device ignores it unless the program handles it.
+TEST(GlooErrors, SigpipeIsIgnoredUnlessTheProgramHandlesIt) {
+  EXPECT_EQ(in_child([] {
+              if (sigpipe_after_device(SIG_DFL) != SIG_IGN) return false;
+              int sv[2];
+              if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) return false;
+              close(sv[1]);
+              const char c = 'x';
+              return write(sv[0], &c, 1) < 0 && errno == EPIPE;  // alive, with an error
+            }),
+            0);
+  static void (*const handler)(int) = +[](int) {};
+  EXPECT_EQ(in_child([] { return sigpipe_after_device(handler) == handler; }), 0);
 }
 
 TEST(GlooErrors, PerOpTimeoutBecomesTimeoutErrorForCollectivesAndRecv) {
