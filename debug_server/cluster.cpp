@@ -100,8 +100,7 @@ bool is_member_url(const std::string& url, std::string* why) {
   }
   int p = 0;
   auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), p);
-  if (port.empty() || ec != std::errc() || end != port.data() + port.size() || p < 1 ||
-      p > 65535) {
+  if (port.empty() || ec != std::errc() || end != port.data() + port.size() || p < 1 || p > 65535) {
     return fail("port is not 1..65535 followed by nothing");
   }
   return true;
@@ -141,9 +140,10 @@ ClusterView fetch_cluster(Store& store, int world_size, Millis per_rank_timeout,
       if (!is_member_url(url, &why)) {
         // Never contact (or send the token to) something that is not a rank's debug server.
         v.url = url.substr(0, 120);
-        v.error = fmt::format("{} = '{}' is not a debug server address http://HOST:PORT ({}); "
-                              "not contacted",
-                              key, v.url, why);
+        v.error = fmt::format(
+            "{} = '{}' is not a debug server address http://HOST:PORT ({}); "
+            "not contacted",
+            key, v.url, why);
         continue;
       }
       targets.emplace_back(r, std::move(url));

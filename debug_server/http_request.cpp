@@ -150,13 +150,15 @@ ParseResult parse_head(std::string_view head, size_t max_body, Request* out) {
     if (out->headers.size() >= kMaxHeaderCount) return bad(431, "too many header fields");
     out->headers.emplace_back(lower(name), std::string(value));
     const std::string& n = out->headers.back().first;
-    if (n == "transfer-encoding") return bad(501, "chunked or encoded request bodies are not served");
+    if (n == "transfer-encoding")
+      return bad(501, "chunked or encoded request bodies are not served");
     if (n == "content-length") {
       size_t len = 0;
       const char* b = value.data();
       const char* end = value.data() + value.size();
       auto [p, ec] = std::from_chars(b, end, len);
-      if (value.empty() || ec != std::errc() || p != end) return bad(400, "malformed Content-Length");
+      if (value.empty() || ec != std::errc() || p != end)
+        return bad(400, "malformed Content-Length");
       if (have_length && len != out->content_length) return bad(400, "conflicting Content-Length");
       if (len > max_body) {
         return bad(413, "request body of " + std::to_string(len) + " bytes exceeds " +

@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -14,7 +15,6 @@
 #include <condition_variable>
 #include <cstring>
 #include <deque>
-#include <fmt/format.h>
 #include <mutex>
 #include <unordered_map>
 
@@ -47,10 +47,10 @@ void answer_and_close(int fd, const Response& res) {
 }  // namespace
 
 std::string serialize(const Response& res) {
-  std::string out = fmt::format("HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\n"
-                                "Connection: close\r\n",
-                                res.status, reason_phrase(res.status), res.content_type,
-                                res.body.size());
+  std::string out = fmt::format(
+      "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\n"
+      "Connection: close\r\n",
+      res.status, reason_phrase(res.status), res.content_type, res.body.size());
   for (const auto& [k, v] : res.headers) out += k + ": " + v + "\r\n";
   out += "\r\n";
   out += res.body;
@@ -203,8 +203,8 @@ void Server::start() {
         }
         return;
       }
-      const ParseResult p = parse_head(std::string_view(c.buf).substr(0, end), opts_.max_body,
-                                       &c.req);
+      const ParseResult p =
+          parse_head(std::string_view(c.buf).substr(0, end), opts_.max_body, &c.req);
       if (p.status != 0) {
         const int fd = c.fd;
         ServerRequest req = std::move(c.req);
@@ -215,8 +215,7 @@ void Server::start() {
     }
     if (c.buf.size() - c.head_end < c.req.content_length) return;
     c.req.body = c.buf.substr(c.head_end, c.req.content_length);
-    if (c.req.get_header_value("content-type").rfind("application/x-www-form-urlencoded", 0) ==
-        0) {
+    if (c.req.get_header_value("content-type").rfind("application/x-www-form-urlencoded", 0) == 0) {
       parse_params(c.req.body, &c.req.params);
     }
     enqueue(c);
@@ -228,8 +227,7 @@ void Server::start() {
       int timeout = -1;
       const auto now = Steady::now();
       for (const auto& [fd, c] : m.conns) {
-        const auto left =
-            std::chrono::ceil<std::chrono::milliseconds>(c.deadline - now).count();
+        const auto left = std::chrono::ceil<std::chrono::milliseconds>(c.deadline - now).count();
         const int t = static_cast<int>(std::max<int64_t>(0, left));
         if (timeout < 0 || t < timeout) timeout = t;
       }

@@ -29,7 +29,9 @@ struct Response {
     body = std::move(b);
     content_type = std::move(type);
   }
-  void set_header(std::string k, std::string v) { headers.emplace_back(std::move(k), std::move(v)); }
+  void set_header(std::string k, std::string v) {
+    headers.emplace_back(std::move(k), std::move(v));
+  }
 };
 
 // What reaches the handlers: the parsed request plus where it came from.

@@ -26,7 +26,6 @@ bool secret_name(std::string_view name) {
   return false;
 }
 
-
 }  // namespace
 
 std::string host_name() {

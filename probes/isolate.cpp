@@ -212,19 +212,19 @@ void Engine::reremeasure_units(std::vector<Track>& tracks, const std::vector<int
                     1;
   measure_rounds(tracks, limit,
                  [&](Track& t, std::set<int>& busy, int r) -> std::optional<UnitPair> {
-    int pick = -1;
-    const size_t start = (static_cast<size_t>(t.a) * 7919 + r) % good.size();
-    for (int pass = 0; pass < 2 && pick < 0; ++pass)
-      for (size_t k = 0; k < good.size() && pick < 0; ++k) {
-        const int g = good[(start + k) % good.size()];
-        if (busy.count(g) || (pass == 0 && t.met.count(g))) continue;
-        pick = g;
-      }
-    if (pick < 0) return std::nullopt;
-    busy.insert(pick);
-    t.met.insert(pick);
-    return UnitPair{std::min(t.a, pick), std::max(t.a, pick)};
-  });
+                   int pick = -1;
+                   const size_t start = (static_cast<size_t>(t.a) * 7919 + r) % good.size();
+                   for (int pass = 0; pass < 2 && pick < 0; ++pass)
+                     for (size_t k = 0; k < good.size() && pick < 0; ++k) {
+                       const int g = good[(start + k) % good.size()];
+                       if (busy.count(g) || (pass == 0 && t.met.count(g))) continue;
+                       pick = g;
+                     }
+                   if (pick < 0) return std::nullopt;
+                   busy.insert(pick);
+                   t.met.insert(pick);
+                   return UnitPair{std::min(t.a, pick), std::max(t.a, pick)};
+                 });
 }
 
 void Engine::measure_round(std::vector<Track>& tracks, const std::vector<UnitPair>& pairs,

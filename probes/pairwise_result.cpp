@@ -186,8 +186,9 @@ std::string PairwiseResult::to_text() const {
     for (const auto& o : f.evidence) {
       const std::string when = o.round == 0 ? "survey" : fmt::format("round {}", o.round);
       ev += fmt::format("{}{} vs {} {}", ev.empty() ? "" : "; ", when, unit_label(o.partner),
-                        o.why.empty() ? fmt::format("{:.4g} GB/s ok (reference {:.4g})", o.gbps, o.ref_gbps)
-                                      : (o.bad ? o.why : fmt::format("{:.4g} GB/s", o.gbps)));
+                        o.why.empty()
+                            ? fmt::format("{:.4g} GB/s ok (reference {:.4g})", o.gbps, o.ref_gbps)
+                            : (o.bad ? o.why : fmt::format("{:.4g} GB/s", o.gbps)));
     }
     out += "    evidence: " + ev + "\n";
     out += fmt::format("    next step: {}\n", fault_next_step(f.fault));

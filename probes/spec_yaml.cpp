@@ -83,9 +83,8 @@ struct Converter {
           if (!k.IsScalar()) fail(k.Mark(), "a key must be a plain name");
           const std::string key = k.Scalar();
           if (obj.contains(key)) fail(k.Mark(), fmt::format("duplicate key '{}'", key));
-          obj[key] =
-              convert(entry.second, (json::json_pointer(ptr) / key).to_string(), k.Mark().line + 1,
-                      depth + 1);
+          obj[key] = convert(entry.second, (json::json_pointer(ptr) / key).to_string(),
+                             k.Mark().line + 1, depth + 1);
         }
         return obj;
       }

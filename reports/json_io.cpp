@@ -130,8 +130,8 @@ template <typename I>
 static I at_least(const json& j, const char* key, I lo) {
   const I v = field<I>(j, key);
   if (v < lo)
-    throw InvalidArgument(std::string("results JSON: field '") + key + "' is " +
-                          std::to_string(v) + ", below " + std::to_string(lo));
+    throw InvalidArgument(std::string("results JSON: field '") + key + "' is " + std::to_string(v) +
+                          ", below " + std::to_string(lo));
   return v;
 }
 
@@ -187,9 +187,9 @@ static RunResult run_from_json_fields(const json& j) {
   r.meta.started_at = field<std::string>(m, "started_at");
   if (m.contains("finished_at") && !m["finished_at"].is_null())
     r.meta.finished_at = field<std::string>(m, "finished_at");
-  if (m.contains("test_hooks")) r.meta.test_hooks = field<std::vector<std::string>>(m, "test_hooks");
-  if (m.contains("interrupted_by"))
-    r.meta.interrupted_by = field<std::string>(m, "interrupted_by");
+  if (m.contains("test_hooks"))
+    r.meta.test_hooks = field<std::vector<std::string>>(m, "test_hooks");
+  if (m.contains("interrupted_by")) r.meta.interrupted_by = field<std::string>(m, "interrupted_by");
   const json& rows = j.at("rows");
   if (rows.is_array()) r.rows.reserve(rows.size());
   for (const auto& row : rows) r.rows.push_back(row_from_json(row));
@@ -237,6 +237,5 @@ RunResult read_results(const std::string& path) {
 void write_results_atomic(const std::string& path, const RunResult& result) {
   write_file_atomic(path, to_json(result).dump(2) + "\n");
 }
-
 
 }  // namespace collie::reports

@@ -5,7 +5,6 @@
 #include <cmath>
 #include <cstdlib>
 
-
 namespace collie::reports {
 namespace {
 

@@ -3,13 +3,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <deque>
-#include <map>
-#include <tuple>
 #include <cstdio>
+#include <deque>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "core/error.h"
 #include "reports/baseline.h"

@@ -15,17 +15,17 @@
 #include <gloo/transport/tcp/device.h>
 
 #include <algorithm>
-#include <cstring>
-#include <functional>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
+#include <functional>
 #include <vector>
 
 #include "backends/gloo/gloo_store.h"
 #include "comm/wrapper.h"
-#include "store/prefix_store.h"
 #include "core/stats.h"
+#include "store/prefix_store.h"
 #include "support/multiprocess.h"
 
 namespace {
@@ -39,7 +39,6 @@ struct Args {
 };
 
 std::vector<std::string> kModes = {"libgloo", "backend", "OFF"};
-
 
 std::string measure(testing::RankContext& ctx, const Args& a) {
   // libgloo's own context, connected through the job's store under a prefix of its own.

@@ -20,7 +20,8 @@ namespace {
 
 // One block of `iters` ops, each timed on its own; returns every op's time, max over ranks (what
 // the slowest rank waited), appended to `out`.
-void time_block(MPI_Comm comm, int iters, const std::function<void()>& op, std::vector<double>& out) {
+void time_block(MPI_Comm comm, int iters, const std::function<void()>& op,
+                std::vector<double>& out) {
   std::vector<double> mine(static_cast<size_t>(iters)), worst(mine.size());
   MPI_Barrier(comm);
   for (int i = 0; i < iters; ++i) {
@@ -31,7 +32,6 @@ void time_block(MPI_Comm comm, int iters, const std::function<void()>& op, std::
   MPI_Allreduce(mine.data(), worst.data(), iters, MPI_DOUBLE, MPI_MAX, comm);
   out.insert(out.end(), worst.begin(), worst.end());
 }
-
 
 }  // namespace
 
@@ -93,15 +93,17 @@ int main(int argc, char** argv) {
       for (auto& v : t) v.clear();
       const int block = std::max(5, iters / trials);
       for (int round = 0; round < trials; ++round)
-        for (int k = 0; k < 3; ++k) time_block(raw, block, *ops[(k + round) % 3], t[(k + round) % 3]);
+        for (int k = 0; k < 3; ++k)
+          time_block(raw, block, *ops[(k + round) % 3], t[(k + round) % 3]);
       if (rank == 0) {
         using collie::median, collie::percentile;
         const double r50 = median(t[0]), i50 = median(t[1]), c50 = median(t[2]);
         const double r90 = percentile(t[0], .9), i90 = percentile(t[1], .9),
                      c90 = percentile(t[2], .9);
-        std::printf("%-10s %10zu %5zu %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %7.3f %7.3f %7.3f %7.3f\n",
-                    name, n * sizeof(float), t[2].size(), r50, i50, c50, r90, i90, c90, c50 / r50,
-                    c90 / r90, c50 / i50, c90 / i90);
+        std::printf(
+            "%-10s %10zu %5zu %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %7.3f %7.3f %7.3f %7.3f\n", name,
+            n * sizeof(float), t[2].size(), r50, i50, c50, r90, i90, c90, c50 / r50, c90 / r90,
+            c50 / i50, c90 / i90);
       }
     }
   }

@@ -51,7 +51,8 @@ int main(int argc, char** argv) {
       us[static_cast<size_t>(i)] =
           std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
     }
-    for (int i = 0; i < iters; ++i) std::printf("%ld %d %.3f\n", bytes, i, us[static_cast<size_t>(i)]);
+    for (int i = 0; i < iters; ++i)
+      std::printf("%ld %d %.3f\n", bytes, i, us[static_cast<size_t>(i)]);
     if (factor <= 1) break;
   }
   return 0;

@@ -84,11 +84,12 @@ int run_analyze(const AnalyzeArgs& a) {
   }
   for (const auto& e : errors) std::fprintf(stderr, "collie analyze: skipped %s\n", e.c_str());
   if (dumps.empty()) {
-    std::fprintf(stderr,
-                 "collie analyze: no collie_fr_rank_*.json nor PyTorch dump (nccl_trace_rank_<rank>) "
-                 "in %s (set COLLIE_FR_DUMP_DIR on every "
-                 "rank; dumps are written on timeout, error, SIGUSR1 or a store dump_request)\n",
-                 a.dir.c_str());
+    std::fprintf(
+        stderr,
+        "collie analyze: no collie_fr_rank_*.json nor PyTorch dump (nccl_trace_rank_<rank>) "
+        "in %s (set COLLIE_FR_DUMP_DIR on every "
+        "rank; dumps are written on timeout, error, SIGUSR1 or a store dump_request)\n",
+        a.dir.c_str());
     return kExitUsage;
   }
   return report(analyze(dumps, a.world), a.json);
@@ -113,8 +114,8 @@ COLLIE_COMMAND(Command{
                      "expected number of ranks (default: from the dumps)");
       return [args, dir, live] {
         if (args->world != -1 && (args->world < 1 || args->world > kMaxAnalyzeWorld)) {
-          throw InvalidArgument(fmt::format("--world-size {} is not in 1..{}", args->world,
-                                            kMaxAnalyzeWorld));
+          throw InvalidArgument(
+              fmt::format("--world-size {} is not in 1..{}", args->world, kMaxAnalyzeWorld));
         }
         if (live->count() > 0) return run_live(*args);
         if (dir->count() == 0) {

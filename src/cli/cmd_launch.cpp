@@ -35,7 +35,8 @@ COLLIE_COMMAND(Command{
           ->capture_default_str();
       sub.add_option("--timeout", f->timeout,
                      "stop every rank after this long (30s, 10m, ...; default: no limit)");
-      sub.add_option("--grace", f->grace, "SIGTERM to SIGKILL delay after Ctrl-C (a failed rank stops the others "
+      sub.add_option("--grace", f->grace,
+                     "SIGTERM to SIGKILL delay after Ctrl-C (a failed rank stops the others "
                      "within min(3s, this))")
           ->capture_default_str();
       sub.add_flag("--no-prefix", f->no_prefix, "do not prefix output lines with [rank]");

@@ -35,5 +35,6 @@ int report_exception(const std::string& command);
 
 #define COLLIE_CLI_CONCAT2(a, b) a##b
 #define COLLIE_CLI_CONCAT(a, b) COLLIE_CLI_CONCAT2(a, b)
-#define COLLIE_COMMAND(...) \
-  static const bool COLLIE_CLI_CONCAT(collie_cmd_, __LINE__) = ::collie::cli::register_command(__VA_ARGS__)
+#define COLLIE_COMMAND(...)                                    \
+  static const bool COLLIE_CLI_CONCAT(collie_cmd_, __LINE__) = \
+      ::collie::cli::register_command(__VA_ARGS__)

@@ -37,9 +37,9 @@ BindChoice choose_gloo_bind(const Env& env, const std::string& rendezvous_host) 
           "addresses, or unset it",
           *h));
     }
-    return BindChoice{addrs.front(), iface_of(addrs.front()),
-                      *h == addrs.front() ? "COLLIE_GLOO_HOST"
-                                          : fmt::format("COLLIE_GLOO_HOST ({})", *h)};
+    return BindChoice{
+        addrs.front(), iface_of(addrs.front()),
+        *h == addrs.front() ? "COLLIE_GLOO_HOST" : fmt::format("COLLIE_GLOO_HOST ({})", *h)};
   }
   if (auto list = env.get("GLOO_SOCKET_IFNAME"); list && !list->empty()) {
     // Every listed interface must exist, as torch requires; one Gloo device uses the first.
@@ -79,9 +79,9 @@ BindChoice choose_gloo_bind(const Env& env, const std::string& rendezvous_host) 
   auto src = net::route_source(host, &why);
   if (src && !net::is_loopback(*src)) {
     const std::string ifc = iface_of(*src);
-    return BindChoice{*src, ifc,
-                      fmt::format("route to {} {} leaves through {}", via, host,
-                                  ifc.empty() ? *src : ifc)};
+    return BindChoice{
+        *src, ifc,
+        fmt::format("route to {} {} leaves through {}", via, host, ifc.empty() ? *src : ifc)};
   }
   // The rendezvous host is this host under a name that maps to loopback here, or a name this
   // host cannot resolve: bind the first real interface, never loopback.

@@ -40,7 +40,8 @@ LaunchEnv detect_launch_env(const Env& env) {
     if (!rank && !size) continue;
     // An sbatch script or salloc shell carries SLURM_PROCID/SLURM_NTASKS of the allocation but is
     // not one of its tasks: only a job step (srun) is.
-    if (std::string(s.name) == "slurm" && !env.first_of({"SLURM_STEP_ID", "SLURM_STEPID"})) continue;
+    if (std::string(s.name) == "slurm" && !env.first_of({"SLURM_STEP_ID", "SLURM_STEPID"}))
+      continue;
     if (out.source.empty()) {
       out.rank = rank;
       out.world_size = size;
@@ -59,16 +60,16 @@ LaunchEnv detect_launch_env(const Env& env) {
     if (out.source == "env" && std::string(s.name) != "slurm") {
       if ((rank && out.rank && *rank != *out.rank) ||
           (size && out.world_size && *size != *out.world_size)) {
-        throw InvalidArgument(fmt::format(
-            "RANK/WORLD_SIZE ({}/{}) contradict {} ({}={}, {}={}); unset one of them",
-            out.rank.value_or(-1), out.world_size.value_or(-1), s.name, s.rank, rank.value_or(-1),
-            s.size, size.value_or(-1)));
+        throw InvalidArgument(
+            fmt::format("RANK/WORLD_SIZE ({}/{}) contradict {} ({}={}, {}={}); unset one of them",
+                        out.rank.value_or(-1), out.world_size.value_or(-1), s.name, s.rank,
+                        rank.value_or(-1), s.size, size.value_or(-1)));
       }
     }
   }
   if (out.world_size && *out.world_size <= 0) {
-    throw InvalidArgument(fmt::format("world size {} from {} must be positive", *out.world_size,
-                                      out.source));
+    throw InvalidArgument(
+        fmt::format("world size {} from {} must be positive", *out.world_size, out.source));
   }
   if (out.rank && out.world_size && (*out.rank < 0 || *out.rank >= *out.world_size)) {
     throw InvalidArgument(fmt::format("rank {} from {} is outside world size {}", *out.rank,

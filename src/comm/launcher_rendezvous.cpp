@@ -30,10 +30,11 @@ int plan_port_after(const std::string& port) { return parse_port(port) + 1; }
 
 std::vector<uint16_t> slurm_step_ports(long long job, long long step, int count) {
   std::vector<uint16_t> out;
-  const unsigned long long h = static_cast<unsigned long long>(job) * 131u +
-                               static_cast<unsigned long long>(step) * 7919u;
+  const unsigned long long h =
+      static_cast<unsigned long long>(job) * 131u + static_cast<unsigned long long>(step) * 7919u;
   for (int k = 0; static_cast<int>(out.size()) < count; ++k) {
-    const auto p = static_cast<uint16_t>(20000 + (h + static_cast<unsigned long long>(k) * 4099u) % 40000);
+    const auto p =
+        static_cast<uint16_t>(20000 + (h + static_cast<unsigned long long>(k) * 4099u) % 40000);
     if (std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
   }
   return out;
@@ -45,9 +46,10 @@ RendezvousPlan plan_env_rendezvous(const Env& env) {
   const std::string port = nonempty(env, "MASTER_PORT");
   if (!addr.empty() || !port.empty()) {
     if (addr.empty() || port.empty()) {
-      throw InvalidArgument(fmt::format(
-          "{} is set but {} is not; set both (or neither, under srun or mpirun)",
-          addr.empty() ? "MASTER_PORT" : "MASTER_ADDR", addr.empty() ? "MASTER_ADDR" : "MASTER_PORT"));
+      throw InvalidArgument(
+          fmt::format("{} is set but {} is not; set both (or neither, under srun or mpirun)",
+                      addr.empty() ? "MASTER_PORT" : "MASTER_ADDR",
+                      addr.empty() ? "MASTER_ADDR" : "MASTER_PORT"));
     }
     plan.kind = RendezvousPlan::Kind::Explicit;
     plan.host = addr;
@@ -60,11 +62,13 @@ RendezvousPlan plan_env_rendezvous(const Env& env) {
       // next free port, which the other ranks find by probing.
       plan.kind = RendezvousPlan::Kind::TorchrunAgent;
       plan.ports.clear();
-      for (int p = plan_port_after(port); static_cast<int>(plan.ports.size()) < 8 && p <= 65535; ++p) {
+      for (int p = plan_port_after(port); static_cast<int>(plan.ports.size()) < 8 && p <= 65535;
+           ++p) {
         plan.ports.push_back(static_cast<uint16_t>(p));
       }
       plan.serve = nonempty(env, "RANK") == "0";
-      plan.id = fmt::format("torchrun {}", env.get("TORCHELASTIC_RUN_ID").value_or(addr + ":" + port));
+      plan.id =
+          fmt::format("torchrun {}", env.get("TORCHELASTIC_RUN_ID").value_or(addr + ":" + port));
       plan.reason += " (torchrun agent store: collie's store on a port after MASTER_PORT)";
       if (plan.ports.empty()) {
         throw InvalidArgument(fmt::format(
@@ -76,7 +80,8 @@ RendezvousPlan plan_env_rendezvous(const Env& env) {
   const std::string job = env.first_of({"SLURM_JOB_ID", "SLURM_JOBID"}).value_or("");
   const std::string step = env.first_of({"SLURM_STEP_ID", "SLURM_STEPID"}).value_or("");
   if (!step.empty() && !job.empty()) {
-    const std::string var = env.get("SLURM_STEP_NODELIST") ? "SLURM_STEP_NODELIST" : "SLURM_NODELIST";
+    const std::string var =
+        env.get("SLURM_STEP_NODELIST") ? "SLURM_STEP_NODELIST" : "SLURM_NODELIST";
     const std::string list = nonempty(env, var.c_str());
     if (list.empty()) {
       throw InvalidArgument(fmt::format(
@@ -84,8 +89,10 @@ RendezvousPlan plan_env_rendezvous(const Env& env) {
           step));
     }
     const auto hosts = expand_hostlist(list);
-    const auto job_id = env.get_int("SLURM_JOB_ID").value_or(env.get_int("SLURM_JOBID").value_or(0));
-    const auto step_id = env.get_int(env.get("SLURM_STEP_ID") ? "SLURM_STEP_ID" : "SLURM_STEPID").value_or(0);
+    const auto job_id =
+        env.get_int("SLURM_JOB_ID").value_or(env.get_int("SLURM_JOBID").value_or(0));
+    const auto step_id =
+        env.get_int(env.get("SLURM_STEP_ID") ? "SLURM_STEP_ID" : "SLURM_STEPID").value_or(0);
     plan.kind = RendezvousPlan::Kind::SlurmStep;
     plan.host = hosts.front();
     plan.ports = slurm_step_ports(job_id, step_id);
@@ -102,7 +109,7 @@ RendezvousPlan plan_env_rendezvous(const Env& env) {
   if (env.first_of({"OMPI_COMM_WORLD_SIZE", "PMIX_RANK"})) {
     plan.kind = RendezvousPlan::Kind::Mpi;
     plan.reason = env.get("OMPI_COMM_WORLD_SIZE") ? "Open MPI launcher (OMPI_COMM_WORLD_SIZE)"
-                                                   : "PMIx launcher (PMIX_RANK)";
+                                                  : "PMIx launcher (PMIX_RANK)";
     return plan;
   }
   if (!job.empty()) {

@@ -29,9 +29,9 @@ enum class OpType : uint8_t {
 };
 inline constexpr int kNumOpTypes = 11;
 inline constexpr std::array<OpType, kNumOpTypes> kAllOpTypes = {
-    OpType::Send,    OpType::Recv,    OpType::Broadcast,     OpType::AllReduce,
-    OpType::Reduce,  OpType::AllGather, OpType::Gather,      OpType::Scatter,
-    OpType::ReduceScatter, OpType::AllToAll, OpType::Barrier};
+    OpType::Send,          OpType::Recv,      OpType::Broadcast, OpType::AllReduce,
+    OpType::Reduce,        OpType::AllGather, OpType::Gather,    OpType::Scatter,
+    OpType::ReduceScatter, OpType::AllToAll,  OpType::Barrier};
 
 // "send", "recv", "broadcast", "all_reduce", "reduce", "all_gather", "gather", "scatter",
 // "reduce_scatter", "all_to_all", "barrier".
@@ -51,11 +51,11 @@ struct OpCall {
   TensorView input;
   TensorView output;
   ReduceOp reduce_op = ReduceOp::Sum;
-  double premul_factor = 1.0;  // PreMulSum: inputs are multiplied by this before summing
-  int root = -1;               // group rank; broadcast/reduce/gather/scatter
-  int peer = -1;               // group rank; send (destination) / recv (source)
-  int tag = 0;                 // send/recv
-  std::span<const int64_t> input_splits;   // all_to_all: elements sent to each rank
+  double premul_factor = 1.0;             // PreMulSum: inputs are multiplied by this before summing
+  int root = -1;                          // group rank; broadcast/reduce/gather/scatter
+  int peer = -1;                          // group rank; send (destination) / recv (source)
+  int tag = 0;                            // send/recv
+  std::span<const int64_t> input_splits;  // all_to_all: elements sent to each rank
   std::span<const int64_t> output_splits;  // all_to_all: elements received from each rank
   Millis timeout = kUseGroupTimeout;       // resolved to the group timeout by submit()
   bool async_op = false;                   // backends may run inline when false

@@ -18,13 +18,14 @@ namespace {
 void check_buffer(const ProcessGroup& pg, const OpCall& c, const TensorView& t, const char* which) {
   if (t.numel > 0 && t.data == nullptr) bad(pg, c, fmt::format("{} buffer is null", which));
   if (t.shape.ndim > 0 && t.shape.numel() != static_cast<int64_t>(t.numel)) {
-    bad(pg, c, fmt::format("{} shape {} does not match its {} elements", which,
-                           t.shape.to_string(), t.numel));
+    bad(pg, c,
+        fmt::format("{} shape {} does not match its {} elements", which, t.shape.to_string(),
+                    t.numel));
   }
 }
 
-void check_splits(const ProcessGroup& pg, const OpCall& c, std::span<const int64_t> s,
-                  size_t numel, const char* which) {
+void check_splits(const ProcessGroup& pg, const OpCall& c, std::span<const int64_t> s, size_t numel,
+                  const char* which) {
   if (s.empty()) return;
   if (static_cast<int>(s.size()) != pg.size()) {
     bad(pg, c, fmt::format("{} has {} entries for a group of {}", which, s.size(), pg.size()));
@@ -84,8 +85,9 @@ void ProcessGroup::validate(const OpCall& c) const {
   const bool has_out = c.output.data != nullptr || c.output.numel > 0;
   if (has_in && has_out) {
     if (c.input.dtype != c.output.dtype) {
-      bad(*this, c, fmt::format("input dtype {} differs from output dtype {}",
-                                dtype_name(c.input.dtype), dtype_name(c.output.dtype)));
+      bad(*this, c,
+          fmt::format("input dtype {} differs from output dtype {}", dtype_name(c.input.dtype),
+                      dtype_name(c.output.dtype)));
     }
     if (c.input.device.type != c.output.device.type) {
       bad(*this, c, "input and output are on different devices");
@@ -95,7 +97,8 @@ void ProcessGroup::validate(const OpCall& c) const {
   switch (c.type) {
     case OpType::AllGather:
       if (out != in * un) {
-        bad(*this, c, fmt::format("output has {} elements, expected size*input = {}*{}", out, n, in));
+        bad(*this, c,
+            fmt::format("output has {} elements, expected size*input = {}*{}", out, n, in));
       }
       break;
     case OpType::Gather:
@@ -110,7 +113,8 @@ void ProcessGroup::validate(const OpCall& c) const {
       break;
     case OpType::ReduceScatter:
       if (in != out * un) {
-        bad(*this, c, fmt::format("input has {} elements, expected size*output = {}*{}", in, n, out));
+        bad(*this, c,
+            fmt::format("input has {} elements, expected size*output = {}*{}", in, n, out));
       }
       break;
     case OpType::AllToAll:
@@ -119,8 +123,9 @@ void ProcessGroup::validate(const OpCall& c) const {
       }
       if (c.input_splits.empty()) {
         if (in != out || in % un != 0) {
-          bad(*this, c, fmt::format("input ({}) and output ({}) must be equal and divisible by {}",
-                                    in, out, n));
+          bad(*this, c,
+              fmt::format("input ({}) and output ({}) must be equal and divisible by {}", in, out,
+                          n));
         }
       }
       check_splits(*this, c, c.input_splits, in, "input_splits");
@@ -208,7 +213,8 @@ std::shared_ptr<Work> ProcessGroup::gather(TensorView in, TensorView out, const 
   c.root = o.root;
   return submit(c);
 }
-std::shared_ptr<Work> ProcessGroup::scatter(TensorView in, TensorView out, const ScatterOptions& o) {
+std::shared_ptr<Work> ProcessGroup::scatter(TensorView in, TensorView out,
+                                            const ScatterOptions& o) {
   OpCall c = base_call(OpType::Scatter, in, out, o);
   c.root = o.root;
   return submit(c);

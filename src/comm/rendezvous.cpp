@@ -41,7 +41,8 @@ void resolve_rank_and_size(RendezvousRequest& req, const Env& env) {
     throw InvalidArgument("rank unknown: pass it, or set RANK (or run under a launcher)");
   }
   if (req.rank >= req.world_size) {
-    throw InvalidArgument(fmt::format("rank {} is outside world size {}", req.rank, req.world_size));
+    throw InvalidArgument(
+        fmt::format("rank {} is outside world size {}", req.rank, req.world_size));
   }
 }
 
@@ -79,9 +80,10 @@ std::shared_ptr<Store> slurm_store(const RendezvousPlan& plan, Millis timeout) {
         last = e.what();  // port taken: next candidate
       }
     }
-    throw NetworkError(fmt::format("{}: no free store port among {} on {} (last: {}); "
-                                   "set MASTER_ADDR and MASTER_PORT",
-                                   plan.id, fmt::join(plan.ports, ", "), plan.host, last));
+    throw NetworkError(
+        fmt::format("{}: no free store port among {} on {} (last: {}); "
+                    "set MASTER_ADDR and MASTER_PORT",
+                    plan.id, fmt::join(plan.ports, ", "), plan.host, last));
   }
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   for (;;) {
@@ -197,9 +199,10 @@ Rendezvous rendezvous(const RendezvousRequest& in, const Env& env) {
         break;  // rejected above
     }
     out.store_host = plan.host;
-    record_network_choice({"rendezvous", fmt::format("env:// {}:{}", plan.host,
-                                                     dynamic_cast<TcpStore&>(*out.store).port()),
-                           plan.reason});
+    record_network_choice(
+        {"rendezvous",
+         fmt::format("env:// {}:{}", plan.host, dynamic_cast<TcpStore&>(*out.store).port()),
+         plan.reason});
     log(LogLevel::Info, "rendezvous: env:// at {} ({})", plan.host, plan.reason);
     out.method = "env";
   } else if (m.rfind("tcp://", 0) == 0) {
@@ -212,34 +215,36 @@ Rendezvous rendezvous(const RendezvousRequest& in, const Env& env) {
     if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
       host = host.substr(1, host.size() - 2);
     }
-    out.store = tcp_store(host, parse_port(hp.substr(colon + 1), "port"), req.rank == 0, req.timeout);
+    out.store =
+        tcp_store(host, parse_port(hp.substr(colon + 1), "port"), req.rank == 0, req.timeout);
     out.store_host = host;
     record_network_choice({"rendezvous", m, "init method"});
     out.method = "tcp";
   } else if (m.rfind("file://", 0) == 0) {
     std::string path = m.substr(7);
     if (path.empty() || path[0] != '/') {
-      throw InvalidArgument(fmt::format("init method '{}' must look like file:///ABSOLUTE/PATH", m));
+      throw InvalidArgument(
+          fmt::format("init method '{}' must look like file:///ABSOLUTE/PATH", m));
     }
     out.store = std::make_shared<FileStore>(path, req.world_size, req.timeout);
     out.method = "file";
   } else {
-    throw InvalidArgument(fmt::format(
-        "unknown init method '{}' (use env://, tcp://HOST:PORT or file:///PATH)", m));
+    throw InvalidArgument(
+        fmt::format("unknown init method '{}' (use env://, tcp://HOST:PORT or file:///PATH)", m));
   }
   if (!out.store_host.empty()) set_rendezvous_host(out.store_host);
   // Check in: claim the rank, agree on the world size, wait for everyone.
   Store& s = *out.store;
   if (s.add(fmt::format("rdzv/rank/{}", req.rank), 1) != 1) {
     throw InvalidArgument(fmt::format(
-        "two processes claim rank {} (check RANK of each process, or remove a stale {})",
-        req.rank, out.method == "file" ? "store file" : "job on the same port"));
+        "two processes claim rank {} (check RANK of each process, or remove a stale {})", req.rank,
+        out.method == "file" ? "store file" : "job on the same port"));
   }
   const Bytes ws = to_bytes(std::to_string(req.world_size));
   const Bytes agreed = s.compare_set("rdzv/world_size", Bytes{}, ws);
   if (agreed != ws) {
-    throw InvalidArgument(fmt::format("rank {} has world size {} but another rank has {}",
-                                      req.rank, req.world_size, to_string(agreed)));
+    throw InvalidArgument(fmt::format("rank {} has world size {} but another rank has {}", req.rank,
+                                      req.world_size, to_string(agreed)));
   }
   store_barrier(s, "rdzv/barrier", req.rank, req.world_size, req.timeout);
   return out;

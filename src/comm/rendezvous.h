@@ -23,7 +23,7 @@ struct Rendezvous {
   std::shared_ptr<Store> store;  // root store (unprefixed)
   int rank = 0;
   int world_size = 1;
-  std::string method;  // "env", "tcp", "file", "store", or a backend's name (self rendezvous)
+  std::string method;      // "env", "tcp", "file", "store", or a backend's name (self rendezvous)
   std::string store_host;  // host the ranks dialled for the store ("" = none / unknown)
 };
 

@@ -24,8 +24,8 @@ enum class DType : uint8_t {
 };
 
 inline constexpr std::array<DType, 10> kAllDTypes = {
-    DType::Int8,    DType::UInt8,    DType::Int32,   DType::UInt32,  DType::Int64,
-    DType::UInt64,  DType::Float16,  DType::BFloat16, DType::Float32, DType::Float64};
+    DType::Int8,   DType::UInt8,   DType::Int32,    DType::UInt32,  DType::Int64,
+    DType::UInt64, DType::Float16, DType::BFloat16, DType::Float32, DType::Float64};
 
 COLLIE_API size_t dtype_size(DType d);
 COLLIE_API bool is_floating(DType d);

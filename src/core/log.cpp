@@ -22,12 +22,18 @@ std::string upper(std::string_view s) {
 
 const char* level_tag(LogLevel l) {
   switch (l) {
-    case LogLevel::Trace: return "T";
-    case LogLevel::Debug: return "D";
-    case LogLevel::Info: return "I";
-    case LogLevel::Warning: return "W";
-    case LogLevel::Error: return "E";
-    case LogLevel::Off: return "-";
+    case LogLevel::Trace:
+      return "T";
+    case LogLevel::Debug:
+      return "D";
+    case LogLevel::Info:
+      return "I";
+    case LogLevel::Warning:
+      return "W";
+    case LogLevel::Error:
+      return "E";
+    case LogLevel::Off:
+      return "-";
   }
   return "?";
 }
@@ -36,12 +42,18 @@ const char* level_tag(LogLevel l) {
 
 std::string_view log_level_name(LogLevel l) {
   switch (l) {
-    case LogLevel::Trace: return "TRACE";
-    case LogLevel::Debug: return "DEBUG";
-    case LogLevel::Info: return "INFO";
-    case LogLevel::Warning: return "WARNING";
-    case LogLevel::Error: return "ERROR";
-    case LogLevel::Off: return "OFF";
+    case LogLevel::Trace:
+      return "TRACE";
+    case LogLevel::Debug:
+      return "DEBUG";
+    case LogLevel::Info:
+      return "INFO";
+    case LogLevel::Warning:
+      return "WARNING";
+    case LogLevel::Error:
+      return "ERROR";
+    case LogLevel::Off:
+      return "OFF";
   }
   return "?";
 }
@@ -68,9 +80,12 @@ DebugLevel parse_debug_level(std::string_view s) {
 
 std::string_view debug_level_name(DebugLevel d) {
   switch (d) {
-    case DebugLevel::Off: return "OFF";
-    case DebugLevel::Info: return "INFO";
-    case DebugLevel::Detail: return "DETAIL";
+    case DebugLevel::Off:
+      return "OFF";
+    case DebugLevel::Info:
+      return "INFO";
+    case DebugLevel::Detail:
+      return "DETAIL";
   }
   return "?";
 }
@@ -98,7 +113,9 @@ void configure_logging_from_env(const Env& env) {
 void set_log_level(LogLevel level) { g_level.store(static_cast<int>(level)); }
 LogLevel log_level() { return static_cast<LogLevel>(g_level.load()); }
 void set_debug_level(DebugLevel level) { g_debug.store(static_cast<int>(level)); }
-DebugLevel debug_level() { return static_cast<DebugLevel>(g_debug.load(std::memory_order_relaxed)); }
+DebugLevel debug_level() {
+  return static_cast<DebugLevel>(g_debug.load(std::memory_order_relaxed));
+}
 void set_log_rank(int rank) { g_rank.store(rank); }
 
 bool log_enabled(LogLevel level) {
@@ -108,8 +125,9 @@ bool log_enabled(LogLevel level) {
 
 void log_line(LogLevel level, std::string_view msg) {
   const int rank = g_rank.load();
-  std::string line = rank >= 0 ? fmt::format("[Rank {}] {} collie: {}\n", rank, level_tag(level), msg)
-                               : fmt::format("{} collie: {}\n", level_tag(level), msg);
+  std::string line = rank >= 0
+                         ? fmt::format("[Rank {}] {} collie: {}\n", rank, level_tag(level), msg)
+                         : fmt::format("{} collie: {}\n", level_tag(level), msg);
   std::fwrite(line.data(), 1, line.size(), stderr);
 }
 

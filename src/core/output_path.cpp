@@ -23,7 +23,8 @@ void check_output_file(const std::string& path, std::string_view flag) {
   const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
   if (!fs::is_directory(dir, ec)) fail(fmt::format("directory '{}' does not exist", dir.string()));
   if (fs::exists(p, ec)) {
-    if (::access(path.c_str(), W_OK) != 0) fail(fmt::format("cannot be written ({})", std::strerror(errno)));
+    if (::access(path.c_str(), W_OK) != 0)
+      fail(fmt::format("cannot be written ({})", std::strerror(errno)));
   } else if (::access(dir.c_str(), W_OK | X_OK) != 0) {
     fail(fmt::format("cannot be created in '{}' ({})", dir.string(), std::strerror(errno)));
   }

@@ -4,15 +4,24 @@ namespace collie {
 
 std::string_view reduce_op_name(ReduceOp op) {
   switch (op) {
-    case ReduceOp::Sum: return "sum";
-    case ReduceOp::Prod: return "prod";
-    case ReduceOp::Min: return "min";
-    case ReduceOp::Max: return "max";
-    case ReduceOp::Avg: return "avg";
-    case ReduceOp::BAnd: return "band";
-    case ReduceOp::BOr: return "bor";
-    case ReduceOp::BXor: return "bxor";
-    case ReduceOp::PreMulSum: return "premul_sum";
+    case ReduceOp::Sum:
+      return "sum";
+    case ReduceOp::Prod:
+      return "prod";
+    case ReduceOp::Min:
+      return "min";
+    case ReduceOp::Max:
+      return "max";
+    case ReduceOp::Avg:
+      return "avg";
+    case ReduceOp::BAnd:
+      return "band";
+    case ReduceOp::BOr:
+      return "bor";
+    case ReduceOp::BXor:
+      return "bxor";
+    case ReduceOp::PreMulSum:
+      return "premul_sum";
   }
   return "?";
 }

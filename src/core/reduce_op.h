@@ -13,8 +13,8 @@ namespace collie {
 enum class ReduceOp : uint8_t { Sum, Prod, Min, Max, Avg, BAnd, BOr, BXor, PreMulSum };
 
 inline constexpr std::array<ReduceOp, 9> kAllReduceOps = {
-    ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Min,  ReduceOp::Max,      ReduceOp::Avg,
-    ReduceOp::BAnd, ReduceOp::BOr, ReduceOp::BXor, ReduceOp::PreMulSum};
+    ReduceOp::Sum,  ReduceOp::Prod, ReduceOp::Min,  ReduceOp::Max,      ReduceOp::Avg,
+    ReduceOp::BAnd, ReduceOp::BOr,  ReduceOp::BXor, ReduceOp::PreMulSum};
 
 // "sum", "prod", "min", "max", "avg", "band", "bor", "bxor", "premul_sum".
 COLLIE_API std::string_view reduce_op_name(ReduceOp op);

@@ -19,8 +19,7 @@ inline constexpr int64_t kMaxByteSize = int64_t{1} << 40;
 
 // Throws InvalidArgument, one line: "WHAT 'TEXT' is not a size (use e.g. 8, 64K, 4M, 1G)" or
 // "WHAT 'TEXT' is larger than 1T". `what` names the flag or key ("-b", "checks[0].bytes").
-int64_t parse_byte_size(std::string_view text, std::string_view what,
-                        int64_t max = kMaxByteSize);
+int64_t parse_byte_size(std::string_view text, std::string_view what, int64_t max = kMaxByteSize);
 
 // A finite decimal number in [lo, hi]. Throws InvalidArgument: "WHAT 'TEXT' is not a number in
 // [LO, HI]".

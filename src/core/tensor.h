@@ -49,7 +49,8 @@ struct COLLIE_API TensorView {
   }
   template <typename T>
   static TensorView of(std::span<T> s, DType dtype) {
-    return cpu(const_cast<std::remove_const_t<T>*>(s.data()), s.size() * sizeof(T) / dtype_size(dtype), dtype);
+    return cpu(const_cast<std::remove_const_t<T>*>(s.data()),
+               s.size() * sizeof(T) / dtype_size(dtype), dtype);
   }
 };
 

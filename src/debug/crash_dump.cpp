@@ -22,12 +22,18 @@ struct sigaction g_prev_action[NSIG];
 
 const char* signal_name(int sig) {
   switch (sig) {
-    case SIGSEGV: return "SIGSEGV";
-    case SIGBUS: return "SIGBUS";
-    case SIGFPE: return "SIGFPE";
-    case SIGILL: return "SIGILL";
-    case SIGABRT: return "SIGABRT";
-    default: return "a fatal signal";
+    case SIGSEGV:
+      return "SIGSEGV";
+    case SIGBUS:
+      return "SIGBUS";
+    case SIGFPE:
+      return "SIGFPE";
+    case SIGILL:
+      return "SIGILL";
+    case SIGABRT:
+      return "SIGABRT";
+    default:
+      return "a fatal signal";
   }
 }
 
@@ -75,8 +81,9 @@ std::string crash_dump(const std::string& reason) {
   if (ds == nullptr || g_dumped.exchange(true)) return "";
   const std::string path = ds->dump_on_crash(reason);
   if (!path.empty()) {
-    say(fmt::format("[Rank {}] collie: {}; flight recorder dumped to {} (run `collie analyze {}`)\n",
-                    ds->rank(), reason, path, ds->dump_dir()));
+    say(fmt::format(
+        "[Rank {}] collie: {}; flight recorder dumped to {} (run `collie analyze {}`)\n",
+        ds->rank(), reason, path, ds->dump_dir()));
   }
   return path;
 }

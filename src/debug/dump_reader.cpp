@@ -79,7 +79,8 @@ std::optional<int64_t> int_in(const json& v, int64_t lo, int64_t hi) {
 // A rank: an integer in [lo, kMaxAnalyzeWorld).
 int get_rank(const json& v, const std::string& what, int lo) {
   const auto r = int_in(v, lo, kMaxAnalyzeWorld - 1);
-  if (!r) bad(fmt::format("{} {} is not a rank in {}..{}", what, v.dump(), lo, kMaxAnalyzeWorld - 1));
+  if (!r)
+    bad(fmt::format("{} {} is not a rank in {}..{}", what, v.dump(), lo, kMaxAnalyzeWorld - 1));
   return static_cast<int>(*r);
 }
 
@@ -161,8 +162,8 @@ RankDump parse(std::istream* in, const std::string* text) {
     if (const json* w = find(j, "world_size"); w != nullptr) {
       const auto n = int_in(*w, 0, kMaxAnalyzeWorld);
       if (!n) {
-        bad(fmt::format("world_size {} is not in 0..{} (the most ranks collie analyzes)",
-                        w->dump(), kMaxAnalyzeWorld));
+        bad(fmt::format("world_size {} is not in 0..{} (the most ranks collie analyzes)", w->dump(),
+                        kMaxAnalyzeWorld));
       }
       d.world_size = static_cast<int>(*n);
     }
@@ -200,7 +201,8 @@ RankDump parse(std::istream* in, const std::string* text) {
   const json* entries = find(j, "entries");
   if (entries == nullptr || !entries->is_array()) bad("entries is not a list");
   // Every object was converted and dropped by the callback; what is left is not an entry.
-  if (!entries->empty()) bad(fmt::format("entries holds {}, not an object", entries->front().dump()));
+  if (!entries->empty())
+    bad(fmt::format("entries holds {}, not an object", entries->front().dump()));
   for (size_t i = 0; i < d.entries.size(); ++i) {
     if (d.groups.count(d.entries[i].pg_id) == 0) {
       bad(fmt::format("entry {}: group '{}' is not in pg_config", i, d.entries[i].pg_id));
@@ -232,7 +234,8 @@ RankDump parse_torch_dump_file(const std::filesystem::path& p, int rank) {
   std::error_code ec;
   const auto size = std::filesystem::file_size(p, ec);
   if (ec || size > kMaxPickleBytes) {
-    throw InvalidArgument(fmt::format("larger than the {} bytes a pickle may have", kMaxPickleBytes));
+    throw InvalidArgument(
+        fmt::format("larger than the {} bytes a pickle may have", kMaxPickleBytes));
   }
   std::ifstream f(p, std::ios::binary);
   std::string bytes(size, '\0');
@@ -263,8 +266,8 @@ std::vector<RankDump> load_dump_dir(const std::string& dir, std::vector<std::str
       if (rank) {
         torch_files.emplace_back(e.path(), *rank);
       } else {
-        errors.push_back(fmt::format("{}: a pickle whose name does not end in its rank",
-                                     e.path().string()));
+        errors.push_back(
+            fmt::format("{}: a pickle whose name does not end in its rank", e.path().string()));
       }
     }
   }

@@ -120,8 +120,8 @@ class MeshExchange : public FingerprintExchange {
 
 }  // namespace
 
-FingerprintExchange::Gathered gathered_from_records(const Fingerprint& mine,
-                                                    const uint8_t* records, int n, int me) {
+FingerprintExchange::Gathered gathered_from_records(const Fingerprint& mine, const uint8_t* records,
+                                                    int n, int me) {
   FingerprintExchange::Gathered g;
   g.splits_pairs_of = me;
   g.fps.resize(static_cast<size_t>(n));

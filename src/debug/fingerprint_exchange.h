@@ -47,8 +47,8 @@ class FingerprintExchange {
 
 // What rank `me` of `n` learnt from a records exchange: `records` holds n records of
 // Fingerprint::kRecordBytes, peer r's record for `me` at index r (index me is ignored: `mine`).
-FingerprintExchange::Gathered gathered_from_records(const Fingerprint& mine,
-                                                    const uint8_t* records, int n, int me);
+FingerprintExchange::Gathered gathered_from_records(const Fingerprint& mine, const uint8_t* records,
+                                                    int n, int me);
 
 // REQUIRES: store is the group's (or a namespace of it); rank/size as the group's.
 std::unique_ptr<FingerprintExchange> make_store_exchange(std::shared_ptr<Store> store, int rank,

@@ -109,8 +109,8 @@ std::string write_atomically(const std::string& dir, const std::string& name,
   try {
     write_file_atomic(path, bytes);
   } catch (const Error& e) {
-    throw Error(fmt::format("[Rank {}] flight recorder: {} (check COLLIE_FR_DUMP_DIR)", rank,
-                            e.what()));
+    throw Error(
+        fmt::format("[Rank {}] flight recorder: {} (check COLLIE_FR_DUMP_DIR)", rank, e.what()));
   }
   return path;
 }

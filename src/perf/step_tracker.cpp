@@ -79,7 +79,8 @@ std::string StepTracker::laggards() {
       if (r == rank_) continue;
       const std::string key = fmt::format("perf/seq/{}", r);
       try {
-        const auto left = std::chrono::duration_cast<Millis>(deadline - std::chrono::steady_clock::now());
+        const auto left =
+            std::chrono::duration_cast<Millis>(deadline - std::chrono::steady_clock::now());
         if (!store_->check({key})) store_->wait({key}, std::max(left, Millis(1)));
       } catch (const std::exception&) {
         behind.push_back(fmt::format("rank {} did not answer (hung in the backend or dead)", r));

@@ -11,11 +11,12 @@
 //             backend (gloo / mpi / nccl)                                      (src/backends)
 //
 // Before wrapping, each rank publishes its host name in the group's store (metrics/group_hosts.h,
-// the n_nodes label of the Inspector series). Desync checks sit below tracing, so the flight recorder also records the ops whose check
-// fails and `collie analyze` sees the mismatch. After wrapping the world group the stack starts
-// the process's debug server when one is configured (debug_server/auto_start.h).
-// The stack is installed into comm's registry (set_stack_builder) by a static initialiser in
-// stack.cpp; init_process_group, new_group and the test harness reach it through apply_wrappers.
+// the n_nodes label of the Inspector series). Desync checks sit below tracing, so the flight
+// recorder also records the ops whose check fails and `collie analyze` sees the mismatch. After
+// wrapping the world group the stack starts the process's debug server when one is configured
+// (debug_server/auto_start.h). The stack is installed into comm's registry (set_stack_builder) by a
+// static initialiser in stack.cpp; init_process_group, new_group and the test harness reach it
+// through apply_wrappers.
 #include <memory>
 
 #include "comm/registry.h"

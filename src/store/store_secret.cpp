@@ -16,8 +16,8 @@ std::string new_store_secret() {
   unsigned char raw[32];
   const int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
-    throw StoreError(fmt::format("cannot create a store secret: open /dev/urandom: {}",
-                                 std::strerror(errno)));
+    throw StoreError(
+        fmt::format("cannot create a store secret: open /dev/urandom: {}", std::strerror(errno)));
   }
   size_t got = 0;
   while (got < sizeof(raw)) {
@@ -26,8 +26,8 @@ std::string new_store_secret() {
     if (n <= 0) {
       const int err = n < 0 ? errno : EIO;
       close(fd);
-      throw StoreError(fmt::format("cannot create a store secret: read /dev/urandom: {}",
-                                   std::strerror(err)));
+      throw StoreError(
+          fmt::format("cannot create a store secret: read /dev/urandom: {}", std::strerror(err)));
     }
     got += static_cast<size_t>(n);
   }

@@ -110,8 +110,8 @@ class TcpStore::Connection {
         if (auth || msg.rfind("store authentication failed", 0) == 0) {
           broken_ = true;
           broken_reason_ = msg;
-          throw StoreError(fmt::format("{} (store {}; every rank of a job needs the same {})",
-                                       msg, peer_, kStoreSecretEnv));
+          throw StoreError(fmt::format("{} (store {}; every rank of a job needs the same {})", msg,
+                                       peer_, kStoreSecretEnv));
         }
         throw StoreError(fmt::format("TcpStore {}: {}", peer_, msg));
       }
@@ -174,8 +174,7 @@ TcpStore::TcpStore(const TcpStoreOptions& opts)
                                                opts.port, limits, secret_);
     port_ = server_->port();
   }
-  conn_ = std::make_unique<Connection>(host_, port_, opts.timeout, opts.max_message_bytes,
-                                       secret_);
+  conn_ = std::make_unique<Connection>(host_, port_, opts.timeout, opts.max_message_bytes, secret_);
 }
 
 // The client connection closes before the server stops (members destroy in reverse order).

@@ -31,7 +31,7 @@ struct TcpStoreOptions {
   std::string host = "127.0.0.1";  // address to connect to (and to bind when is_server)
   uint16_t port = 0;               // 0 with is_server: pick a free port (see port())
   bool is_server = false;
-  std::string bind_host;  // is_server: address the server listens on ("" = host)
+  std::string bind_host;             // is_server: address the server listens on ("" = host)
   Millis timeout = kDefaultTimeout;  // for get/wait and for connecting
   size_t max_message_bytes = 64u << 20;
   // The per-job secret; unset = the environment's COLLIE_STORE_SECRET ("" there or here = none).

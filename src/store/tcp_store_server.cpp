@@ -108,9 +108,10 @@ class TcpStoreServer::Loop {
     bool dead = false;
     bool authed = false;
     bool busy = false;
-    bool reading = true;       // EPOLLIN watched
-    size_t discard_left = 0;   // after a rejection: bytes still read and dropped  // inside process(): replies sent from handle() must not re-enter it
-    size_t held = 0;  // bytes counted in held_total_
+    bool reading = true;      // EPOLLIN watched
+    size_t discard_left = 0;  // after a rejection: bytes still read and dropped  // inside
+                              // process(): replies sent from handle() must not re-enter it
+    size_t held = 0;          // bytes counted in held_total_
     std::optional<Parked> parked;
     SteadyClock::time_point accepted, partial_since, last_activity, reject_deadline;
     std::optional<SteadyClock::time_point> timer;  // entry in timers_
@@ -218,7 +219,8 @@ class TcpStoreServer::Loop {
   static void reserve_for_frame(Conn& c, size_t n) {
     size_t want = c.in.size() + n;
     if (unconsumed(c) >= store_wire::kHeaderBytes) {
-      const size_t frame = store_wire::kHeaderBytes + store_wire::decode_u32(c.in.data() + c.in_off);
+      const size_t frame =
+          store_wire::kHeaderBytes + store_wire::decode_u32(c.in.data() + c.in_off);
       want = std::max(want, c.in_off + frame);
     }
     if (want > c.in.capacity() && want > 2 * c.in.capacity()) c.in.reserve(want);
@@ -230,11 +232,11 @@ class TcpStoreServer::Loop {
     if (c.close_after_write || c.discarding || c.dead) return c.dead;
     const size_t held = unconsumed(c) + unsent(c);
     if (held > conn_cap_) {
-      reject(c, fmt::format(
-                    "store client holds {} bytes of unprocessed requests and unread replies, "
-                    "above the per-connection cap ({}); a client must read each reply before "
-                    "sending more (a waiting GET blocks its connection)",
-                    held, conn_cap_));
+      reject(c,
+             fmt::format("store client holds {} bytes of unprocessed requests and unread replies, "
+                         "above the per-connection cap ({}); a client must read each reply before "
+                         "sending more (a waiting GET blocks its connection)",
+                         held, conn_cap_));
       return true;
     }
     if (held_total_ > lim_.max_total_buffered_bytes) {
@@ -465,7 +467,8 @@ class TcpStoreServer::Loop {
     w.u8(static_cast<uint8_t>(Status::kOk));
     if (op == Op::kGet || op == Op::kMultiGet) {
       size_t total = 1;
-      for (const auto& k : keys) total += 4 + static_cast<size_t>(std::max<int64_t>(0, data_.value_size(k)));
+      for (const auto& k : keys)
+        total += 4 + static_cast<size_t>(std::max<int64_t>(0, data_.value_size(k)));
       if (total > max_) {
         return reply_error(c, fmt::format("{} reply on {} key(s) would be {} bytes, above "
                                           "max_message_bytes ({}); fetch fewer keys at a time",
@@ -565,8 +568,8 @@ class TcpStoreServer::Loop {
                                    ms(lim_.partial_frame_timeout), unconsumed(c)));
     }
     if (lim_.idle_timeout.count() > 0 && now - c.last_activity >= lim_.idle_timeout) {
-      return reject(c, fmt::format("store connection idle for {} ms; closed",
-                                   ms(lim_.idle_timeout)));
+      return reject(c,
+                    fmt::format("store connection idle for {} ms; closed", ms(lim_.idle_timeout)));
     }
   }
 
@@ -710,8 +713,8 @@ class TcpStoreServer::Loop {
   std::vector<uint64_t> to_close_;
 };
 
-TcpStoreServer::TcpStoreServer(const std::string& host, uint16_t port,
-                               const TcpStoreLimits& limits, std::string secret) {
+TcpStoreServer::TcpStoreServer(const std::string& host, uint16_t port, const TcpStoreLimits& limits,
+                               std::string secret) {
   if (secret.size() > kMaxStoreSecretBytes) {
     throw InvalidArgument(fmt::format("{} is {} bytes; at most {} are allowed", kStoreSecretEnv,
                                       secret.size(), kMaxStoreSecretBytes));

@@ -126,28 +126,31 @@ TEST(CliBadInput, AcceptSpecNumbersAndLimits) {
   const std::string rule = "\n    rules: {min_busbw_gbps: {\"1K\": 1}}";
   expect_usage({"accept", "--spec", spec("a.yaml", "perf: all_reduce\n    iters: 1e15" + rule)},
                "iters must be a non-negative integer (at most 1000000000)");
-  expect_usage({"accept", "--spec",
-                spec("b.yaml", "perf: all_reduce\n    iters: 1000000000000000" + rule)},
-               "iters must be a non-negative integer (at most 1000000000)");
+  expect_usage(
+      {"accept", "--spec", spec("b.yaml", "perf: all_reduce\n    iters: 1000000000000000" + rule)},
+      "iters must be a non-negative integer (at most 1000000000)");
   expect_usage(
       {"accept", "--spec", spec("c.yaml", "perf: all_reduce\n    max_bytes: \"1e30\"" + rule)},
       "max_bytes: '1e30' is larger than");
   expect_usage({"accept", "--spec", spec("d.yaml", "perf: all_reduce\n    min_bytes: 1e30" + rule)},
                "at most 1T");
   expect_usage({"accept", "--spec",
-                spec("e.yaml", "probe: pairwise\n    slow_threshold: .nan\n    rules: "
-                               "{max_slow_hosts: 0}")},
+                spec("e.yaml",
+                     "probe: pairwise\n    slow_threshold: .nan\n    rules: "
+                     "{max_slow_hosts: 0}")},
                "slow_threshold must be a non-negative number");
   expect_usage({"accept", "--spec",
-                t.write("f.json", "{\"checks\": [{\"probe\": \"pairwise\", \"rules\": "
-                                  "{\"min_link_gbps\": 1e999}}]}")},
+                t.write("f.json",
+                        "{\"checks\": [{\"probe\": \"pairwise\", \"rules\": "
+                        "{\"min_link_gbps\": 1e999}}]}")},
                "not valid JSON");
 }
 
 TEST(CliBadInput, YamlAliasBombAndDeepSpecsAreRefused) {
   TempDir t;
   // 342 bytes naming 9^9 (387 million) strings once the aliases are expanded.
-  std::string bomb = "a: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n";
+  std::string bomb =
+      "a: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n";
   for (char c = 'b'; c <= 'i'; ++c) {
     const char p = static_cast<char>(c - 1);
     bomb += fmt::format("{0}: &{0} [*{1},*{1},*{1},*{1},*{1},*{1},*{1},*{1},*{1}]\n", c, p);
@@ -166,13 +169,15 @@ TEST(CliBadInput, YamlAliasBombAndDeepSpecsAreRefused) {
 }
 
 TEST(CliBadInput, ReportCompareNumbers) {
-  const std::string g = std::string(COLLIE_SOURCE_DIR) + "/tests/reports/golden/report_input_gloo4.json";
+  const std::string g =
+      std::string(COLLIE_SOURCE_DIR) + "/tests/reports/golden/report_input_gloo4.json";
   auto compare = [&](std::vector<std::string> extra) {
     std::vector<std::string> a = {"report", "compare", g, g};
     a.insert(a.end(), extra.begin(), extra.end());
     return a;
   };
-  expect_usage(compare({"--max-regression", "nan%"}), "--max-regression 'nan%' is not a percentage");
+  expect_usage(compare({"--max-regression", "nan%"}),
+               "--max-regression 'nan%' is not a percentage");
   expect_usage(compare({"--max-regression", "inf"}), "is not a percentage");
   expect_usage(compare({"--min-size", "1e30"}), "--min-size '1e30' is larger than");
   expect_usage(compare({"--alpha", "nan"}), "--alpha nan is not a number");
@@ -183,7 +188,8 @@ TEST(CliBadInput, ReportCompareNumbers) {
 
 TEST(CliBadInput, ResultFileNumbersAreValidated) {
   TempDir t;
-  std::ifstream in(std::string(COLLIE_SOURCE_DIR) + "/tests/reports/golden/report_input_gloo2.json");
+  std::ifstream in(std::string(COLLIE_SOURCE_DIR) +
+                   "/tests/reports/golden/report_input_gloo2.json");
   const std::string good((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const std::string key = "\"size_bytes\": 1024";
   ASSERT_NE(good.find(key), std::string::npos);

@@ -1,7 +1,8 @@
 // Address choice for Gloo and the store on this host's real interfaces and routing table.
+#include "comm/bind_address.h"
+
 #include <gtest/gtest.h>
 
-#include "comm/bind_address.h"
 #include "comm/net_route.h"
 #include "core/env.h"
 #include "core/error.h"
@@ -42,8 +43,8 @@ TEST(BindAddress, OverridesWinInOrder) {
   EXPECT_EQ(c.address, "127.0.0.1");
   EXPECT_EQ(c.iface, "lo");
   EXPECT_EQ(c.reason, "GLOO_SOCKET_IFNAME=lo,lo");
-  const MapEnv both(MapEnv::Map{{"GLOO_SOCKET_IFNAME", "no-such-if0"},
-                                {"COLLIE_GLOO_HOST", "127.0.0.1"}});
+  const MapEnv both(
+      MapEnv::Map{{"GLOO_SOCKET_IFNAME", "no-such-if0"}, {"COLLIE_GLOO_HOST", "127.0.0.1"}});
   EXPECT_EQ(choose_gloo_bind(both, "10.9.9.9").reason, "COLLIE_GLOO_HOST");
 }
 
@@ -59,8 +60,7 @@ TEST(BindAddress, BadOverridesAreOneLineNamingTheVariable) {
     choose_gloo_bind(MapEnv(MapEnv::Map{{"GLOO_SOCKET_IFNAME", "lo,no-such-if1"}}), "");
     FAIL();
   } catch (const InvalidArgument& e) {
-    EXPECT_NE(std::string(e.what()).find("interface 'no-such-if1'"), std::string::npos)
-        << e.what();
+    EXPECT_NE(std::string(e.what()).find("interface 'no-such-if1'"), std::string::npos) << e.what();
   }
   try {
     choose_gloo_bind(MapEnv(MapEnv::Map{{"COLLIE_GLOO_HOST", "no-such-host.invalid"}}), "");

@@ -1,10 +1,11 @@
 // Pure parts of launcher detection: Slurm hostlist expansion and the rendezvous plan chosen from
 // an environment map (torchrun / collie launch, srun steps, mpirun, sbatch bodies).
+#include "comm/launcher_rendezvous.h"
+
 #include <gtest/gtest.h>
 
 #include "comm/hostlist.h"
 #include "comm/launch_env.h"
-#include "comm/launcher_rendezvous.h"
 #include "core/env.h"
 #include "core/error.h"
 
@@ -23,8 +24,8 @@ TEST(Hostlist, ExpandsRangesListsAndPadding) {
 }
 
 TEST(Hostlist, MalformedIsInvalidArgumentNamingTheExpression) {
-  for (const char* bad : {"node[1-", "node]1", "node[a-b]", "node[5-3]", "", "a,,b", "n[[1]]",
-                          "n[1-99999999]"}) {
+  for (const char* bad :
+       {"node[1-", "node]1", "node[a-b]", "node[5-3]", "", "a,,b", "n[[1]]", "n[1-99999999]"}) {
     try {
       expand_hostlist(bad);
       ADD_FAILURE() << "accepted '" << bad << "'";
@@ -39,10 +40,10 @@ using K = RendezvousPlan::Kind;
 
 MapEnv::Map slurm_step(const std::string& node, const std::string& procid,
                        const std::string& localid) {
-  return {{"SLURM_JOB_ID", "4711"},     {"SLURM_STEP_ID", "3"},
-          {"SLURM_STEP_NODELIST", "node[02-03]"}, {"SLURMD_NODENAME", node},
-          {"SLURM_PROCID", procid},     {"SLURM_LOCALID", localid},
-          {"SLURM_NTASKS", "4"}};
+  return {
+      {"SLURM_JOB_ID", "4711"},  {"SLURM_STEP_ID", "3"},   {"SLURM_STEP_NODELIST", "node[02-03]"},
+      {"SLURMD_NODENAME", node}, {"SLURM_PROCID", procid}, {"SLURM_LOCALID", localid},
+      {"SLURM_NTASKS", "4"}};
 }
 
 TEST(RendezvousPlan, MasterAddrAndPortWinOverEverything) {
@@ -120,13 +121,15 @@ TEST(RendezvousPlan, SlurmStepPortsAreDistinctInRangeAndDifferPerStep) {
 }
 
 TEST(RendezvousPlan, MpiLauncherAndSlurmAllocationAndNothing) {
-  EXPECT_EQ(plan_env_rendezvous(MapEnv(MapEnv::Map{{"OMPI_COMM_WORLD_SIZE", "2"},
-                                                   {"OMPI_COMM_WORLD_RANK", "1"}}))
+  EXPECT_EQ(plan_env_rendezvous(
+                MapEnv(MapEnv::Map{{"OMPI_COMM_WORLD_SIZE", "2"}, {"OMPI_COMM_WORLD_RANK", "1"}}))
                 .kind,
             K::Mpi);
   // An sbatch body: allocation variables, no step.
-  const MapEnv sbatch(MapEnv::Map{{"SLURM_JOB_ID", "12"}, {"SLURM_PROCID", "0"},
-                                  {"SLURM_NTASKS", "4"}, {"SLURM_NODELIST", "node[1-2]"}});
+  const MapEnv sbatch(MapEnv::Map{{"SLURM_JOB_ID", "12"},
+                                  {"SLURM_PROCID", "0"},
+                                  {"SLURM_NTASKS", "4"},
+                                  {"SLURM_NODELIST", "node[1-2]"}});
   const auto p = plan_env_rendezvous(sbatch);
   EXPECT_EQ(p.kind, K::SlurmAllocation);
   EXPECT_NE(p.reason.find("srun"), std::string::npos) << p.reason;

@@ -313,7 +313,8 @@ TEST(Rendezvous, TorchrunAgentStoreLeavesMasterPortAlone) {
 }
 
 TEST(Rendezvous, SbatchBodyIsOneLineSayingToUseSrun) {
-  const MapEnv env(MapEnv::Map{{"SLURM_JOB_ID", "12"}, {"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "4"}});
+  const MapEnv env(
+      MapEnv::Map{{"SLURM_JOB_ID", "12"}, {"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "4"}});
   try {
     rendezvous(RendezvousRequest{"", -1, -1, 1s}, env);
     FAIL() << "accepted";

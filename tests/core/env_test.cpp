@@ -1,7 +1,8 @@
+#include "core/env.h"
+
 #include <gtest/gtest.h>
 
 #include "comm/launch_env.h"
-#include "core/env.h"
 #include "core/error.h"
 #include "core/log.h"
 
@@ -38,27 +39,33 @@ TEST(Logging, TorchEffectiveLevelMatrix) {
 
 TEST(LaunchEnv, SourcesAndContradictions) {
   EXPECT_EQ(detect_launch_env(MapEnv(MapEnv::Map{})).source, "");
-  auto t = detect_launch_env(MapEnv(MapEnv::Map{{"RANK", "2"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "0"}}));
+  auto t = detect_launch_env(
+      MapEnv(MapEnv::Map{{"RANK", "2"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "0"}}));
   EXPECT_EQ(t.source, "env");
   EXPECT_EQ(*t.rank, 2);
-  auto o = detect_launch_env(MapEnv(MapEnv::Map{{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "3"}}));
+  auto o = detect_launch_env(
+      MapEnv(MapEnv::Map{{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "3"}}));
   EXPECT_EQ(o.source, "openmpi");
   EXPECT_EQ(*o.world_size, 3);
   auto p = detect_launch_env(MapEnv(MapEnv::Map{{"PMI_RANK", "0"}, {"PMI_SIZE", "2"}}));
   EXPECT_EQ(p.source, "pmi");
-  auto s = detect_launch_env(MapEnv(MapEnv::Map{{"SLURM_PROCID", "5"}, {"SLURM_NTASKS", "8"},
-                                     {"SLURM_NTASKS_PER_NODE", "4(x2)"}, {"SLURM_STEP_ID", "0"}}));
+  auto s = detect_launch_env(MapEnv(MapEnv::Map{{"SLURM_PROCID", "5"},
+                                                {"SLURM_NTASKS", "8"},
+                                                {"SLURM_NTASKS_PER_NODE", "4(x2)"},
+                                                {"SLURM_STEP_ID", "0"}}));
   EXPECT_EQ(s.source, "slurm");
   EXPECT_FALSE(s.local_world_size.has_value());
   // An sbatch body or salloc shell has SLURM_PROCID but no job step: not a rank of anything.
-  auto body = detect_launch_env(MapEnv(MapEnv::Map{{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "8"},
-                                        {"SLURM_JOB_ID", "42"}}));
+  auto body = detect_launch_env(
+      MapEnv(MapEnv::Map{{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "8"}, {"SLURM_JOB_ID", "42"}}));
   EXPECT_EQ(body.source, "");
-  EXPECT_THROW(detect_launch_env(MapEnv(MapEnv::Map{{"RANK", "1"}, {"WORLD_SIZE", "4"},
-                                         {"OMPI_COMM_WORLD_RANK", "2"},
-                                         {"OMPI_COMM_WORLD_SIZE", "4"}})),
+  EXPECT_THROW(detect_launch_env(MapEnv(MapEnv::Map{{"RANK", "1"},
+                                                    {"WORLD_SIZE", "4"},
+                                                    {"OMPI_COMM_WORLD_RANK", "2"},
+                                                    {"OMPI_COMM_WORLD_SIZE", "4"}})),
                InvalidArgument);
-  EXPECT_THROW(detect_launch_env(MapEnv(MapEnv::Map{{"RANK", "4"}, {"WORLD_SIZE", "4"}})), InvalidArgument);
+  EXPECT_THROW(detect_launch_env(MapEnv(MapEnv::Map{{"RANK", "4"}, {"WORLD_SIZE", "4"}})),
+               InvalidArgument);
 }
 
 }  // namespace collie

@@ -22,13 +22,19 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using testing::ChildProcess;
 
-json entry(uint64_t record, json seq, const char* op = "all_reduce", const char* state = "completed") {
-  return {{"record_id", record},       {"pg_id", "0"},
-          {"collective_seq_id", seq},  {"p2p_seq_id", 0},
+json entry(uint64_t record, json seq, const char* op = "all_reduce",
+           const char* state = "completed") {
+  return {{"record_id", record},
+          {"pg_id", "0"},
+          {"collective_seq_id", seq},
+          {"p2p_seq_id", 0},
           {"profiling_name", fmt::format("gloo:{}", op)},
-          {"input_sizes", {{1024}}},   {"input_dtypes", {"Float"}},
-          {"state", state},            {"is_p2p", false},
-          {"root", -1},                {"peer", -1},
+          {"input_sizes", {{1024}}},
+          {"input_dtypes", {"Float"}},
+          {"state", state},
+          {"is_p2p", false},
+          {"root", -1},
+          {"peer", -1},
           {"time_created_ns", 1}};
 }
 
@@ -167,8 +173,8 @@ TEST(AnalyzeCliHostile, BadNumbersExit2WithOneLineAndNeverSpin) {
   EXPECT_EQ(r.code, 1) << r.out << r.err;
   EXPECT_NE(r.out.find("sequence number: 9223372036854775807"), std::string::npos) << r.out;
   // Out-of-range --world-size is a usage error.
-  const CliRun w = analyze_cli({d.dir.string(), "--world-size", "2000000001"},
-                               std::chrono::seconds(20));
+  const CliRun w =
+      analyze_cli({d.dir.string(), "--world-size", "2000000001"}, std::chrono::seconds(20));
   EXPECT_EQ(w.code, 2) << w.err;
   EXPECT_NE(w.err.find("--world-size 2000000001 is not in 1..65536"), std::string::npos) << w.err;
 }

@@ -7,8 +7,8 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "debug/flight_recorder.h"
-#include "support/fake_backend.h"
 #include "metrics/tracing_process_group.h"
+#include "support/fake_backend.h"
 
 namespace collie {
 namespace {

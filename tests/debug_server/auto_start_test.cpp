@@ -103,7 +103,8 @@ TEST(DebugServerAutoStart, FourGlooRanksServeClusterViewAndMetrics) {
               "rank=\"0\",size_class=\"le_4KiB\"\\} 5\n");
           testing::check(std::regex_search(m->body, ops), "metrics: {}", m->body);
           // The dump trigger: every rank's flight recorder is written to COLLIE_FR_DUMP_DIR.
-          auto d = cli.Post("/v1/dump?reason=test", httplib::Headers{{"X-Collie-Request", "1"}}, "", "text/plain");
+          auto d = cli.Post("/v1/dump?reason=test", httplib::Headers{{"X-Collie-Request", "1"}}, "",
+                            "text/plain");
           testing::check(d && d->status == 200, "POST /v1/dump failed");
         }
         ctx.pg->barrier()->wait();  // keep every server up until rank 0 is done

@@ -54,7 +54,8 @@ TEST(ClusterPageLive, ChromiumShowsFourRanksAndMarksTheStalledOne) {
   std::filesystem::remove(stall);
   ChildProcess job({COLLIE_CLI_PATH, "perf", "-np", "4", "-N", "0", "-b", "8", "-e", "1K", "-w",
                     "0", "-n", "2", "-c", "0", "--debug-port", "0"},
-                   {{"COLLIE_LOG_LEVEL", "info"}, {"COLLIE_PERF_TEST_STALL", "3:" + stall},
+                   {{"COLLIE_LOG_LEVEL", "info"},
+                    {"COLLIE_PERF_TEST_STALL", "3:" + stall},
                     {"COLLIE_ENABLE_TEST_HOOKS", "1"}});
   const std::regex url_re("debug server for rank 0 at http://127.0.0.1:([0-9]+)");
   std::smatch m;

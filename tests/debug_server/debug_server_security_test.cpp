@@ -83,12 +83,14 @@ TEST(DebugServerSecurity, ForeignHostNamesAreRefused) {
   TestCluster c(1, o);
   const int port = c.port(0);
   const std::string p = std::to_string(port);
-  for (const std::string& host : std::vector<std::string>{"127.0.0.1:" + p, "localhost:" + p, "LOCALHOST", "[::1]:" + p,
-                                 "10.1.2.3:" + p, "collie-alias.internal:" + p}) {
+  for (const std::string& host :
+       std::vector<std::string>{"127.0.0.1:" + p, "localhost:" + p, "LOCALHOST", "[::1]:" + p,
+                                "10.1.2.3:" + p, "collie-alias.internal:" + p}) {
     EXPECT_EQ(get(port, "/v1/config", host).status, 200) << host;
   }
-  for (const std::string& host : std::vector<std::string>{"evil.example:" + p, "evil.example", "127.0.0.1.evil.example",
-                                 "localhost.evil.example:" + p, "collie-alias.internal.evil"}) {
+  for (const std::string& host :
+       std::vector<std::string>{"evil.example:" + p, "evil.example", "127.0.0.1.evil.example",
+                                "localhost.evil.example:" + p, "collie-alias.internal.evil"}) {
     const Reply r = get(port, "/v1/config", host);
     EXPECT_EQ(r.status, 421) << host;
     EXPECT_NE(r.body.find("DNS rebinding"), std::string::npos) << r.body;
@@ -108,17 +110,17 @@ TEST(DebugServerSecurity, CrossSiteFormPostCannotTriggerADump) {
   EXPECT_NE(r.body.find("X-Collie-Request: 1"), std::string::npos) << r.body;
   EXPECT_FALSE(c.store().check({"dump_request"}));
   // text/plain forms too.
-  const Reply t = raw_request(
-      port, fmt::format("POST /v1/dump?reason=y HTTP/1.1\r\nHost: 127.0.0.1:{}\r\n"
-                        "Content-Type: text/plain\r\nContent-Length: 0\r\n\r\n",
-                        port));
+  const Reply t =
+      raw_request(port, fmt::format("POST /v1/dump?reason=y HTTP/1.1\r\nHost: 127.0.0.1:{}\r\n"
+                                    "Content-Type: text/plain\r\nContent-Length: 0\r\n\r\n",
+                                    port));
   EXPECT_EQ(t.status, 403);
   EXPECT_FALSE(c.store().check({"dump_request"}));
   // curl / tools send the header.
-  const Reply ok = raw_request(
-      port, fmt::format("POST /v1/dump?reason=cli HTTP/1.1\r\nHost: 127.0.0.1:{}\r\n"
-                        "X-Collie-Request: 1\r\nContent-Length: 0\r\n\r\n",
-                        port));
+  const Reply ok =
+      raw_request(port, fmt::format("POST /v1/dump?reason=cli HTTP/1.1\r\nHost: 127.0.0.1:{}\r\n"
+                                    "X-Collie-Request: 1\r\nContent-Length: 0\r\n\r\n",
+                                    port));
   EXPECT_EQ(ok.status, 200) << ok.body;
   EXPECT_EQ(c.store().get_string("dump_request"), "1");
 }
@@ -128,15 +130,14 @@ TEST(DebugServerSecurity, TokenAlsoAuthorizesStateChanges) {
   o.token = "t0ken";
   TestCluster c(1, o);
   const int port = c.port(0);
-  const Reply ok = raw_request(
-      port, fmt::format("POST /v1/dump HTTP/1.1\r\nHost: 127.0.0.1:{}\r\n"
-                        "Authorization: Bearer t0ken\r\nContent-Length: 0\r\n\r\n",
-                        port));
+  const Reply ok =
+      raw_request(port, fmt::format("POST /v1/dump HTTP/1.1\r\nHost: 127.0.0.1:{}\r\n"
+                                    "Authorization: Bearer t0ken\r\nContent-Length: 0\r\n\r\n",
+                                    port));
   EXPECT_EQ(ok.status, 200) << ok.body;
-  const Reply no = raw_request(
-      port, fmt::format("POST /v1/dump HTTP/1.1\r\nHost: 127.0.0.1:{}\r\n"
-                        "X-Collie-Request: 1\r\nContent-Length: 0\r\n\r\n",
-                        port));
+  const Reply no = raw_request(port, fmt::format("POST /v1/dump HTTP/1.1\r\nHost: 127.0.0.1:{}\r\n"
+                                                 "X-Collie-Request: 1\r\nContent-Length: 0\r\n\r\n",
+                                                 port));
   EXPECT_EQ(no.status, 401);  // with a token configured the header alone is not enough
 }
 
@@ -288,9 +289,8 @@ TEST(HttpRequestParser, RejectsWhatItCannotServe) {
     EXPECT_EQ(http::parse_head(k.head, 65536, &r).status, k.status) << k.head;
   }
   http::Request r;
-  ASSERT_EQ(http::parse_head("GET /a%20b?x=1&y=%41+z HTTP/1.1\r\nX-A:  v \r\nHost: h", 10, &r)
-                .status,
-            0);
+  ASSERT_EQ(
+      http::parse_head("GET /a%20b?x=1&y=%41+z HTTP/1.1\r\nX-A:  v \r\nHost: h", 10, &r).status, 0);
   EXPECT_EQ(r.path, "/a b");
   EXPECT_EQ(r.get_param_value("y"), "A z");
   EXPECT_EQ(r.get_header_value("x-a"), "v");

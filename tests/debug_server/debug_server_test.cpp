@@ -1,8 +1,6 @@
 #include <arpa/inet.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
-
-#include <csignal>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <sys/socket.h>
@@ -10,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <fstream>
 #include <thread>
@@ -64,7 +63,8 @@ TEST(DebugServer, StatusConfigAndMetrics) {
   EXPECT_TRUE(conf.contains("debug_level"));
   EXPECT_TRUE(conf.contains("version"));
   // The process's network choices (what Gloo bound and why) are served as recorded.
-  record_network_choice({"gloo", "10.9.8.7 (eth9)", "route to rendezvous host n1 leaves through eth9"});
+  record_network_choice(
+      {"gloo", "10.9.8.7 (eth9)", "route to rendezvous host n1 leaves through eth9"});
   cfg = http_get(c.port(0), "/v1/config");
   ASSERT_TRUE(cfg);
   conf = Json::parse(cfg->body);
@@ -103,7 +103,8 @@ TEST(DebugServer, FlightRecorderDumpAndStacks) {
   EXPECT_EQ(Json::parse(fr->body)["version"], "2.2");
 
   httplib::Client cli("127.0.0.1", c.port(0));
-  auto d = cli.Post("/v1/dump?reason=test", httplib::Headers{{"X-Collie-Request", "1"}}, "", "text/plain");
+  auto d = cli.Post("/v1/dump?reason=test", httplib::Headers{{"X-Collie-Request", "1"}}, "",
+                    "text/plain");
   ASSERT_TRUE(d);
   EXPECT_EQ(d->status, 200);
   // The counter every rank's DumpService watches, and who asked.

@@ -74,7 +74,8 @@ TEST(PrometheusServer, RealSoakFeedsEveryDashboardQueryAndAlert) {
   ChildProcess soak({COLLIE_CLI_PATH, "perf", "-np", "4",  "--duration", "120s", "-b", "8",  "-e",
                      "32M",           "-f",   "4",   "-w", "0",          "-n",   "1",  "-c", "0",
                      "--debug-port",  "0"},
-                    {{"COLLIE_LOG_LEVEL", "info"}, {"COLLIE_PERF_TEST_STALL", "2:" + stall},
+                    {{"COLLIE_LOG_LEVEL", "info"},
+                     {"COLLIE_PERF_TEST_STALL", "2:" + stall},
                      {"COLLIE_ENABLE_TEST_HOOKS", "1"}});
   ChildProcess detail({COLLIE_CLI_PATH, "launch", "-np", "2", "--", COLLIE_DESYNC_JOB},
                       {{"COLLIE_DEBUG", "DETAIL"},

@@ -25,7 +25,8 @@ using testing::RankStatus;
 
 std::pair<int, std::string> analyze_cli(const fs::path& dir) {
   std::string out;
-  FILE* p = ::popen(fmt::format("{} analyze {} --json 2>/dev/null", COLLIE_BIN, dir.string()).c_str(), "r");
+  FILE* p = ::popen(
+      fmt::format("{} analyze {} --json 2>/dev/null", COLLIE_BIN, dir.string()).c_str(), "r");
   char buf[4096];
   size_t n;
   while ((n = std::fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);

@@ -53,8 +53,7 @@ TEST(DetailHealthyJob, CollectivesAndAP2PRingRunToTheEnd) {
         }
       },
       o);
-  const auto secs =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const auto secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_TRUE(r.ok()) << r.summary();
   std::printf("%d rounds of 3 collectives + a send/recv ring under DETAIL: %.1f s\n", kRounds,
               secs);

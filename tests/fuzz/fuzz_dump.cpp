@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "analyze_every_way.h"
 #include "core/error.h"
 #include "debug/analyzer.h"
-#include "analyze_every_way.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

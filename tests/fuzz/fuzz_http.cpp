@@ -2,9 +2,9 @@
 // is everything a hostile client controls before a handler runs. The input is split the way the
 // server splits a connection's bytes (head up to CRLFCRLF, then the body); the parser must never
 // crash, hang or accept something the server cannot serve.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <algorithm>
 #include <string>
 #include <string_view>
 

@@ -15,7 +15,8 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // load_run reads a path: one scratch file per fuzzing process.
-  static const std::string path = "/tmp/collie_fuzz_results_" + std::to_string(::getpid()) + ".json";
+  static const std::string path =
+      "/tmp/collie_fuzz_results_" + std::to_string(::getpid()) + ".json";
   {
     std::ofstream f(path, std::ios::binary | std::ios::trunc);
     f.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));

@@ -7,9 +7,9 @@
 #include <string_view>
 #include <vector>
 
+#include "analyze_every_way.h"
 #include "core/error.h"
 #include "debug/analyzer.h"
-#include "analyze_every_way.h"
 #include "debug/torch_dump.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -3,8 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
-#include "support/fake_backend.h"
 #include "debug/watchdog.h"
+#include "support/fake_backend.h"
 
 namespace collie {
 namespace {

@@ -7,8 +7,8 @@
 #include <thread>
 
 #include "core/error.h"
-#include "support/fake_backend.h"
 #include "metrics/metrics.h"
+#include "support/fake_backend.h"
 
 namespace collie {
 namespace {

@@ -169,9 +169,9 @@ class PerfSweepInterrupt : public PerfStop {
  protected:
   // 2 ranks, 8 B .. 64 KiB, every timed call slowed by `delay_us` on rank 1 (a test hook).
   ChildProcess start(int delay_us) {
-    std::vector<std::string> argv = {COLLIE_BIN, "perf", "-np", "2", "-b", "8", "-e", "64K",
-                                     "-w", "0", "-n", "4", "-c", "1", "-J", json_, "--jsonl",
-                                     jsonl_};
+    std::vector<std::string> argv = {COLLIE_BIN, "perf", "-np", "2",   "-b",      "8",
+                                     "-e",       "64K",  "-w",  "0",   "-n",      "4",
+                                     "-c",       "1",    "-J",  json_, "--jsonl", jsonl_};
     return ChildProcess(argv, {{"COLLIE_ENABLE_TEST_HOOKS", "1"},
                                {"COLLIE_PERF_TEST_DELAY_US", "1:" + std::to_string(delay_us)}});
   }

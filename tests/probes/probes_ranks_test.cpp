@@ -202,7 +202,8 @@ TEST_F(ProbesOverGloo, AcceptPerfCheckRunsTheEngineOnEveryRank) {
 
 TEST_F(ProbesOverGloo, AcceptPerfCheckNamesTheSizeWithWrongData) {
   // Rank 2 flips element 1 of its result after every validation call: every size is wrong.
-  const MapEnv env(MapEnv::Map{{"COLLIE_PERF_TEST_CORRUPT", "2:1"}, {"COLLIE_ENABLE_TEST_HOOKS", "1"}});
+  const MapEnv env(
+      MapEnv::Map{{"COLLIE_PERF_TEST_CORRUPT", "2:1"}, {"COLLIE_ENABLE_TEST_HOOKS", "1"}});
   const AcceptSpec spec = perf_spec();
   const AcceptReport rep =
       run_ranks([&](ProbeContext& ctx) { return run_accept(ctx, spec); }, &env);

@@ -32,7 +32,7 @@ struct SimCluster {
   // are: the netns test's flapping link (tests/probes/isolate_netns_test.sh flapping_link).
   std::set<std::pair<int, int>> flapping_per_use;
   std::map<std::pair<int, int>, int> uses;  // measurements of each flapping_per_use link
-  std::map<int, double> latency_us;                  // host -> one-way latency (default 5)
+  std::map<int, double> latency_us;         // host -> one-way latency (default 5)
   std::set<int> burst_rounds;  // rounds in which every link runs at burst_factor (a load burst)
   double burst_factor = 0.3;
   int rounds = 0;

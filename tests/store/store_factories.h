@@ -3,8 +3,8 @@
 // `connect()` returns another client of the same store (another connection, another FileStore
 // instance on the same file, or the same object for in-process stores).
 #include <functional>
-#include <ostream>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 

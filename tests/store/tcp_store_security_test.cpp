@@ -323,8 +323,8 @@ TEST(TcpStoreLimits, StreamingWhileAGetWaitsIsCutOffAtTheConnectionCap) {
   const size_t sent = raw.stream(300u << 20);
   const size_t grew = peak.finish();
   auto [status, msg] = raw.reply();
-  std::printf("streamed %zu MiB before the cut in %.2f s; peak RSS growth %.1f MiB\n",
-              sent >> 20, std::chrono::duration<double>(Steady::now() - t0).count(), mib(grew));
+  std::printf("streamed %zu MiB before the cut in %.2f s; peak RSS growth %.1f MiB\n", sent >> 20,
+              std::chrono::duration<double>(Steady::now() - t0).count(), mib(grew));
   EXPECT_EQ(status, static_cast<int>(Status::kError));
   EXPECT_NE(msg.find("per-connection cap"), std::string::npos) << msg;
   EXPECT_LT(sent, 200u << 20);  // cut near 65 MiB, not after 300
@@ -460,7 +460,7 @@ TEST(TcpStoreLimits, AddOverflowIsAnErrorAndTheCounterIsUnchanged) {
 
 TEST(TcpStoreLimits, TotalBufferCapCutsTheClientThatPassesIt) {
   TcpStoreOptions so = server_with("");
-  so.max_message_bytes = 8 << 20;              // per-connection cap 9 MiB
+  so.max_message_bytes = 8 << 20;                // per-connection cap 9 MiB
   so.limits.max_total_buffered_bytes = 3 << 20;  // but 3 MiB for all clients together
   TcpStore server(so);
   Raw raw(server.port());
