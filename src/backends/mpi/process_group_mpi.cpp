@@ -53,7 +53,7 @@ const Capabilities& ProcessGroupMPI::declared_capabilities() {
   return caps;
 }
 
-ProcessGroupMPI::ProcessGroupMPI(GroupInfo info)
+ProcessGroupMPI::ProcessGroupMPI(GroupInfo info, const Env& /*env*/)
     : ProcessGroup(std::move(info)),
       group_label_(std::make_shared<const std::string>(
           fmt::format("(group {} '{}')", this->info().name, this->info().desc))),

@@ -26,6 +26,10 @@
 #include "backends/mpi/mpi_watchdog.h"
 #include "comm/process_group.h"
 
+namespace collie {
+class Env;
+}
+
 namespace collie::mpi {
 
 class MpiWork;
@@ -33,7 +37,8 @@ class MpiWork;
 class ProcessGroupMPI : public ProcessGroup {
  public:
   // Throws BackendError when MPI cannot start or the group does not match MPI's view of ranks.
-  explicit ProcessGroupMPI(GroupInfo info);
+  // env is accepted for the common backend constructor shape; MPI reads its own launcher state.
+  ProcessGroupMPI(GroupInfo info, const Env& env);
   ~ProcessGroupMPI() override;
 
   const Capabilities& capabilities() const override;

@@ -4,6 +4,7 @@
 #include "backends/mpi/process_group_mpi.h"
 #include "backends/mpi/self_rendezvous.h"
 #include "comm/registry.h"
+#include "core/env.h"
 
 namespace collie::mpi {
 namespace {
@@ -11,7 +12,9 @@ namespace {
 BackendRegistration registration() {
   BackendRegistration r;
   r.name = "mpi";
-  r.create = [](const BackendArgs& a) { return std::make_shared<ProcessGroupMPI>(a.info); };
+  r.create = [](const BackendArgs& a) {
+    return std::make_shared<ProcessGroupMPI>(a.info, a.env ? *a.env : Env::process());
+  };
   r.capabilities = ProcessGroupMPI::declared_capabilities();
   r.version = library_version();
   r.self_rendezvous = &self_rendezvous;

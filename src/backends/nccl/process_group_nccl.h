@@ -32,7 +32,7 @@ class ProcessGroupNCCL : public ProcessGroup {
   // Throws DeviceError (one line: no CUDA driver, no visible device, device index out of range),
   // BackendError when NCCL fails to start, StoreError/TimeoutError when the unique id does not
   // arrive in time.
-  ProcessGroupNCCL(GroupInfo info, const Env* env);
+  ProcessGroupNCCL(GroupInfo info, const Env& env);
   ~ProcessGroupNCCL() override;
 
   const Capabilities& capabilities() const override;
