@@ -27,11 +27,8 @@
 #include "comm/process_group.h"
 
 namespace collie {
+
 class Env;
-}
-
-namespace collie::mpi {
-
 class MpiWork;
 
 class ProcessGroupMPI : public ProcessGroup {
@@ -57,8 +54,8 @@ class ProcessGroupMPI : public ProcessGroup {
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   const std::shared_ptr<const std::string> group_label_;  // "(group 0 'default_pg')"
-  Watchdog watchdog_;
+  MpiWatchdog watchdog_;
   bool shut_down_ = false;
 };
 
-}  // namespace collie::mpi
+}  // namespace collie

@@ -6,7 +6,7 @@
 #include "comm/registry.h"
 #include "core/env.h"
 
-namespace collie::mpi {
+namespace collie {
 namespace {
 
 BackendRegistration registration() {
@@ -16,12 +16,12 @@ BackendRegistration registration() {
     return std::make_shared<ProcessGroupMPI>(a.info, a.env ? *a.env : Env::process());
   };
   r.capabilities = ProcessGroupMPI::declared_capabilities();
-  r.version = library_version();
-  r.self_rendezvous = &self_rendezvous;
+  r.version = mpi_library_version();
+  r.self_rendezvous = &mpi_self_rendezvous;
   return r;
 }
 
 const bool kRegistered = register_backend(registration());
 
 }  // namespace
-}  // namespace collie::mpi
+}  // namespace collie

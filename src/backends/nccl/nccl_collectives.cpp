@@ -2,7 +2,7 @@
 
 #include "comm/process_group.h"
 
-namespace collie::nccl {
+namespace collie {
 namespace {
 
 char* at(const TensorView& t, size_t elements) {
@@ -142,4 +142,4 @@ NcclIssued nccl_issue(const NcclOpArgs& a) {
   return {"", ncclSuccess};
 }
 
-}  // namespace collie::nccl
+}  // namespace collie

@@ -12,7 +12,7 @@
 
 #include "comm/op.h"
 
-namespace collie::nccl {
+namespace collie {
 
 struct NcclOpArgs {
   const OpCall& call;
@@ -32,4 +32,4 @@ struct NcclIssued {
 
 NcclIssued nccl_issue(const NcclOpArgs& a);
 
-}  // namespace collie::nccl
+}  // namespace collie

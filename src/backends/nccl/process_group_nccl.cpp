@@ -14,7 +14,7 @@
 #include "core/half.h"
 #include "store/store.h"
 
-namespace collie::nccl {
+namespace collie {
 namespace {
 
 ncclDataType_t nccl_type(DType d) {
@@ -118,7 +118,7 @@ ProcessGroupNCCL::ProcessGroupNCCL(GroupInfo info, const Env& env) : ProcessGrou
   if (!choice.error.empty()) throw DeviceError(fmt::format("{}: {}", where, choice.error));
   const int device = choice.index;
 
-  comm_ = std::make_shared<CommState>();
+  comm_ = std::make_shared<NcclCommState>();
   comm_->device = device;
   check_cuda(cudaSetDevice(device), "cudaSetDevice", device);
   ncclUniqueId id;
@@ -242,4 +242,4 @@ void ProcessGroupNCCL::enqueue(const OpCall& c) {
   }
 }
 
-}  // namespace collie::nccl
+}  // namespace collie

@@ -8,7 +8,7 @@
 #include "comm/registry.h"
 #include "core/env.h"
 
-namespace collie::nccl {
+namespace collie {
 namespace {
 
 BackendRegistration registration() {
@@ -27,4 +27,4 @@ BackendRegistration registration() {
 const bool kRegistered = register_backend(registration());
 
 }  // namespace
-}  // namespace collie::nccl
+}  // namespace collie
