@@ -36,7 +36,7 @@ std::string group_label(const GroupInfo& i) { return fmt::format("group {} '{}'"
 
 }  // namespace
 
-const Capabilities& ProcessGroupGloo::gloo_capabilities() {
+const Capabilities& ProcessGroupGloo::declared_capabilities() {
   static const Capabilities caps = [] {
     Capabilities c;
     c.backend = "gloo";
@@ -61,7 +61,8 @@ ProcessGroupGloo::ProcessGroupGloo(GroupInfo info, const Env& env)
   const GlooDeviceChoice choice = choose_gloo_device(env, i.store_host);
   auto device = shared_device(choice, i.rank);
   if (i.name == "0") {
-    record_network_choice({"gloo", choice.address + (choice.iface.empty() ? "" : " (" + choice.iface + ")"),
+    record_network_choice({"gloo",
+                           choice.address + (choice.iface.empty() ? "" : " (" + choice.iface + ")"),
                            choice.reason});
     log(LogLevel::Info, "gloo: binding {}{} ({})", choice.address,
         choice.iface.empty() ? "" : " on " + choice.iface, choice.reason);
@@ -75,7 +76,7 @@ ProcessGroupGloo::ProcessGroupGloo(GroupInfo info, const Env& env)
 
 ProcessGroupGloo::~ProcessGroupGloo() { shutdown(); }
 
-const Capabilities& ProcessGroupGloo::capabilities() const { return gloo_capabilities(); }
+const Capabilities& ProcessGroupGloo::capabilities() const { return declared_capabilities(); }
 
 void ProcessGroupGloo::shutdown() {
   std::deque<Job> orphans;

@@ -47,7 +47,7 @@ class ProcessGroupGloo : public ProcessGroup {
   void shutdown() override;
 
   // Every op, every dtype, every reduce op, on CPU.
-  static const Capabilities& gloo_capabilities();
+  static const Capabilities& declared_capabilities();
 
  protected:
   std::shared_ptr<Work> run(const OpCall& call) override;

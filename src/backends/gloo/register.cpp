@@ -14,7 +14,7 @@ const bool kRegistered = register_backend(BackendRegistration{
     [](const BackendArgs& args) -> std::shared_ptr<ProcessGroup> {
       return std::make_shared<ProcessGroupGloo>(args.info, args.env ? *args.env : Env::process());
     },
-    ProcessGroupGloo::gloo_capabilities(), "gloo 0.0~git20220518 (tcp transport)", nullptr,
+    ProcessGroupGloo::declared_capabilities(), "gloo 0.0~git20220518 (tcp transport)", nullptr,
     nullptr});
 
 }  // namespace

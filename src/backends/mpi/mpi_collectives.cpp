@@ -9,7 +9,7 @@
 #include "core/error.h"
 #include "core/reduce_kernel.h"
 
-namespace collie::mpi {
+namespace collie {
 namespace {
 
 int checked_count(size_t n, const MpiWork& w) {
@@ -207,4 +207,4 @@ MpiIssued mpi_issue(const MpiOpArgs& a) {
   throw BackendError(fmt::format("mpi: op type {} has no MPI call", static_cast<int>(a.call.type)));
 }
 
-}  // namespace collie::mpi
+}  // namespace collie

@@ -5,12 +5,12 @@
 // a failed return code into a BackendError.
 // Preconditions: the OpCall passed ProcessGroup::validate; counts that exceed MPI's int limit
 // throw InvalidArgument before anything is issued.
-// Thread safety: none of their own; call under Runtime::lock().
+// Thread safety: none of their own; call under MpiRuntime::lock().
 #include <mpi.h>
 
 #include "comm/op.h"
 
-namespace collie::mpi {
+namespace collie {
 
 class MpiWork;
 
@@ -33,4 +33,4 @@ struct MpiIssued {
 
 MpiIssued mpi_issue(const MpiOpArgs& a);
 
-}  // namespace collie::mpi
+}  // namespace collie

@@ -8,12 +8,12 @@
 #include "core/error.h"
 #include "core/reduce_kernel.h"
 
-namespace collie::mpi {
+namespace collie {
 namespace {
 
 constexpr ReduceOp kHalfOps[4] = {ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Min, ReduceOp::Max};
 
-// Set once in Runtime(); read by the user-defined ops to recognise the 16-bit float types.
+// Set once in MpiRuntime(); read by the user-defined ops to recognise the 16-bit float types.
 MPI_Datatype g_half = MPI_DATATYPE_NULL;
 MPI_Datatype g_bfloat = MPI_DATATYPE_NULL;
 
@@ -32,12 +32,12 @@ void finalize_at_exit() {
 
 }  // namespace
 
-Runtime& Runtime::get() {
-  static Runtime rt;
+MpiRuntime& MpiRuntime::get() {
+  static MpiRuntime rt;
   return rt;
 }
 
-Runtime::Runtime() {
+MpiRuntime::MpiRuntime() {
   int initialized = 0;
   MPI_Initialized(&initialized);
   int provided = MPI_THREAD_SINGLE;
@@ -47,7 +47,7 @@ Runtime::Runtime() {
       throw BackendError(fmt::format(
           "mpi: MPI_Init_thread failed ({}); start the job with mpirun or check the Open MPI "
           "installation",
-          error_string(rc)));
+          mpi_error_string(rc)));
     }
     g_we_initialized = true;
     std::atexit(finalize_at_exit);
@@ -69,12 +69,12 @@ Runtime::Runtime() {
   MPI_Op_create(&half_op<3>, 1, &half_ops_[3]);
 }
 
-std::unique_lock<std::mutex> Runtime::lock() {
+std::unique_lock<std::mutex> MpiRuntime::lock() {
   if (thread_multiple_) return {};
   return std::unique_lock<std::mutex>(mu_);
 }
 
-MPI_Datatype Runtime::datatype(DType d) const {
+MPI_Datatype MpiRuntime::datatype(DType d) const {
   switch (d) {
     case DType::Int8:
       return MPI_INT8_T;
@@ -100,7 +100,7 @@ MPI_Datatype Runtime::datatype(DType d) const {
   return MPI_DATATYPE_NULL;
 }
 
-MPI_Op Runtime::op(ReduceOp op, DType d) const {
+MPI_Op MpiRuntime::op(ReduceOp op, DType d) const {
   const bool half = d == DType::Float16 || d == DType::BFloat16;
   switch (op) {
     case ReduceOp::Sum:
@@ -123,7 +123,7 @@ MPI_Op Runtime::op(ReduceOp op, DType d) const {
   return MPI_OP_NULL;
 }
 
-std::string library_version() {
+std::string mpi_library_version() {
   char buf[MPI_MAX_LIBRARY_VERSION_STRING] = {};
   int len = 0;
   MPI_Get_library_version(buf, &len);
@@ -133,7 +133,7 @@ std::string library_version() {
   return s;
 }
 
-std::string error_string(int code) {
+std::string mpi_error_string(int code) {
   char buf[MPI_MAX_ERROR_STRING] = {};
   int len = 0;
   if (MPI_Error_string(code, buf, &len) != MPI_SUCCESS) return fmt::format("MPI error {}", code);
@@ -144,4 +144,4 @@ bool under_mpi_launcher(const Env& env) {
   return env.first_of({"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE"}).has_value();
 }
 
-}  // namespace collie::mpi
+}  // namespace collie

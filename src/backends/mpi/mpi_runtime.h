@@ -17,13 +17,13 @@ namespace collie {
 class Env;
 }
 
-namespace collie::mpi {
+namespace collie {
 
-class Runtime {
+class MpiRuntime {
  public:
   // Initializes MPI on first use (unless the application already did) and finalizes it at
   // process exit when collie initialized it. Throws BackendError when MPI_Init_thread fails.
-  static Runtime& get();
+  static MpiRuntime& get();
 
   // Locks MPI calls when the library gives less than MPI_THREAD_MULTIPLE; no-op otherwise.
   std::unique_lock<std::mutex> lock();
@@ -36,7 +36,7 @@ class Runtime {
   MPI_Op op(ReduceOp op, DType d) const;
 
  private:
-  Runtime();
+  MpiRuntime();
   bool thread_multiple_ = false;
   int world_rank_ = 0;
   int world_size_ = 1;
@@ -47,10 +47,10 @@ class Runtime {
 };
 
 // "Open MPI v4.1.4" (first line of MPI_Get_library_version, up to the first comma).
-std::string library_version();
+std::string mpi_library_version();
 // Text of an MPI error code.
-std::string error_string(int code);
+std::string mpi_error_string(int code);
 // True when `env` shows an MPI launcher (Open MPI's OMPI_COMM_WORLD_*, PMIx, PMI).
 bool under_mpi_launcher(const Env& env);
 
-}  // namespace collie::mpi
+}  // namespace collie

@@ -2,7 +2,7 @@
 
 #include <chrono>
 
-namespace collie::mpi {
+namespace collie {
 namespace {
 
 int64_t now_ns() {
@@ -16,10 +16,10 @@ constexpr auto kCheckPeriod = std::chrono::milliseconds(50);
 
 }  // namespace
 
-Watchdog::Watchdog(OnExpire on_expire)
+MpiWatchdog::MpiWatchdog(OnExpire on_expire)
     : on_expire_(std::move(on_expire)), thread_([this] { loop(); }) {}
 
-Watchdog::~Watchdog() {
+MpiWatchdog::~MpiWatchdog() {
   {
     std::lock_guard<std::mutex> lk(mu_);
     stop_ = true;
@@ -28,7 +28,7 @@ Watchdog::~Watchdog() {
   thread_.join();
 }
 
-void Watchdog::arm(OpType op, uint64_t seq, Millis timeout) {
+void MpiWatchdog::arm(OpType op, uint64_t seq, Millis timeout) {
   op_.store(static_cast<uint8_t>(op), std::memory_order_relaxed);
   seq_.store(seq, std::memory_order_relaxed);
   timeout_ms_.store(timeout.count(), std::memory_order_relaxed);
@@ -36,7 +36,7 @@ void Watchdog::arm(OpType op, uint64_t seq, Millis timeout) {
                      std::memory_order_release);
 }
 
-void Watchdog::loop() {
+void MpiWatchdog::loop() {
   std::unique_lock<std::mutex> lk(mu_);
   while (!stop_) {
     cv_.wait_for(lk, kCheckPeriod);
@@ -50,4 +50,4 @@ void Watchdog::loop() {
   }
 }
 
-}  // namespace collie::mpi
+}  // namespace collie

@@ -13,15 +13,15 @@
 
 #include "comm/op.h"
 
-namespace collie::mpi {
+namespace collie {
 
-class Watchdog {
+class MpiWatchdog {
  public:
   using OnExpire = std::function<void(OpType op, uint64_t seq, Millis timeout)>;
-  explicit Watchdog(OnExpire on_expire);
-  ~Watchdog();
-  Watchdog(const Watchdog&) = delete;
-  Watchdog& operator=(const Watchdog&) = delete;
+  explicit MpiWatchdog(OnExpire on_expire);
+  ~MpiWatchdog();
+  MpiWatchdog(const MpiWatchdog&) = delete;
+  MpiWatchdog& operator=(const MpiWatchdog&) = delete;
 
   void arm(OpType op, uint64_t seq, Millis timeout);
   void disarm() { deadline_ns_.store(0, std::memory_order_release); }
@@ -39,4 +39,4 @@ class Watchdog {
   std::thread thread_;
 };
 
-}  // namespace collie::mpi
+}  // namespace collie

@@ -5,7 +5,7 @@
 #include "backends/mpi/mpi_runtime.h"
 #include "core/error.h"
 
-namespace collie::mpi {
+namespace collie {
 
 MpiWork::MpiWork(OpType op, uint64_t seq, Millis timeout, int rank,
                  std::shared_ptr<const std::string> group)
@@ -31,7 +31,7 @@ bool MpiWork::poll() {
   int flag = 0;
   int rc = MPI_SUCCESS;
   {
-    auto lk = Runtime::get().lock();
+    auto lk = MpiRuntime::get().lock();
     rc = MPI_Test(&request, &flag, MPI_STATUS_IGNORE);
   }
   if (rc != MPI_SUCCESS) {
@@ -39,7 +39,7 @@ bool MpiWork::poll() {
     complete(std::make_exception_ptr(BackendError(fmt::format(
         "{}: MPI reported an error: {}; the communicator may be unusable, check the other "
         "ranks' logs",
-        label(), error_string(rc)))));
+        label(), mpi_error_string(rc)))));
     return true;
   }
   if (!flag) return false;
@@ -66,4 +66,4 @@ void MpiWork::run_finish() {
   complete();
 }
 
-}  // namespace collie::mpi
+}  // namespace collie

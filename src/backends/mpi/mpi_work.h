@@ -18,7 +18,7 @@
 
 #include "comm/work.h"
 
-namespace collie::mpi {
+namespace collie {
 
 class MpiWork : public Work {
  public:
@@ -54,4 +54,4 @@ class MpiWork : public Work {
   bool mpi_done_ = false;
 };
 
-}  // namespace collie::mpi
+}  // namespace collie

@@ -16,7 +16,7 @@
 #include "core/exit_codes.h"
 #include "core/log.h"
 
-namespace collie::mpi {
+namespace collie {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -26,7 +26,7 @@ bool test_until(MPI_Request& req, Clock::time_point deadline) {
   for (uint32_t i = 0;; ++i) {
     int flag = 0;
     {
-      auto lk = Runtime::get().lock();
+      auto lk = MpiRuntime::get().lock();
       MPI_Test(&req, &flag, MPI_STATUS_IGNORE);
     }
     if (flag) return true;
@@ -53,12 +53,12 @@ const Capabilities& ProcessGroupMPI::declared_capabilities() {
   return caps;
 }
 
-ProcessGroupMPI::ProcessGroupMPI(GroupInfo info)
+ProcessGroupMPI::ProcessGroupMPI(GroupInfo info, const Env& /*env*/)
     : ProcessGroup(std::move(info)),
       group_label_(std::make_shared<const std::string>(
           fmt::format("(group {} '{}')", this->info().name, this->info().desc))),
       watchdog_([this](OpType op, uint64_t seq, Millis t) { expire(op, seq, t); }) {
-  Runtime& rt = Runtime::get();
+  MpiRuntime& rt = MpiRuntime::get();
   const auto& g = this->info().global_ranks;
   const std::string where =
       fmt::format("[Rank {}] mpi group {} '{}'", rank(), this->info().name, this->info().desc);
@@ -108,7 +108,7 @@ ProcessGroupMPI::ProcessGroupMPI(GroupInfo info)
   }
   if (rc != MPI_SUCCESS) {
     throw BackendError(
-        fmt::format("{}: creating the communicator failed: {}", where, error_string(rc)));
+        fmt::format("{}: creating the communicator failed: {}", where, mpi_error_string(rc)));
   }
   MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
   int crank = -1, csize = 0;
@@ -128,7 +128,7 @@ void ProcessGroupMPI::shutdown() {
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (!finalized && comm_ != MPI_COMM_NULL) {
-    auto mpi_lock = Runtime::get().lock();
+    auto mpi_lock = MpiRuntime::get().lock();
     MPI_Comm_free(&comm_);
   }
   comm_ = MPI_COMM_NULL;
@@ -175,18 +175,19 @@ void ProcessGroupMPI::expire(OpType op, uint64_t seq, Millis timeout) {
 
 // Issues the op's MPI call (backends/mpi/mpi_collectives.h): non-blocking when `req` is set.
 void ProcessGroupMPI::start(const OpCall& c, MpiWork& w, MPI_Request* req) {
-  Runtime& rt = Runtime::get();
+  MpiRuntime& rt = MpiRuntime::get();
   const DType d = (c.input.data ? c.input : c.output).dtype;
   const MPI_Op op = has_reduce_op(c.type) ? rt.op(c.reduce_op, d) : MPI_OP_NULL;
   const MpiOpArgs args{c, w, req, comm_, d, rt.datatype(d), op, size(), rank() == c.root};
   auto lk = rt.lock();
   const MpiIssued issued = mpi_issue(args);
   if (issued.rc != MPI_SUCCESS) {
-    throw BackendError(fmt::format(
-        "{}: MPI {} ({}) failed: {}; check that every rank passed "
-        "matching counts and roots",
-        w.label(), issued.function, req ? "non-blocking" : "blocking", error_string(issued.rc)));
+    throw BackendError(
+        fmt::format("{}: MPI {} ({}) failed: {}; check that every rank passed "
+                    "matching counts and roots",
+                    w.label(), issued.function, req ? "non-blocking" : "blocking",
+                    mpi_error_string(issued.rc)));
   }
 }
 
-}  // namespace collie::mpi
+}  // namespace collie

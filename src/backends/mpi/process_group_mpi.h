@@ -26,14 +26,16 @@
 #include "backends/mpi/mpi_watchdog.h"
 #include "comm/process_group.h"
 
-namespace collie::mpi {
+namespace collie {
 
+class Env;
 class MpiWork;
 
 class ProcessGroupMPI : public ProcessGroup {
  public:
   // Throws BackendError when MPI cannot start or the group does not match MPI's view of ranks.
-  explicit ProcessGroupMPI(GroupInfo info);
+  // env is accepted for the common backend constructor shape; MPI reads its own launcher state.
+  ProcessGroupMPI(GroupInfo info, const Env& env);
   ~ProcessGroupMPI() override;
 
   const Capabilities& capabilities() const override;
@@ -52,8 +54,8 @@ class ProcessGroupMPI : public ProcessGroup {
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   const std::shared_ptr<const std::string> group_label_;  // "(group 0 'default_pg')"
-  Watchdog watchdog_;
+  MpiWatchdog watchdog_;
   bool shut_down_ = false;
 };
 
-}  // namespace collie::mpi
+}  // namespace collie

@@ -17,7 +17,7 @@
 #include "core/log.h"
 #include "store/tcp_store.h"
 
-namespace collie::mpi {
+namespace collie {
 namespace {
 
 // One fixed-size MPI_Bcast from rank 0: its addresses ("a,b,c"), the store port and the job's
@@ -89,9 +89,9 @@ std::shared_ptr<TcpStore> connect_any(const std::vector<std::string>& hosts, uin
 
 }  // namespace
 
-std::optional<SelfRendezvous> self_rendezvous(const Env& env, Millis timeout) {
+std::optional<SelfRendezvous> mpi_self_rendezvous(const Env& env, Millis timeout) {
   if (!under_mpi_launcher(env)) return std::nullopt;
-  Runtime& rt = Runtime::get();
+  MpiRuntime& rt = MpiRuntime::get();
   const auto local_size = env.get_int("OMPI_COMM_WORLD_LOCAL_SIZE");
   const bool single_host = local_size && *local_size == rt.world_size();
 
@@ -137,4 +137,4 @@ std::optional<SelfRendezvous> self_rendezvous(const Env& env, Millis timeout) {
   return out;
 }
 
-}  // namespace collie::mpi
+}  // namespace collie

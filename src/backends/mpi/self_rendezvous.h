@@ -6,7 +6,7 @@
 
 #include "comm/registry.h"
 
-namespace collie::mpi {
+namespace collie {
 
 // nullopt when `env` shows no MPI launcher. The store listens on 127.0.0.1 when every rank is on
 // this host, else on all interfaces; rank 0 broadcasts its non-loopback addresses (or
@@ -14,6 +14,6 @@ namespace collie::mpi {
 // when unset, then set in every rank's environment); the others use the first address that
 // answers. Also used by init_process_group for other backends under mpirun with nothing set.
 // Throws BackendError if MPI cannot start, NetworkError if the store cannot be reached in time.
-std::optional<SelfRendezvous> self_rendezvous(const Env& env, Millis timeout);
+std::optional<SelfRendezvous> mpi_self_rendezvous(const Env& env, Millis timeout);
 
-}  // namespace collie::mpi
+}  // namespace collie

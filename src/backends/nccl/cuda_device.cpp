@@ -8,7 +8,7 @@
 
 #include "core/error.h"
 
-namespace collie::nccl {
+namespace collie {
 namespace {
 
 class EventTimer final : public device::Timer {
@@ -181,4 +181,4 @@ std::unique_ptr<device::CapturedGraph> CudaRuntime::end_capture() {
   return std::make_unique<Graph>(device_, stream_, g);
 }
 
-}  // namespace collie::nccl
+}  // namespace collie

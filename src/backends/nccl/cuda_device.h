@@ -14,7 +14,7 @@
 #include "device/cuda_choice.h"
 #include "device/device_runtime.h"
 
-namespace collie::nccl {
+namespace collie {
 
 class CudaRuntime final : public device::DeviceRuntime {
  public:
@@ -53,4 +53,4 @@ device::CudaState query_cuda_state();
 // Throws BackendError "<what> on CUDA device <dev>: <name>: <text>" unless e == cudaSuccess.
 void check_cuda(cudaError_t e, const char* what, int dev);
 
-}  // namespace collie::nccl
+}  // namespace collie

@@ -11,7 +11,7 @@
 
 #include "backends/nccl/cuda_device.h"
 
-namespace collie::nccl {
+namespace collie {
 namespace {
 
 // "a, b, c", or "a" when every entry is the same.
@@ -63,4 +63,4 @@ device::GpuInventory inventory() {
 const bool kRegistered = device::register_gpu_inventory(inventory);
 
 }  // namespace
-}  // namespace collie::nccl
+}  // namespace collie

@@ -4,9 +4,9 @@
 
 #include "core/error.h"
 
-namespace collie::nccl {
+namespace collie {
 
-void CommState::abort(const std::string& why) {
+void NcclCommState::abort(const std::string& why) {
   std::lock_guard<std::mutex> lk(mu);
   if (aborted) return;
   aborted = true;
@@ -15,7 +15,7 @@ void CommState::abort(const std::string& why) {
 }
 
 NcclWork::NcclWork(OpType op, uint64_t seq, Millis timeout, std::string label,
-                   std::shared_ptr<CommState> comm)
+                   std::shared_ptr<NcclCommState> comm)
     : Work(op, seq, timeout),
       label_(std::move(label)),
       comm_(std::move(comm)),
@@ -79,4 +79,4 @@ void NcclWork::progress() {
   }
 }
 
-}  // namespace collie::nccl
+}  // namespace collie

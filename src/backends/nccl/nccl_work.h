@@ -14,10 +14,10 @@
 
 #include "comm/work.h"
 
-namespace collie::nccl {
+namespace collie {
 
 // The communicator shared by a group and its in-flight Works (a Work may abort it).
-struct CommState {
+struct NcclCommState {
   ncclComm_t comm = nullptr;
   int device = 0;
   std::mutex mu;
@@ -31,7 +31,7 @@ class NcclWork : public Work {
  public:
   // Creates (with timing) and owns the start/end events. REQUIRES: current device = comm's.
   NcclWork(OpType op, uint64_t seq, Millis timeout, std::string label,
-           std::shared_ptr<CommState> comm);
+           std::shared_ptr<NcclCommState> comm);
   ~NcclWork() override;
 
   cudaEvent_t start_event() const { return start_; }
@@ -45,11 +45,11 @@ class NcclWork : public Work {
 
  private:
   const std::string label_;
-  std::shared_ptr<CommState> comm_;
+  std::shared_ptr<NcclCommState> comm_;
   const std::chrono::steady_clock::time_point deadline_;
   cudaEvent_t start_ = nullptr;
   cudaEvent_t end_ = nullptr;
   std::mutex poll_mu_;
 };
 
-}  // namespace collie::nccl
+}  // namespace collie

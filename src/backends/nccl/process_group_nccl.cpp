@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "backends/nccl/cuda_device.h"
+#include "backends/nccl/nccl_collectives.h"
 #include "backends/nccl/nccl_work.h"
 #include "comm/launch_env.h"
 #include "core/env.h"
@@ -13,7 +14,7 @@
 #include "core/half.h"
 #include "store/store.h"
 
-namespace collie::nccl {
+namespace collie {
 namespace {
 
 ncclDataType_t nccl_type(DType d) {
@@ -78,10 +79,6 @@ void premul_scalar(void* out, DType d, double f) {
   }
 }
 
-char* at(const TensorView& t, size_t elements) {
-  return static_cast<char*>(t.data) + elements * dtype_size(t.dtype);
-}
-
 }  // namespace
 
 std::string cuda_unavailable_reason() { return device::cuda_unavailable_line(query_cuda_state()); }
@@ -104,7 +101,7 @@ const Capabilities& ProcessGroupNCCL::declared_capabilities() {
   return caps;
 }
 
-ProcessGroupNCCL::ProcessGroupNCCL(GroupInfo info, const Env* env) : ProcessGroup(std::move(info)) {
+ProcessGroupNCCL::ProcessGroupNCCL(GroupInfo info, const Env& env) : ProcessGroup(std::move(info)) {
   const std::string where =
       fmt::format("[Rank {}] nccl group {} '{}'", rank(), this->info().name, this->info().desc);
   const device::CudaState cuda = query_cuda_state();
@@ -114,14 +111,14 @@ ProcessGroupNCCL::ProcessGroupNCCL(GroupInfo info, const Env* env) : ProcessGrou
   if (!this->info().store) {
     throw BackendError(fmt::format("{}: needs a store to exchange the NCCL unique id", where));
   }
-  const Env& e = env ? *env : Env::process();
+  const Env& e = env;
   const LaunchEnv le = detect_launch_env(e);
   const device::DeviceChoice choice = device::choose_cuda_device(
       cuda.count, le.local_rank, rank(), e.get("COLLIE_CUDA_DEVICE"), cuda.visible_devices);
   if (!choice.error.empty()) throw DeviceError(fmt::format("{}: {}", where, choice.error));
   const int device = choice.index;
 
-  comm_ = std::make_shared<CommState>();
+  comm_ = std::make_shared<NcclCommState>();
   comm_->device = device;
   check_cuda(cudaSetDevice(device), "cudaSetDevice", device);
   ncclUniqueId id;
@@ -209,7 +206,6 @@ void ProcessGroupNCCL::enqueue(const OpCall& c) {
   const TensorView& t = c.input.data ? c.input : c.output;
   const ncclDataType_t dt = nccl_type(t.dtype);
   ncclComm_t comm = comm_->comm;
-  const int n = size();
   ncclRedOp_t op = ncclSum;
   bool custom_op = false;
   if (has_reduce_op(c.type)) {
@@ -238,76 +234,7 @@ void ProcessGroupNCCL::enqueue(const OpCall& c) {
         break;
     }
   }
-  ncclResult_t r = ncclSuccess;
-  const char* fn = "";
-  switch (c.type) {
-    case OpType::Send:
-      fn = "ncclSend";
-      r = ncclSend(c.input.data, c.input.numel, dt, c.peer, comm, stream_);
-      break;
-    case OpType::Recv:
-      fn = "ncclRecv";
-      r = ncclRecv(c.output.data, c.output.numel, dt, c.peer, comm, stream_);
-      break;
-    case OpType::Broadcast:
-      fn = "ncclBroadcast";
-      r = ncclBroadcast(c.input.data, c.input.data, c.input.numel, dt, c.root, comm, stream_);
-      break;
-    case OpType::AllReduce:
-      fn = "ncclAllReduce";
-      r = ncclAllReduce(c.input.data, c.input.data, c.input.numel, dt, op, comm, stream_);
-      break;
-    case OpType::Reduce:
-      fn = "ncclReduce";
-      r = ncclReduce(c.input.data, c.input.data, c.input.numel, dt, op, c.root, comm, stream_);
-      break;
-    case OpType::AllGather:
-      fn = "ncclAllGather";
-      r = ncclAllGather(c.input.data, c.output.data, c.input.numel, dt, comm, stream_);
-      break;
-    case OpType::ReduceScatter:
-      fn = "ncclReduceScatter";
-      r = ncclReduceScatter(c.input.data, c.output.data, c.output.numel, dt, op, comm, stream_);
-      break;
-    case OpType::Gather:
-    case OpType::Scatter:
-    case OpType::AllToAll: {
-      fn = "grouped ncclSend/ncclRecv";
-      const size_t cnt = per_rank_count(c, n);
-      ncclGroupStart();
-      size_t soff = 0, roff = 0;
-      for (int j = 0; j < n && r == ncclSuccess; ++j) {
-        size_t sn = cnt, rn = cnt;
-        if (c.type == OpType::AllToAll && !c.input_splits.empty()) {
-          sn = static_cast<size_t>(c.input_splits[j]);
-          rn = static_cast<size_t>(c.output_splits[j]);
-        }
-        if (c.type == OpType::Gather) {
-          if (j == c.root) r = ncclSend(c.input.data, cnt, dt, c.root, comm, stream_);
-          if (r == ncclSuccess && rank() == c.root) {
-            r = ncclRecv(at(c.output, j * cnt), cnt, dt, j, comm, stream_);
-          }
-        } else if (c.type == OpType::Scatter) {
-          if (rank() == c.root) r = ncclSend(at(c.input, j * cnt), cnt, dt, j, comm, stream_);
-          if (r == ncclSuccess && j == c.root) {
-            r = ncclRecv(c.output.data, cnt, dt, c.root, comm, stream_);
-          }
-        } else {
-          r = ncclSend(at(c.input, soff), sn, dt, j, comm, stream_);
-          if (r == ncclSuccess) r = ncclRecv(at(c.output, roff), rn, dt, j, comm, stream_);
-        }
-        soff += sn;
-        roff += rn;
-      }
-      const ncclResult_t end = ncclGroupEnd();
-      if (r == ncclSuccess) r = end;
-      break;
-    }
-    case OpType::Barrier:
-      fn = "ncclAllReduce (barrier)";
-      r = ncclAllReduce(scratch_, scratch_, 1, ncclFloat32, ncclSum, comm, stream_);
-      break;
-  }
+  const auto [fn, r] = nccl_issue(NcclOpArgs{c, comm, stream_, dt, op, rank(), size(), scratch_});
   if (custom_op) ncclRedOpDestroy(op, comm);
   if (r != ncclSuccess) {
     throw BackendError(fmt::format("{}: {} failed: {} ({}); check the arguments on every rank",
@@ -315,4 +242,4 @@ void ProcessGroupNCCL::enqueue(const OpCall& c) {
   }
 }
 
-}  // namespace collie::nccl
+}  // namespace collie

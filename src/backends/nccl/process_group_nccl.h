@@ -20,19 +20,16 @@
 #include "comm/process_group.h"
 
 namespace collie {
+
 class Env;
-}
-
-namespace collie::nccl {
-
-struct CommState;
+struct NcclCommState;
 
 class ProcessGroupNCCL : public ProcessGroup {
  public:
   // Throws DeviceError (one line: no CUDA driver, no visible device, device index out of range),
   // BackendError when NCCL fails to start, StoreError/TimeoutError when the unique id does not
   // arrive in time.
-  ProcessGroupNCCL(GroupInfo info, const Env* env);
+  ProcessGroupNCCL(GroupInfo info, const Env& env);
   ~ProcessGroupNCCL() override;
 
   const Capabilities& capabilities() const override;
@@ -47,7 +44,7 @@ class ProcessGroupNCCL : public ProcessGroup {
   std::string label(const OpCall& call) const;
   void enqueue(const OpCall& call);
 
-  std::shared_ptr<CommState> comm_;
+  std::shared_ptr<NcclCommState> comm_;
   cudaStream_t stream_ = nullptr;
   void* scratch_ = nullptr;  // one float on the device for barrier
   std::unique_ptr<device::DeviceRuntime> runtime_;
@@ -58,4 +55,4 @@ class ProcessGroupNCCL : public ProcessGroup {
 // visible device), else empty (device/cuda_choice.h).
 std::string cuda_unavailable_reason();
 
-}  // namespace collie::nccl
+}  // namespace collie

@@ -6,14 +6,17 @@
 
 #include "backends/nccl/process_group_nccl.h"
 #include "comm/registry.h"
+#include "core/env.h"
 
-namespace collie::nccl {
+namespace collie {
 namespace {
 
 BackendRegistration registration() {
   BackendRegistration r;
   r.name = "nccl";
-  r.create = [](const BackendArgs& a) { return std::make_shared<ProcessGroupNCCL>(a.info, a.env); };
+  r.create = [](const BackendArgs& a) {
+    return std::make_shared<ProcessGroupNCCL>(a.info, a.env ? *a.env : Env::process());
+  };
   r.capabilities = ProcessGroupNCCL::declared_capabilities();
   r.unavailable_reason = cuda_unavailable_reason;
   r.version = fmt::format("NCCL {}.{}.{}, CUDA {}.{}", NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH,
@@ -24,4 +27,4 @@ BackendRegistration registration() {
 const bool kRegistered = register_backend(registration());
 
 }  // namespace
-}  // namespace collie::nccl
+}  // namespace collie

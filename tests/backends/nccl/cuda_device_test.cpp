@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace collie::nccl {
+namespace collie {
 namespace {
 
 class CudaDevice : public ::testing::Test {
@@ -90,4 +90,4 @@ TEST(CudaState, UnavailableLineIsEmptyExactlyWhenADeviceIsVisible) {
 }
 
 }  // namespace
-}  // namespace collie::nccl
+}  // namespace collie
