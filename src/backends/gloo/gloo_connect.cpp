@@ -69,7 +69,8 @@ std::shared_ptr<gloo::rendezvous::Context> connect_full_mesh_bounded(
   ctx->setTimeout(i.timeout);
   // The helper thread gets its own store connection: a wait parked there must not hold up the
   // caller's look at who arrived.
-  auto adapter = std::make_shared<TracingAdapter>(std::make_shared<PrefixStore>("gloo", i.store->clone()));
+  auto adapter =
+      std::make_shared<TracingAdapter>(std::make_shared<PrefixStore>("gloo", i.store->clone()));
   auto st = std::make_shared<State>();
   std::thread([st, ctx, adapter, dev = std::shared_ptr<gloo::transport::Device>(device)]() mutable {
     std::exception_ptr err;
@@ -123,9 +124,10 @@ std::shared_ptr<gloo::rendezvous::Context> connect_full_mesh_bounded(
     what = fmt::format("rank{} {} never connected", missing.size() == 1 ? "" : "s",
                        format_ranks(missing));
   } else if (peer >= 0) {
-    what = fmt::format("every rank published an address, but the connection to rank {} did not "
-                       "complete",
-                       peer);
+    what = fmt::format(
+        "every rank published an address, but the connection to rank {} did not "
+        "complete",
+        peer);
   } else {
     what = "the connections did not complete";
   }

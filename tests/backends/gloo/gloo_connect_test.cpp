@@ -38,8 +38,8 @@ TEST(GlooConnect, MissingRankEndsTheConnectPhaseAtTheTimeoutNamingIt) {
       } catch (const std::exception& e) {
         errors[r] = std::string("not a TimeoutError: ") + e.what();
       }
-      took_ms[r] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
-                       .count();
+      took_ms[r] =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     });
   }
   for (auto& t : ranks) t.join();
