@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The test command: installs dependencies, builds, runs the whole suite with ctest, then the
+# The test command: installs dependencies, checks the C++ formatting (scripts/format.sh --check),
+# builds, runs the whole suite with ctest, then the
 # sanitizer + fuzzing stage (scripts/sanitize.sh: ASan+UBSan and TSan builds of the multi-threaded
 # tests, each fuzzer for a bounded time), capped at COLLIE_SANITIZE_TIME_CAP seconds.
 # Exits non-zero on any failure. Extra arguments go to the main ctest (e.g. -R store, -L e2e).
@@ -11,6 +12,7 @@ if [ "${COLLIE_SKIP_SANITIZE:-0}" = 1 ] && [ "${CI:-}" = true ]; then
   exit 1
 fi
 bash scripts/bootstrap.sh
+bash scripts/format.sh --check
 bash scripts/build.sh
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 (cd "${COLLIE_BUILD_DIR:-build}" &&
