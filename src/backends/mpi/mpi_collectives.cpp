@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "backends/mpi/mpi_work.h"
+#include "comm/op_functions.h"
 #include "core/error.h"
 #include "core/reduce_kernel.h"
 
@@ -180,31 +181,18 @@ MpiIssued barrier(const MpiOpArgs& a) {
 }  // namespace
 
 MpiIssued mpi_issue(const MpiOpArgs& a) {
-  switch (a.call.type) {
-    case OpType::Send:
-      return send(a);
-    case OpType::Recv:
-      return recv(a);
-    case OpType::Broadcast:
-      return broadcast(a);
-    case OpType::AllReduce:
-      return all_reduce(a);
-    case OpType::Reduce:
-      return reduce(a);
-    case OpType::AllGather:
-      return all_gather(a);
-    case OpType::Gather:
-      return gather(a);
-    case OpType::Scatter:
-      return scatter(a);
-    case OpType::ReduceScatter:
-      return reduce_scatter(a);
-    case OpType::AllToAll:
-      return all_to_all(a);
-    case OpType::Barrier:
-      return barrier(a);
-  }
-  throw BackendError(fmt::format("mpi: op type {} has no MPI call", static_cast<int>(a.call.type)));
+  static constexpr OpFunctions<MpiIssued, MpiOpArgs> kOps{.send = send,
+                                                          .recv = recv,
+                                                          .broadcast = broadcast,
+                                                          .all_reduce = all_reduce,
+                                                          .reduce = reduce,
+                                                          .all_gather = all_gather,
+                                                          .gather = gather,
+                                                          .scatter = scatter,
+                                                          .reduce_scatter = reduce_scatter,
+                                                          .all_to_all = all_to_all,
+                                                          .barrier = barrier};
+  return issue_op(kOps, a.call.type, a);
 }
 
 }  // namespace collie

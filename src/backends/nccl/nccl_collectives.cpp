@@ -1,5 +1,6 @@
 #include "backends/nccl/nccl_collectives.h"
 
+#include "comm/op_functions.h"
 #include "comm/process_group.h"
 
 namespace collie {
@@ -115,31 +116,18 @@ NcclIssued barrier(const NcclOpArgs& a) {
 }  // namespace
 
 NcclIssued nccl_issue(const NcclOpArgs& a) {
-  switch (a.call.type) {
-    case OpType::Send:
-      return send(a);
-    case OpType::Recv:
-      return recv(a);
-    case OpType::Broadcast:
-      return broadcast(a);
-    case OpType::AllReduce:
-      return all_reduce(a);
-    case OpType::Reduce:
-      return reduce(a);
-    case OpType::AllGather:
-      return all_gather(a);
-    case OpType::ReduceScatter:
-      return reduce_scatter(a);
-    case OpType::Gather:
-      return gather(a);
-    case OpType::Scatter:
-      return scatter(a);
-    case OpType::AllToAll:
-      return all_to_all(a);
-    case OpType::Barrier:
-      return barrier(a);
-  }
-  return {"", ncclSuccess};
+  static constexpr OpFunctions<NcclIssued, NcclOpArgs> kOps{.send = send,
+                                                            .recv = recv,
+                                                            .broadcast = broadcast,
+                                                            .all_reduce = all_reduce,
+                                                            .reduce = reduce,
+                                                            .all_gather = all_gather,
+                                                            .gather = gather,
+                                                            .scatter = scatter,
+                                                            .reduce_scatter = reduce_scatter,
+                                                            .all_to_all = all_to_all,
+                                                            .barrier = barrier};
+  return issue_op(kOps, a.call.type, a);
 }
 
 }  // namespace collie
