@@ -38,15 +38,6 @@ bool sampled(uint64_t n, uint64_t every) { return (n - 1) % every == 0; }
 
 }  // namespace
 
-DesyncCheckingProcessGroup::DesyncCheckingProcessGroup(std::shared_ptr<ProcessGroup> inner,
-                                                       uint64_t sample_every,
-                                                       std::shared_ptr<Store> store,
-                                                       std::unique_ptr<RecordMesh> mesh)
-    : DesyncCheckingProcessGroup(inner, sample_every, store,
-                                 std::unique_ptr<FingerprintExchange>()) {
-  if (mesh) exchange_ = make_mesh_exchange(std::move(mesh), store_);
-}
-
 DesyncCheckingProcessGroup::DesyncCheckingProcessGroup(
     std::shared_ptr<ProcessGroup> inner, uint64_t sample_every, std::shared_ptr<Store> store,
     std::unique_ptr<FingerprintExchange> exchange)
@@ -190,8 +181,9 @@ std::shared_ptr<ProcessGroup> with_desync_checks(std::shared_ptr<ProcessGroup> p
   } catch (const std::exception& e) {
     log(LogLevel::Warning, "DETAIL: no mesh for fingerprints ({}); using the store", e.what());
   }
+  auto exchange = mesh ? make_mesh_exchange(std::move(mesh), pg->info().store) : nullptr;
   return std::make_shared<DesyncCheckingProcessGroup>(std::move(pg), sample, nullptr,
-                                                      std::move(mesh));
+                                                      std::move(exchange));
 }
 
 }  // namespace collie

@@ -29,23 +29,18 @@
 namespace collie {
 
 class Env;
-class RecordMesh;
 
 class DesyncCheckingProcessGroup : public ProcessGroupWrapper {
  public:
-  // `mesh`: a RecordMesh over the same ranks (make_fingerprint_mesh) that carries the
-  // collectives' fingerprints; null = they go through the store. `store` carries the p2p checks and
-  // the store exchange (default: the group's store, info().store); two checkers over one group (a
-  // benchmark comparing sampling rates) need stores of their own, since keys name seqs.
-  // REQUIRES: store or inner->info().store is set. sample_every >= 1.
+  // `exchange` carries the collectives' fingerprints (make_mesh_exchange over a RecordMesh, or a
+  // benchmark's own transport); null = they go through the store. `store` carries the p2p checks
+  // and the store exchange (default: the group's store, info().store); two checkers over one group
+  // (a benchmark comparing sampling rates) need stores of their own, since keys name seqs.
+  // REQUIRES: store or inner->info().store is set. sample_every >= 1. exchange, when set, spans
+  // this group's ranks.
   DesyncCheckingProcessGroup(std::shared_ptr<ProcessGroup> inner, uint64_t sample_every = 1,
                              std::shared_ptr<Store> store = nullptr,
-                             std::unique_ptr<RecordMesh> mesh = nullptr);
-  // The same with the collectives' fingerprints going through `exchange` (e.g. a benchmark's own
-  // transport; null = the store). REQUIRES: exchange, when set, spans this group's ranks.
-  DesyncCheckingProcessGroup(std::shared_ptr<ProcessGroup> inner, uint64_t sample_every,
-                             std::shared_ptr<Store> store,
-                             std::unique_ptr<FingerprintExchange> exchange);
+                             std::unique_ptr<FingerprintExchange> exchange = nullptr);
   ~DesyncCheckingProcessGroup() override;
 
   // COLLIE_DESYNC_SAMPLE (default 1); throws InvalidArgument when not a positive integer.

@@ -85,7 +85,7 @@ class MeshExchange : public FingerprintExchange {
   void shutdown() override { mesh_->close(); }
 
  private:
-  // After a failed all_to_all: the ranks that came publish their fingerprints; wait until the
+  // After a failed exchange: the ranks that came publish their fingerprints; wait until the
   // timeout has passed since this rank arrived (at least a short grace) for the others'.
   Gathered through_store(const Fingerprint& mine, Millis timeout, Clock::time_point start) {
     const int n = mesh_->size(), me = mesh_->rank();

@@ -33,11 +33,13 @@ std::vector<std::string> run_ranks(Via via, int n, Millis timeout, uint64_t samp
     ts.emplace_back([&, r] {
       try {
         auto backend = std::make_shared<FakeBackend>(fake_info(r, n, store, timeout));
-        auto mesh = via == Via::Mesh
-                        ? make_fingerprint_mesh(*backend, "desync_mesh", Env::process())
-                        : nullptr;
-        auto pg =
-            std::make_shared<DesyncCheckingProcessGroup>(backend, sample, nullptr, std::move(mesh));
+        auto exchange =
+            via == Via::Mesh
+                ? make_mesh_exchange(make_fingerprint_mesh(*backend, "desync_mesh", Env::process()),
+                                     store)
+                : nullptr;
+        auto pg = std::make_shared<DesyncCheckingProcessGroup>(backend, sample, nullptr,
+                                                               std::move(exchange));
         try {
           fn(r, *pg);
         } catch (const DesyncError& e) {

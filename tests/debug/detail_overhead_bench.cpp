@@ -109,9 +109,12 @@ std::string measure(testing::RankContext& ctx, int rounds) {
   auto store = ctx.pg->info().store;
   // Built as the "desync" wrapper builds DETAIL groups; each checker gets its own namespace.
   auto checked = [&](uint64_t sample, const std::string& tag, bool mesh) {
-    return std::make_shared<TracingProcessGroup>(std::make_shared<DesyncCheckingProcessGroup>(
-        raw, sample, std::make_shared<PrefixStore>(tag, store),
-        mesh ? make_fingerprint_mesh(*raw, tag + "_mesh", Env::process()) : nullptr));
+    auto own = std::make_shared<PrefixStore>(tag, store);
+    auto exchange =
+        mesh ? make_mesh_exchange(make_fingerprint_mesh(*raw, tag + "_mesh", Env::process()), own)
+             : nullptr;
+    return std::make_shared<TracingProcessGroup>(
+        std::make_shared<DesyncCheckingProcessGroup>(raw, sample, own, std::move(exchange)));
   };
   auto detail = checked(1, "bench_detail", true);
   auto detail16 = checked(16, "bench_detail16", true);
