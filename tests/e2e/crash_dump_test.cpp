@@ -50,10 +50,10 @@ TEST(CrashDump, RankEndedByAnExceptionOnGloosThreadLeavesItsDump) {
   auto r = testing::run_ranks(
       3,
       [](RankContext& ctx) {
-        std::vector<float> a(ctx.rank == 2 ? 1000 : 1024, 1.0f);
-        auto t = TensorView::cpu(a.data(), 1024, DType::Float32);
+        std::vector<float> a(1024, 1.0f);
+        auto t = TensorView::cpu(a.data(), a.size(), DType::Float32);
         ctx.pg->all_reduce(t)->wait();  // healthy: #1
-        t = TensorView::cpu(a.data(), a.size(), DType::Float32);
+        t = TensorView::cpu(a.data(), ctx.rank == 2 ? 1000 : 1024, DType::Float32);
         ctx.pg->all_reduce(t)->wait();  // rank 2 sends 1000 floats where 1024 are expected
       },
       o);
