@@ -8,11 +8,14 @@
 // noise falls on all modes alike. Printed per size: p50 and p90 of every mode's samples and the
 // ratios to libgloo. Run through scripts/bench/gloo_overhead.sh.
 // Usage: gloo_overhead_bench [ROUNDS=6] [NP=2] [ITERS=50] [MIN=8] [MAX=16777216] [FACTOR=8]
+#include <dirent.h>
 #include <fmt/format.h>
 #include <gloo/allreduce.h>
 #include <gloo/math.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/transport/tcp/device.h>
+#include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -40,6 +43,22 @@ struct Args {
 
 std::vector<std::string> kModes = {"libgloo", "backend", "OFF"};
 
+// BENCH_PIN=1: every thread of rank r (the backend's, libgloo's, collie's) on CPU r mod nproc,
+// so each run compares the modes under one thread placement instead of whichever the scheduler
+// picked (on a 2-vCPU VM the placement alone moves an 8 B op between ~75 and ~155 us).
+void pin_all_threads(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  DIR* d = ::opendir("/proc/self/task");
+  if (d == nullptr) return;
+  while (const dirent* e = ::readdir(d)) {
+    const int tid = std::atoi(e->d_name);
+    if (tid > 0) ::sched_setaffinity(tid, sizeof set, &set);
+  }
+  ::closedir(d);
+}
+
 std::string measure(testing::RankContext& ctx, const Args& a) {
   // libgloo's own context, connected through the job's store under a prefix of its own.
   gloo::transport::tcp::attr attr;
@@ -50,6 +69,10 @@ std::string measure(testing::RankContext& ctx, const Args& a) {
   GlooStoreAdapter adapter(std::make_shared<PrefixStore>("libgloo_bench", ctx.pg->info().store));
   gctx->connectFullMesh(adapter, dev);
   ProcessGroup& backend = backend_of(*ctx.pg);
+  if (std::getenv("BENCH_PIN") != nullptr) {
+    const long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
+    pin_all_threads(static_cast<int>(ctx.rank % std::max(1L, cpus)));
+  }
 
   std::vector<float> buf(static_cast<size_t>(a.max) / sizeof(float) + 1, 1.0f);
   std::string out;

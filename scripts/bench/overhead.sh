@@ -4,41 +4,58 @@
 # iteration (the slowest rank's time per iteration, as collie perf -I 1 does) and the table
 # compares p50 and p90 of all samples per size. Targets (issue 16): p50 <= 1.05 x raw and
 # p90 <= 1.10 x raw at every size. Exit 0 when all sizes meet them, 1 otherwise, 2 on bad usage.
+# Both sides start their NP ranks the same way (one process each, by hand, as torchrun would
+# for collie), so neither pays for a launcher the other lacks. PIN=1 pins rank r of both sides
+# to CPU r mod nproc: on a 2-vCPU VM the scheduler's thread placement alone moves an 8 B op
+# between ~75 and ~155 us, and pinning takes that coin flip out of the comparison.
 #   scripts/bench/overhead.sh [BUILD_DIR]   env: NP=2 MIN=8 MAX=16777216 FACTOR=8 ITERS=300
 #                                                WARMUP=20 ROUNDS=2 DEBUG=OFF (collie's level)
+#                                                PIN=0
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=${1:-$here/../../build}
 collie=$build/src/cli/collie
 NP=${NP:-2} MIN=${MIN:-8} MAX=${MAX:-16777216} FACTOR=${FACTOR:-8}
-ITERS=${ITERS:-300} WARMUP=${WARMUP:-20} ROUNDS=${ROUNDS:-2} DEBUG=${DEBUG:-OFF}
+ITERS=${ITERS:-300} WARMUP=${WARMUP:-20} ROUNDS=${ROUNDS:-2} DEBUG=${DEBUG:-OFF} PIN=${PIN:-0}
 [[ -x $collie ]] || { echo "overhead.sh: $collie not built (cmake --build $build)" >&2; exit 2; }
 raw=$build/scripts/bench/raw_gloo_allreduce
 [[ -x $raw ]] || { echo "overhead.sh: $raw not built (cmake --build $build)" >&2; exit 2; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
+cpus=$(nproc)
+pin() {  # $1 = rank; prints the command prefix that pins it (nothing unless PIN=1)
+  if [[ $PIN == 1 ]]; then echo "taskset -c $(($1 % cpus))"; fi
+}
+
 run_raw() {  # $1 = round
   local dir=$work/store$1 pids=()
   mkdir -p "$dir"
   for ((r = 0; r < NP; r++)); do
-    "$raw" $r $NP "$dir" $MIN $MAX $FACTOR $ITERS $WARMUP >"$work/raw$1.r$r" &
+    $(pin $r) "$raw" $r $NP "$dir" $MIN $MAX $FACTOR $ITERS $WARMUP >"$work/raw$1.r$r" &
     pids+=($!)
   done
-  for p in "${pids[@]}"; do wait "$p"; done
+  for p in "${pids[@]}"; do wait "$p" || { echo "overhead.sh: raw rank failed" >&2; exit 1; }; done
 }
 
 run_collie() {  # $1 = round; in place, no validation, per-iteration samples like the raw loop
-  COLLIE_DEBUG=$DEBUG \
-    "$collie" perf all_reduce --backend gloo -np $NP -b $MIN -e $MAX -f $FACTOR -n $ITERS \
-    -w $WARMUP -c 0 -d float -o sum --placement in -I 1 -J "$work/c$1.json" >/dev/null
+  local port pids=()
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  for ((r = 0; r < NP; r++)); do
+    COLLIE_DEBUG=$DEBUG MASTER_ADDR=127.0.0.1 MASTER_PORT=$port RANK=$r WORLD_SIZE=$NP \
+      $(pin $r) "$collie" perf all_reduce --backend gloo -b $MIN -e $MAX -f $FACTOR -n $ITERS \
+      -w $WARMUP -c 0 -d float -o sum --placement in -I 1 -J "$work/c$1.r$r.json" >/dev/null &
+    pids+=($!)
+  done
+  for p in "${pids[@]}"; do wait "$p" || { echo "overhead.sh: collie rank failed" >&2; exit 1; }; done
 }
 
 for ((i = 0; i < ROUNDS; i++)); do run_raw $i; run_collie $i; done
 
-python3 - "$work" "$NP" "$ROUNDS" "$DEBUG" <<'PY'
+python3 - "$work" "$NP" "$ROUNDS" "$DEBUG" "$PIN" <<'PY'
 import glob, json, math, os, statistics, sys
 work, np_, rounds, debug = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+pin = ", rank r pinned to CPU r mod nproc" if sys.argv[5] == "1" else ""
 raw, col = {}, {}
 for r in range(rounds):
     per = {}  # (bytes, it) -> slowest rank's us
@@ -49,7 +66,7 @@ for r in range(rounds):
             per[k] = max(per.get(k, 0.0), float(us))
     for (b, _), us in per.items():
         raw.setdefault(b, []).append(us)
-    for row in json.load(open(os.path.join(work, f"c{r}.json")))["rows"]:
+    for row in json.load(open(os.path.join(work, f"c{r}.r0.json")))["rows"]:
         col.setdefault(int(row["size_bytes"]), []).extend(row["samples_us"])
 def pct(v, q):  # p50: the median (midpoint); else nearest rank, as collie's core/stats.h
     if q == .5:
@@ -57,7 +74,7 @@ def pct(v, q):  # p50: the median (midpoint); else nearest rank, as collie's cor
     v = sorted(v)
     return v[min(len(v) - 1, max(0, math.ceil(q * len(v)) - 1))]
 print(f"# collie perf all_reduce (debug {debug}) vs raw gloo::allreduce, {np_} ranks, float sum, "
-      f"in place, {rounds} interleaved rounds, per-iteration samples (slowest rank)")
+      f"in place, {rounds} interleaved rounds, per-iteration samples (slowest rank){pin}")
 print(f"{'size (B)':>10} {'n':>5}  {'raw p50':>9} {'collie p50':>10} {'ratio':>6}  "
       f"{'raw p90':>9} {'collie p90':>10} {'ratio':>6}  target")
 fail = 0
