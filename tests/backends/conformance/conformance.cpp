@@ -412,17 +412,24 @@ Outcome check_declared(ProcessGroup& pg, OpType t, const Settings& s) {
       combos.push_back(Combo{.async = true});
     }
   } else {
-    bool async = false;
-    for (size_t n : s.counts) {
-      for (const auto& [d, r] : pairs) {
-        for (int root : has_root(t) ? roots_for(n, w) : std::vector<int>{0}) {
-          for (bool in_place :
-               has_both_placements(t) ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
-            async = !async;  // alternate inline and background execution
-            combos.push_back(Combo{d, r, n, root, in_place, async});
+    // Synchronous and async_op alternate along every axis (pair, count, root, placement), so
+    // each placement and root of each pair runs both ways over the counts.
+    for (size_t ci = 0; ci < s.counts.size(); ++ci) {
+      const size_t n = s.counts[ci];
+      for (size_t pi = 0; pi < pairs.size(); ++pi) {
+        const std::vector<int> roots = has_root(t) ? roots_for(n, w) : std::vector<int>{0};
+        for (size_t ri = 0; ri < roots.size(); ++ri) {
+          for (int place = 0; place < (has_both_placements(t) ? 2 : 1); ++place) {
+            const bool async = (ci + pi + ri + static_cast<size_t>(place)) % 2 == 1;
+            combos.push_back(
+                Combo{pairs[pi].first, pairs[pi].second, n, roots[ri], place == 1, async});
           }
         }
       }
+    }
+    if (combos.empty() && caps.supports(t, dev) && !(is_p2p(t) && w == 1)) {
+      out.fail(fmt::format("{} is declared on {} but no combination of it is", op_name(t),
+                           device_type_name(dev)));
     }
   }
   out.declared = static_cast<int>(combos.size());
