@@ -1,6 +1,10 @@
-// The conformance suite (conformance.h) over the gloo backend: every case at world sizes 1, 2, 3,
-// 4 and 8, ranks as processes (tests/support/multiprocess.h), one ctest test per (world, case).
+// The conformance suite (conformance.h) over backends that run_ranks starts
+// (tests/support/multiprocess.h: ranks as processes through init_process_group): one ctest test
+// per (backend, world size, case). A backend joins with one INSTANTIATE_TEST_SUITE_P line below.
 #include <gtest/gtest.h>
+
+#include <string>
+#include <tuple>
 
 #include "backends/conformance/conformance.h"
 #include "support/multiprocess.h"
@@ -8,12 +12,14 @@
 namespace collie::testing::conformance {
 namespace {
 
-class GlooConformance : public ::testing::TestWithParam<std::tuple<int, size_t>> {};
+using Param = std::tuple<std::string, int, size_t>;  // backend, world size, index in cases()
 
-TEST_P(GlooConformance, Case) {
-  const auto [world, index] = GetParam();
+class Conformance : public ::testing::TestWithParam<Param> {};
+
+TEST_P(Conformance, Case) {
+  const auto& [backend, world, index] = GetParam();
   RunOptions opts;
-  opts.backend = "gloo";
+  opts.backend = backend;
   opts.deadline = Millis(120000);
   auto result = run_ranks(
       world,
@@ -25,13 +31,17 @@ TEST_P(GlooConformance, Case) {
   EXPECT_TRUE(result.ok()) << result.summary();
 }
 
-INSTANTIATE_TEST_SUITE_P(Worlds, GlooConformance,
-                         ::testing::Combine(::testing::Values(1, 2, 3, 4, 8),
-                                            ::testing::Range(size_t{0}, cases().size())),
-                         [](const auto& info) {
-                           return fmt::format("w{}_{}", std::get<0>(info.param),
-                                              cases()[std::get<1>(info.param)].name);
-                         });
+// Every case of `backend` at each of `worlds`.
+auto over(const std::string& backend, std::vector<int> worlds) {
+  return ::testing::Combine(::testing::Values(backend), ::testing::ValuesIn(worlds),
+                            ::testing::Range(size_t{0}, cases().size()));
+}
+
+std::string name(const ::testing::TestParamInfo<Param>& info) {
+  return fmt::format("w{}_{}", std::get<1>(info.param), cases()[std::get<2>(info.param)].name);
+}
+
+INSTANTIATE_TEST_SUITE_P(Gloo, Conformance, over("gloo", {1, 2, 3, 4, 8}), name);
 
 }  // namespace
 }  // namespace collie::testing::conformance
