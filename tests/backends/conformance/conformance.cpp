@@ -104,6 +104,7 @@ std::vector<std::pair<DType, ReduceOp>> declared_pairs(const Capabilities& caps,
 }
 
 std::string label(OpType t, const Combo& c) {
+  if (t == OpType::Barrier) return fmt::format("barrier {}", c.async ? "async" : "sync");
   return fmt::format("{} {} {} count {}{}{} {}", op_name(t), dtype_name(c.d),
                      has_reduce_op(t) ? reduce_op_name(c.r) : "-", c.n,
                      has_root(t) ? fmt::format(" root {}", c.root) : "",
@@ -315,19 +316,20 @@ class Runner {
     expect(what + " input", in.read(), input, c.d);
   }
 
-  // After an aligning barrier, rank 0 arrives 200 ms late: every other rank must wait for it.
+  // After an aligning barrier, rank 0 arrives 300 ms late: every other rank must wait for it (at
+  // least 100 ms of it, leaving 200 ms for a rank descheduled on a loaded machine).
   void barrier(const Combo& c, const std::string& what) {
     BarrierOptions o;
     o.async_op = c.async;
     finish(pg_.barrier(o));
     const auto t0 = std::chrono::steady_clock::now();
-    if (me_ == 0) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    if (me_ == 0) std::this_thread::sleep_for(std::chrono::milliseconds(300));
     finish(pg_.barrier(o));
     const auto waited =
         std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
             .count();
     if (me_ != 0 && waited < 100) {
-      out_.fail(fmt::format("rank {}: {}: left after {} ms, before rank 0 arrived (200 ms late)",
+      out_.fail(fmt::format("rank {}: {}: left after {} ms, before rank 0 arrived (300 ms late)",
                             me_, what, waited));
     }
   }
