@@ -1,5 +1,5 @@
-// Behaviour beyond the op matrix: tag matching, all_to_all with splits, argument errors, a peer
-// that dies, subgroups and shutdown.
+// Behaviour beyond the op matrix (tests/backends/conformance runs that): tag matching, all_to_all
+// with splits, argument errors, a peer that dies, subgroups and shutdown.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -16,7 +16,6 @@
 #include "core/error.h"
 #include "store/store.h"
 #include "support/multiprocess.h"
-#include "test_values.h"
 #ifdef COLLIE_TEST_HAVE_INIT
 #include "comm/init.h"
 #endif

@@ -1,14 +1,35 @@
-// Single-process pieces of the gloo backend: interface choice and error translation.
+// Single-process pieces of the gloo backend: its declared capability table, interface choice and
+// error translation. (What it declares is run and checked by tests/backends/conformance.)
 #include <gloo/common/error.h>
 #include <gtest/gtest.h>
 
 #include "backends/gloo/gloo_device.h"
 #include "backends/gloo/gloo_errors.h"
+#include "comm/registry.h"
 #include "core/env.h"
 #include "core/error.h"
 
 namespace collie {
 namespace {
+
+TEST(GlooCapabilities, DeclaresEveryOpDtypeAndReduceOpOnCpu) {
+  const BackendRegistration* reg = find_backend("gloo");
+  ASSERT_NE(reg, nullptr);
+  EXPECT_FALSE(reg->version.empty());
+  const Capabilities& caps = reg->capabilities;
+  for (OpType t : kAllOpTypes) {
+    EXPECT_TRUE(caps.supports(t, DeviceType::CPU)) << op_name(t);
+    EXPECT_FALSE(caps.supports(t, DeviceType::CUDA)) << op_name(t);
+    for (DType d : kAllDTypes) {
+      EXPECT_TRUE(caps.supports(t, DeviceType::CPU, d)) << op_name(t) << " " << dtype_name(d);
+      if (!has_reduce_op(t)) continue;
+      for (ReduceOp r : kAllReduceOps) {
+        EXPECT_EQ(caps.supports(t, DeviceType::CPU, d, r), !(is_bitwise(r) && is_floating(d)))
+            << op_name(t) << " " << dtype_name(d) << " " << reduce_op_name(r);
+      }
+    }
+  }
+}
 
 TEST(GlooDevice, ChoiceIsAlwaysANumericAddress) {
   // The full precedence is tested in tests/comm/bind_address_test.cpp; here the device side.

@@ -4,7 +4,6 @@
 #include <string>
 #include <vector>
 
-#include "backends/backend_test_data.h"
 #include "comm/process_group.h"
 
 namespace collie::test {

@@ -1,13 +1,14 @@
-// The NCCL backend: its declared table, the clear error without a CUDA device, and on a GPU every
-// declared combination in a one-rank group (device buffers, results checked on the host).
+// The NCCL backend: its declared table, the clear error without a CUDA device, and on a GPU the
+// conformance suite (tests/backends/conformance) in a one-rank group: every declared combination
+// except point-to-point (needs a second rank, i.e. a second GPU) on device buffers, checked
+// against the oracle, and every undeclared one refused. Skips with CUDA's reason without a device.
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "backends/backend_test_data.h"
+#include "backends/conformance/conformance.h"
 #include "comm/registry.h"
 #include "core/error.h"
-#include "core/reduce_kernel.h"
 #include "store/hash_store.h"
 
 namespace collie::test {
@@ -30,30 +31,6 @@ std::shared_ptr<ProcessGroup> make_nccl(int rank = 0, int size = 1) {
   info.store = std::make_shared<HashStore>();
   return find_backend("nccl")->create(BackendArgs{info, nullptr});
 }
-
-// A device copy of a host buffer, copied back by to_host().
-class DeviceBuffer {
- public:
-  DeviceBuffer(const Buffer& host, DType d) : bytes_(host.size()), d_(d) {
-    EXPECT_EQ(cudaMalloc(&ptr_, bytes_ ? bytes_ : 1), cudaSuccess);
-    if (bytes_) cudaMemcpy(ptr_, host.data(), bytes_, cudaMemcpyHostToDevice);
-  }
-  ~DeviceBuffer() { cudaFree(ptr_); }
-  TensorView view() const {
-    TensorView t{ptr_, bytes_ / dtype_size(d_), d_, Device{DeviceType::CUDA, 0}, Shape{}};
-    return t;
-  }
-  Buffer to_host() const {
-    Buffer b(bytes_);
-    if (bytes_) cudaMemcpy(b.data(), ptr_, bytes_, cudaMemcpyDeviceToHost);
-    return b;
-  }
-
- private:
-  void* ptr_ = nullptr;
-  size_t bytes_;
-  DType d_;
-};
 
 TEST(NcclBackend, DeclaresCudaOnlyWithoutBitwiseReductions) {
   const BackendRegistration* reg = find_backend("nccl");
@@ -98,81 +75,25 @@ TEST(NcclBackend, DeclaredTableRejectsHostBuffers) {
   EXPECT_NE(why.find("nccl backend does not support all_reduce on cpu"), std::string::npos) << why;
 }
 
-// One rank: every declared (op, dtype, reduce op) except point-to-point (needs a second rank,
-// i.e. a second GPU) runs on the device and matches the host reference.
-TEST(NcclBackend, EveryDeclaredCombinationRunsOnOneGpu) {
+// The conformance driver: every case on one GPU (one rank; with more GPUs, the run_ranks driver
+// of gloo_conformance_test.cpp with backend "nccl" is the next step).
+class NcclConformance : public ::testing::TestWithParam<size_t> {};
+
+TEST_P(NcclConformance, OneGpu) {
   if (std::string why = no_device_reason(); !why.empty()) {
     GTEST_SKIP() << "no CUDA device: " << why;
   }
-  auto pg = make_nccl();
-  const Capabilities& caps = pg->capabilities();
-  constexpr size_t kCount = 1001;
-  int ran = 0;
-  for (OpType t : kAllOpTypes) {
-    if (is_p2p(t) || !caps.supports(t, DeviceType::CUDA)) continue;
-    for (DType d : kAllDTypes) {
-      for (ReduceOp r : kAllReduceOps) {
-        if (!has_reduce_op(t) && r != ReduceOp::Sum) continue;
-        if (!caps.supports(t, DeviceType::CUDA, d, r)) continue;
-        SCOPED_TRACE(fmt::format("{} {} {}", op_name(t), dtype_name(d), reduce_op_name(r)));
-        const Buffer in = values(d, kCount, 0);
-        Buffer want = has_reduce_op(t) ? reduced(d, kCount, 1, r, 2.0) : in;
-        DeviceBuffer a(in, d), b(Buffer(in.size()), d);
-        AllReduceOptions ro;
-        ro.op = r;
-        ro.premul_factor = 2.0;
-        std::shared_ptr<Work> w;
-        switch (t) {
-          case OpType::Broadcast:
-            w = pg->broadcast(a.view());
-            break;
-          case OpType::AllReduce:
-            w = pg->all_reduce(a.view(), ro);
-            break;
-          case OpType::Reduce: {
-            ReduceOptions o;
-            o.op = r;
-            o.premul_factor = 2.0;
-            w = pg->reduce(a.view(), o);
-            break;
-          }
-          case OpType::AllGather:
-            w = pg->all_gather(a.view(), b.view());
-            break;
-          case OpType::Gather:
-            w = pg->gather(a.view(), b.view());
-            break;
-          case OpType::Scatter:
-            w = pg->scatter(a.view(), b.view());
-            break;
-          case OpType::ReduceScatter: {
-            ReduceScatterOptions o;
-            o.op = r;
-            o.premul_factor = 2.0;
-            w = pg->reduce_scatter(a.view(), b.view(), o);
-            break;
-          }
-          case OpType::AllToAll:
-            w = pg->all_to_all(a.view(), b.view());
-            break;
-          case OpType::Barrier:
-            w = pg->barrier();
-            break;
-          default:
-            break;
-        }
-        ASSERT_NE(w, nullptr);
-        w->wait(Millis(20000));
-        ++ran;
-        if (t == OpType::Barrier) continue;
-        const bool in_place =
-            t == OpType::Broadcast || t == OpType::AllReduce || t == OpType::Reduce;
-        EXPECT_EQ(in_place ? a.to_host() : b.to_host(), want);
-      }
-    }
-  }
-  EXPECT_GT(ran, 100);
+  static std::shared_ptr<ProcessGroup> pg = make_nccl();
+  const testing::conformance::Case& c = testing::conformance::cases()[GetParam()];
+  const testing::conformance::Outcome o = c.run(*pg, {.counts = {1, 7, 1001}});
+  EXPECT_TRUE(o.ok()) << c.name << ": " << o.summary();
 }
+
+INSTANTIATE_TEST_SUITE_P(Cases, NcclConformance,
+                         ::testing::Range(size_t{0}, testing::conformance::cases().size()),
+                         [](const auto& info) {
+                           return testing::conformance::cases()[info.param].name;
+                         });
 
 }  // namespace
 }  // namespace collie::test
