@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 
 #include "comm/rendezvous.h"
@@ -68,30 +69,35 @@ void compare_field(const GroupView& g, uint64_t seq, const std::map<int, const D
   for (const auto& [val, ranks] : by) {
     if (val == best->first) continue;
     for (int r : ranks) {
-      Finding f;
-      f.pg_id = g.pg_id;
-      f.kind = kind;
-      f.culprits = {r};
-      f.ranks = {r};
-      f.seq = seq;
-      f.message = fmt::format(
-          "Culprit rank {}; Error type: {}, Expected {}: '{}' does not match found {}: '{}' "
-          "(collective sequence number {}; {} called '{}')",
-          r, kind, what, best->first, what, val, seq, rank_word(best->second), best->first);
-      out.push_back(std::move(f));
+      out.push_back(Finding{
+          .pg_id = g.pg_id,
+          .kind = kind,
+          .culprits = {r},
+          .ranks = {r},
+          .seq = seq,
+          .message = fmt::format(
+              "Culprit rank {}; Error type: {}, Expected {}: '{}' does not match found {}: '{}' "
+              "(collective sequence number {}; {} called '{}')",
+              r, kind, what, best->first, what, val, seq, rank_word(best->second), best->first)});
     }
   }
+}
+
+// One line of a NOT_ALL_JOINED message: where rank r, which never reached collective `s`, is.
+std::string absent_rank_line(const GroupView& g, int r, uint64_t s) {
+  const auto& m = g.coll.at(r);
+  const RankDump::Group& st = g.dumps.at(r)->groups.at(g.pg_id);
+  if (m.empty()) return fmt::format("\n  [{}] recorded no collective in this group", r);
+  const DumpEntry* last = m.rbegin()->second;
+  return fmt::format(
+      "\n  [{}] finished collective #{}, but didn't join collective #{} "
+      "(last recorded: {} #{}, {})",
+      r, st.last_completed, s, last->op, m.rbegin()->first, last->state);
 }
 
 // `absent` never reached collective `s`, which the ranks in `at` joined.
 Finding not_all_joined(const GroupView& g, uint64_t s, const std::map<int, const DumpEntry*>& at,
                        const std::vector<int>& absent) {
-  Finding f;
-  f.pg_id = g.pg_id;
-  f.kind = "NOT_ALL_JOINED";
-  f.culprits = absent;
-  f.ranks = absent;
-  f.seq = s;
   const DumpEntry* e = at.begin()->second;
   std::vector<int> joined;
   double waited = 0;
@@ -100,140 +106,207 @@ Finding not_all_joined(const GroupView& g, uint64_t s, const std::map<int, const
     if (x->state != "completed") waited = std::max(waited, g.age_s(r, *x));
   }
   std::string detail;
-  for (int r : absent) {
-    const auto& m = g.coll.at(r);
-    const RankDump::Group& st = g.dumps.at(r)->groups.at(g.pg_id);
-    if (m.empty()) {
-      detail += fmt::format("\n  [{}] recorded no collective in this group", r);
-    } else {
-      const DumpEntry* last = m.rbegin()->second;
-      detail += fmt::format(
-          "\n  [{}] finished collective #{}, but didn't join collective #{} "
-          "(last recorded: {} #{}, {})",
-          r, st.last_completed, s, last->op, m.rbegin()->first, last->state);
-    }
-  }
-  f.message = fmt::format(
-      "Not all ranks joining collective, sequence number: {}\n  {} ({}) joined{}; missing {}{}", s,
-      rank_word(joined), e->op,
-      waited > 0 && std::isfinite(waited) ? " and waited" + age_text(waited) : "",
-      rank_word(absent), detail);
-  return f;
+  for (int r : absent) detail += absent_rank_line(g, r, s);
+  return Finding{
+      .pg_id = g.pg_id,
+      .kind = "NOT_ALL_JOINED",
+      .culprits = absent,
+      .ranks = absent,
+      .seq = s,
+      .message = fmt::format(
+          "Not all ranks joining collective, sequence number: {}\n  {} ({}) joined{}; missing {}{}",
+          s, rank_word(joined), e->op,
+          waited > 0 && std::isfinite(waited) ? " and waited" + age_text(waited) : "",
+          rank_word(absent), detail)};
 }
 
-void analyze_collectives(const GroupView& g, std::vector<Finding>& out) {
+// Each member's last recorded collective seq in g (0 when it recorded none).
+std::map<int, uint64_t> last_seqs(const GroupView& g) {
+  std::map<int, uint64_t> last;
+  for (const auto& [r, m] : g.coll) last[r] = m.empty() ? 0 : m.rbegin()->first;
+  return last;
+}
+
+// The seqs worth checking. Seqs below every ring's oldest entry have no evidence left (a
+// long-running job), and only seqs some rank recorded can show a problem (both checks need a
+// rank that joined), so these are the recorded seqs from there on, never the numbers between.
+std::set<uint64_t> seqs_to_check(const GroupView& g, const std::map<int, uint64_t>& last_seq) {
   uint64_t max_seq = 0;
-  std::map<int, uint64_t> first_seq, last_seq;
-  for (const auto& [r, m] : g.coll) {
-    first_seq[r] = m.empty() ? 0 : m.begin()->first;
-    last_seq[r] = m.empty() ? 0 : m.rbegin()->first;
-    max_seq = std::max(max_seq, last_seq[r]);
-  }
-  // Seqs below every ring's oldest entry have no evidence left (a long-running job).
+  for (const auto& [r, last] : last_seq) max_seq = std::max(max_seq, last);
   uint64_t start = max_seq;
   for (const auto& [r, m] : g.coll) {
-    if (!m.empty()) start = std::min(start, first_seq[r]);
+    if (!m.empty()) start = std::min(start, m.begin()->first);
   }
-  // Only seqs some rank recorded can show a problem (both checks need a rank that joined), so
-  // the walk is over recorded seqs, never over the numbers between them.
   std::set<uint64_t> seqs;
   for (const auto& [r, m] : g.coll) {
     for (const auto& [s, e] : m) {
       if (s >= std::max<uint64_t>(start, 1)) seqs.insert(s);
     }
   }
+  return seqs;
+}
+
+// Who recorded collective `s` (their entries) and who never reached it.
+struct SeqParticipants {
+  std::map<int, const DumpEntry*> at;
+  std::vector<int> absent;
+};
+
+SeqParticipants participants(const GroupView& g, uint64_t s,
+                             const std::map<int, uint64_t>& last_seq) {
+  SeqParticipants p;
+  for (const auto& [r, m] : g.coll) {
+    auto it = m.find(s);
+    if (it != m.end()) {
+      p.at[r] = it->second;
+    } else if (s > last_seq.at(r)) {
+      p.absent.push_back(r);  // never reached s (earlier seqs lost to a wrapped ring prove nothing)
+    }
+  }
+  return p;
+}
+
+// `s` is the first seq some ranks never reached; later ones are younger, so if the ranks that
+// joined have not waited stall_after_s here, nobody is late yet.
+void report_not_all_joined(const GroupView& g, uint64_t s, const SeqParticipants& p,
+                           std::vector<Finding>& out) {
+  bool waited = false;
+  for (const auto& [r, e] : p.at) waited = waited || g.old_enough(r, *e);
+  if (waited) out.push_back(not_all_joined(g, s, p.at, p.absent));
+}
+
+// The fields of collective `s` that differ between the ranks that recorded it: the type first,
+// and only when the types agree the sizes, dtypes and root. Returns whether it found any.
+bool report_mismatches(const GroupView& g, uint64_t s, const std::map<int, const DumpEntry*>& at,
+                       std::vector<Finding>& out) {
+  const size_t before = out.size();
+  compare_field(
+      g, s, at, "COLLECTIVE_TYPE_MISMATCH", "collective type",
+      [](const DumpEntry& e) { return e.op; }, out);
+  if (out.size() != before) return true;
+  compare_field(
+      g, s, at, "SIZE_MISMATCH", "input sizes", [](const DumpEntry& e) { return e.sizes; }, out);
+  compare_field(
+      g, s, at, "DTYPE_MISMATCH", "input dtypes", [](const DumpEntry& e) { return e.dtypes; }, out);
+  compare_field(
+      g, s, at, "ROOT_MISMATCH", "root", [](const DumpEntry& e) { return std::to_string(e.root); },
+      out);
+  return out.size() != before;
+}
+
+// The first seq some ranks never reached (NOT_ALL_JOINED) and the first seq whose fields
+// differ between ranks (the *_MISMATCH kinds): one of each at most.
+void analyze_collectives(const GroupView& g, std::vector<Finding>& out) {
+  const std::map<int, uint64_t> last_seq = last_seqs(g);
+  const std::set<uint64_t> seqs = seqs_to_check(g, last_seq);
   bool reported_join = false, reported_mismatch = false;
   for (auto si = seqs.begin(); si != seqs.end() && !(reported_join && reported_mismatch); ++si) {
     const uint64_t s = *si;
-    std::map<int, const DumpEntry*> at;
-    std::vector<int> absent;
-    for (const auto& [r, m] : g.coll) {
-      auto it = m.find(s);
-      if (it != m.end()) {
-        at[r] = it->second;
-      } else if (s > last_seq[r]) {
-        absent.push_back(r);  // never reached s (earlier seqs lost to a wrapped ring prove nothing)
-      }
-    }
-    if (!reported_join && !absent.empty() && !at.empty()) {
+    const SeqParticipants p = participants(g, s, last_seq);
+    if (!reported_join && !p.absent.empty() && !p.at.empty()) {
       reported_join = true;
-      // The first seq some ranks never reached; later ones are younger, so if the ranks that
-      // joined have not waited stall_after_s here, nobody is late yet.
-      bool waited = false;
-      for (const auto& [r, e] : at) waited = waited || g.old_enough(r, *e);
-      if (waited) out.push_back(not_all_joined(g, s, at, absent));
+      report_not_all_joined(g, s, p, out);
     }
-    if (!reported_mismatch && at.size() >= 2) {
-      const size_t before = out.size();
-      compare_field(
-          g, s, at, "COLLECTIVE_TYPE_MISMATCH", "collective type",
-          [](const DumpEntry& e) { return e.op; }, out);
-      if (out.size() == before) {
-        compare_field(
-            g, s, at, "SIZE_MISMATCH", "input sizes", [](const DumpEntry& e) { return e.sizes; },
-            out);
-        compare_field(
-            g, s, at, "DTYPE_MISMATCH", "input dtypes", [](const DumpEntry& e) { return e.dtypes; },
-            out);
-        compare_field(
-            g, s, at, "ROOT_MISMATCH", "root",
-            [](const DumpEntry& e) { return std::to_string(e.root); }, out);
-      }
-      reported_mismatch = out.size() != before;
+    if (!reported_mismatch && p.at.size() >= 2) {
+      reported_mismatch = report_mismatches(g, s, p.at, out);
     }
   }
 }
 
-void analyze_p2p(const GroupView& g, std::vector<Finding>& out) {
-  // k-th send r->q pairs with q's k-th recv from r.
-  for (const auto& [r, ents] : g.p2p) {
-    if (g.dumps.at(r)->wrapped) continue;
-    std::map<int, std::vector<const DumpEntry*>> sends;
-    for (const DumpEntry* e : ents) {
-      if (e->op == "send") sends[e->peer].push_back(e);
+using P2pEntries = std::vector<const DumpEntry*>;
+
+// A rank's sends, by destination, in the order it issued them.
+std::map<int, P2pEntries> sends_by_peer(const P2pEntries& ents) {
+  std::map<int, P2pEntries> sends;
+  for (const DumpEntry* e : ents) {
+    if (e->op == "send") sends[e->peer].push_back(e);
+  }
+  return sends;
+}
+
+// A rank's recvs from `src`, in the order it posted them.
+P2pEntries recvs_from(const P2pEntries& ents, int src) {
+  P2pEntries rs;
+  for (const DumpEntry* e : ents) {
+    if (e->op == "recv" && e->peer == src) rs.push_back(e);
+  }
+  return rs;
+}
+
+// The first problem between r's sends to q (ss) and q's recvs from r (rs): the k-th send pairs
+// with the k-th recv. A pair that disagrees is a P2P_MISMATCH; a send or recv left without its
+// partner is UNMATCHED_P2P once it is old enough (before that the partner may still be posted).
+std::optional<Finding> first_p2p_problem(const GroupView& g, int r, int q, const P2pEntries& ss,
+                                         const P2pEntries& rs) {
+  for (size_t k = 0; k < std::max(ss.size(), rs.size()); ++k) {
+    if (k < ss.size() && k < rs.size()) {
+      if (ss[k]->sizes == rs[k]->sizes && ss[k]->dtypes == rs[k]->dtypes) continue;
+      return Finding{.pg_id = g.pg_id,
+                     .kind = "P2P_MISMATCH",
+                     .culprits = {r, q},
+                     .ranks = {r, q},
+                     .seq = k + 1,
+                     .message = fmt::format(
+                         "send #{} from rank {} ({} {}) does not match recv on rank {} ({} {})",
+                         k + 1, r, ss[k]->dtypes, ss[k]->sizes, q, rs[k]->dtypes, rs[k]->sizes)};
     }
-    for (const auto& [q, ss] : sends) {
-      std::vector<const DumpEntry*> rs;
-      auto it = g.p2p.find(q);
-      if (it == g.p2p.end() || g.dumps.at(q)->wrapped) continue;
-      for (const DumpEntry* e : it->second) {
-        if (e->op == "recv" && e->peer == r) rs.push_back(e);
-      }
-      for (size_t k = 0; k < std::max(ss.size(), rs.size()); ++k) {
-        Finding f;
-        f.pg_id = g.pg_id;
-        f.seq = k + 1;
-        if (k < ss.size() && k < rs.size()) {
-          if (ss[k]->sizes == rs[k]->sizes && ss[k]->dtypes == rs[k]->dtypes) continue;
-          f.kind = "P2P_MISMATCH";
-          f.culprits = {r, q};
-          f.ranks = {r, q};
-          f.message =
-              fmt::format("send #{} from rank {} ({} {}) does not match recv on rank {} ({} {})",
-                          k + 1, r, ss[k]->dtypes, ss[k]->sizes, q, rs[k]->dtypes, rs[k]->sizes);
-        } else if (k < ss.size()) {
-          if (!g.old_enough(r, *ss[k])) break;  // the recv may still be posted
-          f.kind = "UNMATCHED_P2P";
-          f.culprits = {q};
-          f.ranks = {r, q};
-          f.message = fmt::format(
+    if (k < ss.size()) {
+      if (!g.old_enough(r, *ss[k])) return std::nullopt;  // the recv may still be posted
+      return Finding{
+          .pg_id = g.pg_id,
+          .kind = "UNMATCHED_P2P",
+          .culprits = {q},
+          .ranks = {r, q},
+          .seq = k + 1,
+          .message = fmt::format(
               "Culprit rank {}; Error type: UNMATCHED_P2P, rank {} called send #{} to rank {} ({} "
               "{}, {}) but rank {} never posted the matching recv",
-              q, r, k + 1, q, ss[k]->dtypes, ss[k]->sizes, ss[k]->state, q);
-        } else {
-          if (!g.old_enough(q, *rs[k])) break;  // the send may still be posted
-          f.kind = "UNMATCHED_P2P";
-          f.culprits = {r};
-          f.ranks = {r, q};
-          f.message = fmt::format(
-              "Culprit rank {}; Error type: UNMATCHED_P2P, rank {} called recv #{} from rank {} "
-              "({} {}, {}) but rank {} never posted the matching send",
-              r, q, k + 1, r, rs[k]->dtypes, rs[k]->sizes, rs[k]->state, r);
-        }
-        out.push_back(std::move(f));
-        break;
+              q, r, k + 1, q, ss[k]->dtypes, ss[k]->sizes, ss[k]->state, q)};
+    }
+    if (!g.old_enough(q, *rs[k])) return std::nullopt;  // the send may still be posted
+    return Finding{
+        .pg_id = g.pg_id,
+        .kind = "UNMATCHED_P2P",
+        .culprits = {r},
+        .ranks = {r, q},
+        .seq = k + 1,
+        .message = fmt::format(
+            "Culprit rank {}; Error type: UNMATCHED_P2P, rank {} called recv #{} from rank {} "
+            "({} {}, {}) but rank {} never posted the matching send",
+            r, q, k + 1, r, rs[k]->dtypes, rs[k]->sizes, rs[k]->state, r)};
+  }
+  return std::nullopt;
+}
+
+// One finding at most per (sender, receiver) pair whose rings did not wrap.
+void analyze_p2p(const GroupView& g, std::vector<Finding>& out) {
+  for (const auto& [r, ents] : g.p2p) {
+    if (g.dumps.at(r)->wrapped) continue;
+    for (const auto& [q, ss] : sends_by_peer(ents)) {
+      auto it = g.p2p.find(q);
+      if (it == g.p2p.end() || g.dumps.at(q)->wrapped) continue;
+      if (auto f = first_p2p_problem(g, r, q, ss, recvs_from(it->second, r))) {
+        out.push_back(std::move(*f));
       }
     }
+  }
+}
+
+// STUCK: each member's oldest unfinished collective in group `id`, once it is old enough.
+void analyze_stuck(const std::string& id, const GroupView& g, std::vector<Finding>& out) {
+  for (const auto& [r, m] : g.coll) {
+    auto open = std::find_if(m.begin(), m.end(),
+                             [](const auto& se) { return se.second->state != "completed"; });
+    if (open == m.end() || !g.old_enough(r, *open->second)) continue;
+    const uint64_t s = open->first;
+    const DumpEntry* e = open->second;
+    out.push_back(
+        Finding{.pg_id = id,
+                .kind = "STUCK",
+                .ranks = {r},
+                .seq = s,
+                .message = fmt::format("rank {} is in {} #{} of group {} (state {}){}", r, e->op, s,
+                                       id, e->state, age_text(g.age_s(r, *e)))});
   }
 }
 
@@ -402,21 +475,7 @@ Analysis analyze(const std::vector<RankDump>& dumps, const AnalyzeOptions& o) {
   for (auto& [id, g] : groups) {
     analyze_collectives(g, a.findings);
     analyze_p2p(g, a.findings);
-    for (const auto& [r, m] : g.coll) {
-      for (const auto& [s, e] : m) {
-        if (e->state == "completed") continue;
-        if (g.old_enough(r, *e)) {
-          a.findings.push_back(
-              Finding{.pg_id = id,
-                      .kind = "STUCK",
-                      .ranks = {r},
-                      .seq = s,
-                      .message = fmt::format("rank {} is in {} #{} of group {} (state {}){}", r,
-                                             e->op, s, id, e->state, age_text(g.age_s(r, *e)))});
-        }
-        break;
-      }
-    }
+    analyze_stuck(id, g, a.findings);
   }
   return a;
 }

@@ -37,16 +37,17 @@ std::string temp_path(const std::string& tag) {
       .string();
 }
 
-// Runs fn(rank) on `world` threads; returns each rank's outcome: "" or the exception's
-// type-tagged message. Rendezvous results stay alive until every rank is done, because rank 0
-// hosts the TcpStore server.
+// Runs fn(rank), one rendezvous, on `threads` threads; returns each rank's outcome: "" or the
+// exception's type-tagged message. Rendezvous results stay alive until every rank is done,
+// because rank 0 hosts the TcpStore server. Not testing::run_ranks: there is no process group
+// yet, the rendezvous that would make one is what is under test.
 struct Outcome {
   std::string error;  // "" = success
   std::string kind;   // "InvalidArgument", "TimeoutError", ...
   Rendezvous rdzv;
 };
 
-std::vector<Outcome> run_ranks(int threads, const std::function<Rendezvous(int)>& fn) {
+std::vector<Outcome> rendezvous_on_threads(int threads, const std::function<Rendezvous(int)>& fn) {
   std::vector<Outcome> out(threads);
   std::vector<std::thread> ts;
   for (int i = 0; i < threads; ++i) {
@@ -84,7 +85,7 @@ void expect_connected(std::vector<Outcome>& out, int world, const std::string& m
 TEST(Rendezvous, EnvMethodWithRanksAsThreads) {
   constexpr int kWorld = 4;
   const std::string port = std::to_string(free_port());
-  auto out = run_ranks(kWorld, [&](int r) {
+  auto out = rendezvous_on_threads(kWorld, [&](int r) {
     MapEnv env({{"MASTER_ADDR", "127.0.0.1"},
                 {"MASTER_PORT", port},
                 {"RANK", std::to_string(r)},
@@ -97,7 +98,7 @@ TEST(Rendezvous, EnvMethodWithRanksAsThreads) {
 TEST(Rendezvous, TcpMethod) {
   constexpr int kWorld = 3;
   const std::string method = "tcp://127.0.0.1:" + std::to_string(free_port());
-  auto out = run_ranks(kWorld, [&](int r) {
+  auto out = rendezvous_on_threads(kWorld, [&](int r) {
     MapEnv env({});
     return rendezvous(RendezvousRequest{method, r, kWorld, 10s}, env);
   });
@@ -109,7 +110,7 @@ TEST(Rendezvous, FileMethodRemovesTheFileAfterwards) {
   const std::string path = temp_path("file");
   std::filesystem::remove(path);
   {
-    auto out = run_ranks(kWorld, [&](int r) {
+    auto out = rendezvous_on_threads(kWorld, [&](int r) {
       MapEnv env({{"COLLIE_INIT_METHOD", "file://" + path}});
       return rendezvous(RendezvousRequest{"", r, kWorld, 10s}, env);
     });
@@ -121,7 +122,7 @@ TEST(Rendezvous, FileMethodRemovesTheFileAfterwards) {
 TEST(Rendezvous, DuplicateRankIsInvalidArgument) {
   const std::string method = "tcp://127.0.0.1:" + std::to_string(free_port());
   // Threads 1 and 2 both claim rank 1 of 2.
-  auto out = run_ranks(3, [&](int t) {
+  auto out = rendezvous_on_threads(3, [&](int t) {
     MapEnv env({});
     return rendezvous(RendezvousRequest{method, t == 0 ? 0 : 1, 2, 3s}, env);
   });
@@ -141,7 +142,7 @@ TEST(Rendezvous, DuplicateRankIsInvalidArgument) {
 TEST(Rendezvous, ContradictingWorldSizeIsInvalidArgument) {
   const std::string path = temp_path("ws");
   std::filesystem::remove(path);
-  auto out = run_ranks(2, [&](int r) {
+  auto out = rendezvous_on_threads(2, [&](int r) {
     MapEnv env({});
     return rendezvous(RendezvousRequest{"file://" + path, r, r == 0 ? 2 : 3, 1s}, env);
   });
@@ -165,7 +166,7 @@ TEST(Rendezvous, MissingRankIsNamedWithinTheTimeout) {
   // World of 4: rank 3 never starts. Rank 0 hosts the store and waits longer, so that the
   // others can still list the missing ranks when their own timeout expires (if rank 0 exits
   // first, they get NetworkError instead: the store died).
-  auto out = run_ranks(3, [&](int r) {
+  auto out = rendezvous_on_threads(3, [&](int r) {
     MapEnv env({});
     return rendezvous(RendezvousRequest{method, r, 4, r == 0 ? 1200ms : 700ms}, env);
   });
@@ -234,7 +235,7 @@ TEST(Rendezvous, EnvMethodAcrossLaunchedProcesses) {
 
 TEST(StoreBarrier, ReleasesEveryRankAndNamesLateOnes) {
   const std::string method = "tcp://127.0.0.1:" + std::to_string(free_port());
-  auto out = run_ranks(4, [&](int r) {
+  auto out = rendezvous_on_threads(4, [&](int r) {
     MapEnv env({});
     Rendezvous rd = rendezvous(RendezvousRequest{method, r, 4, 10s}, env);
     for (int i = 0; i < 5; ++i) store_barrier(*rd.store, "b" + std::to_string(i), r, 4, 10s);
@@ -283,7 +284,7 @@ TEST(Rendezvous, SlurmStepMeetsOnDerivedPortSkippingATakenOne) {
   } catch (const NetworkError&) {
     // already taken by something else: the test still covers the fallback
   }
-  auto out = run_ranks(3, [&](int r) {
+  auto out = rendezvous_on_threads(3, [&](int r) {
     return rendezvous(RendezvousRequest{"", -1, -1, 20s}, slurm_task_env(job, r, 3));
   });
   if (foreign >= 0) close(foreign);
@@ -299,7 +300,7 @@ TEST(Rendezvous, TorchrunAgentStoreLeavesMasterPortAlone) {
     close(agent);
     GTEST_SKIP() << "ephemeral port " << agent_port << " leaves no room after it";
   }
-  auto out = run_ranks(3, [&](int r) {
+  auto out = rendezvous_on_threads(3, [&](int r) {
     return rendezvous(RendezvousRequest{"", -1, -1, 20s},
                       MapEnv(MapEnv::Map{{"MASTER_ADDR", "127.0.0.1"},
                                          {"MASTER_PORT", std::to_string(agent_port)},

@@ -1,10 +1,10 @@
 // DETAIL checks with ranks as threads over one HashStore (the wrappers' logic; the real
-// multi-process scenarios are in tests/e2e/debug_*).
+// multi-process scenarios are in tests/e2e/debug_*): the shared harness runs the test-only "fake"
+// backend bare, and each rank puts a DesyncCheckingProcessGroup over it.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <functional>
-#include <thread>
 
 #include "comm/record_mesh.h"
 #include "comm/rendezvous.h"
@@ -12,27 +12,27 @@
 #include "core/error.h"
 #include "debug/desync_checking_process_group.h"
 #include "debug/fingerprint_exchange.h"
-#include "support/fake_backend.h"
+#include "support/multiprocess.h"
 
 namespace collie {
 namespace {
 
-using testing::fake_info;
-using testing::FakeBackend;
-
 // How the collectives' fingerprints travel: the store, or a real TCP record mesh (threads).
 enum class Via { Store, Mesh };
 
-// Runs fn(rank, pg) on `n` threads; returns each rank's error text ("" = no error).
-std::vector<std::string> run_ranks(Via via, int n, Millis timeout, uint64_t sample,
-                                   const std::function<void(int, ProcessGroup&)>& fn) {
-  auto store = std::make_shared<HashStore>(timeout);
+// Runs fn(rank, pg) on `n` thread ranks, pg a DesyncCheckingProcessGroup over the fake backend
+// checking every `sample`-th seq; returns each rank's DesyncError text ("" = none, "setup: ..."
+// for any other failure).
+std::vector<std::string> run_desync_checked(Via via, int n, Millis timeout, uint64_t sample,
+                                            const std::function<void(int, ProcessGroup&)>& fn) {
   std::vector<std::string> errors(n);
-  std::vector<std::thread> ts;
-  for (int r = 0; r < n; ++r) {
-    ts.emplace_back([&, r] {
-      try {
-        auto backend = std::make_shared<FakeBackend>(fake_info(r, n, store, timeout));
+  const testing::RunOptions opts{
+      .backend = "fake", .mode = testing::Mode::Threads, .group_timeout = timeout, .stack = false};
+  const auto result = testing::run_ranks(
+      n,
+      [&](testing::RankContext& ctx) {
+        const std::shared_ptr<ProcessGroup>& backend = ctx.pg;
+        const std::shared_ptr<Store>& store = backend->info().store;
         auto exchange =
             via == Via::Mesh
                 ? make_mesh_exchange(make_fingerprint_mesh(*backend, "desync_mesh", Env::process()),
@@ -41,19 +41,18 @@ std::vector<std::string> run_ranks(Via via, int n, Millis timeout, uint64_t samp
         auto pg = std::make_shared<DesyncCheckingProcessGroup>(backend, sample, nullptr,
                                                                std::move(exchange));
         try {
-          fn(r, *pg);
+          fn(ctx.rank, *pg);
         } catch (const DesyncError& e) {
-          errors[r] = e.what();
+          errors[ctx.rank] = e.what();
         }
         // As real ranks do before closing: nobody tears its mesh down while a peer still
         // connects or reads from it.
-        store_barrier(*store, "desync_test_exit", r, n, Millis(10000));
-      } catch (const std::exception& e) {
-        errors[r] = std::string("setup: ") + e.what();
-      }
-    });
+        store_barrier(*store, "desync_test_exit", ctx.rank, n, Millis(10000));
+      },
+      opts);
+  for (const auto& r : result.ranks) {
+    if (r.status != testing::RankStatus::Passed) errors[r.rank] = "setup: " + r.message;
   }
-  for (auto& t : ts) t.join();
   return errors;
 }
 
@@ -66,7 +65,7 @@ TensorView view(std::vector<float>& v) {
 }
 
 TEST_P(DesyncCheck, MatchingCollectivesPass) {
-  auto errs = run_ranks(GetParam(), 3, Millis(2000), 1, [](int, ProcessGroup& pg) {
+  auto errs = run_desync_checked(GetParam(), 3, Millis(2000), 1, [](int, ProcessGroup& pg) {
     std::vector<float> a(16);
     for (int i = 0; i < 5; ++i) pg.all_reduce(view(a))->wait();
     BroadcastOptions bo;
@@ -78,7 +77,7 @@ TEST_P(DesyncCheck, MatchingCollectivesPass) {
 }
 
 TEST_P(DesyncCheck, OpMismatchRaisesOnEveryRankAndNothingRuns) {
-  auto errs = run_ranks(GetParam(), 3, Millis(2000), 1, [](int r, ProcessGroup& pg) {
+  auto errs = run_desync_checked(GetParam(), 3, Millis(2000), 1, [](int r, ProcessGroup& pg) {
     std::vector<float> a(1024);
     pg.all_reduce(view(a))->wait();
     if (r == 2) {
@@ -100,7 +99,7 @@ TEST_P(DesyncCheck, OpMismatchRaisesOnEveryRankAndNothingRuns) {
 
 TEST_P(DesyncCheck, MissingRankIsNamedWithinTheTimeout) {
   const auto start = std::chrono::steady_clock::now();
-  auto errs = run_ranks(GetParam(), 3, Millis(300), 1, [](int r, ProcessGroup& pg) {
+  auto errs = run_desync_checked(GetParam(), 3, Millis(300), 1, [](int r, ProcessGroup& pg) {
     std::vector<float> a(4);
     pg.all_reduce(view(a))->wait();
     if (r != 1) pg.all_reduce(view(a))->wait();
@@ -112,7 +111,7 @@ TEST_P(DesyncCheck, MissingRankIsNamedWithinTheTimeout) {
 
 TEST_P(DesyncCheck, SamplingChecksEveryNthSeqOnly) {
   // seq 2 differs but is not sampled with N = 2 (seqs 1, 3, 5 are); seq 3 differs and is.
-  auto errs = run_ranks(GetParam(), 2, Millis(1000), 2, [](int r, ProcessGroup& pg) {
+  auto errs = run_desync_checked(GetParam(), 2, Millis(1000), 2, [](int r, ProcessGroup& pg) {
     std::vector<float> a(8), b(4);
     pg.all_reduce(view(a))->wait();
     pg.all_reduce(r == 0 ? view(a) : view(b))->wait();
@@ -124,7 +123,7 @@ TEST_P(DesyncCheck, SamplingChecksEveryNthSeqOnly) {
 
 TEST_P(DesyncCheck, SendRecvCheckedPairwiseWithoutDeadlock) {
   // Both ranks send first: legal with buffered sends, must not deadlock in the checker.
-  auto errs = run_ranks(GetParam(), 2, Millis(1000), 1, [](int r, ProcessGroup& pg) {
+  auto errs = run_desync_checked(GetParam(), 2, Millis(1000), 1, [](int r, ProcessGroup& pg) {
     std::vector<float> a(8), b(8);
     auto s = pg.send(view(a), 1 - r);
     auto q = pg.recv(view(b), 1 - r);
@@ -136,7 +135,7 @@ TEST_P(DesyncCheck, SendRecvCheckedPairwiseWithoutDeadlock) {
 }
 
 TEST_P(DesyncCheck, SendRecvCountMismatchAndUnmatchedSend) {
-  auto errs = run_ranks(GetParam(), 2, Millis(500), 1, [](int r, ProcessGroup& pg) {
+  auto errs = run_desync_checked(GetParam(), 2, Millis(500), 1, [](int r, ProcessGroup& pg) {
     std::vector<float> a(8), b(4);
     if (r == 0) {
       pg.send(view(a), 1)->wait();
@@ -150,7 +149,7 @@ TEST_P(DesyncCheck, SendRecvCountMismatchAndUnmatchedSend) {
             std::string::npos)
       << errs[0];
   EXPECT_NE(errs[1].find("Differs in: element count"), std::string::npos) << errs[1];
-  errs = run_ranks(GetParam(), 2, Millis(300), 1, [](int r, ProcessGroup& pg) {
+  errs = run_desync_checked(GetParam(), 2, Millis(300), 1, [](int r, ProcessGroup& pg) {
     std::vector<float> a(8);
     if (r == 0) pg.send(view(a), 1)->wait();
   });
@@ -160,7 +159,7 @@ TEST_P(DesyncCheck, SendRecvCountMismatchAndUnmatchedSend) {
 
 TEST_P(DesyncCheck, AllToAllSplitsMismatchNamesThePairOnBothOfItsRanks) {
   // Rank 0 sends 3 elements to rank 1, which expects 2; every other pair agrees.
-  auto errs = run_ranks(GetParam(), 3, Millis(2000), 1, [](int r, ProcessGroup& pg) {
+  auto errs = run_desync_checked(GetParam(), 3, Millis(2000), 1, [](int r, ProcessGroup& pg) {
     std::vector<int64_t> in_splits = {2, 2, 2}, out_splits = {2, 2, 2};
     if (r == 0) in_splits = {2, 3, 1};
     if (r == 2) out_splits = {1, 2, 2};

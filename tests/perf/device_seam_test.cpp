@@ -12,14 +12,20 @@
 #include "perf/driver.h"
 #include "reports/table.h"
 #include "staged_runtime.h"
-#include "thread_group.h"
+#include "support/multiprocess.h"
+#include "support/thread_group.h"
 
 namespace collie::perf {
 namespace {
 
+using testing::RankContext;
 using testing::run_ranks;
 using testing::StagedRuntime;
 using testing::ThreadGroup;
+
+// The reference thread group, bare: the test gives each rank's ThreadGroup its runtime.
+const testing::RunOptions kThreads{
+    .backend = "threads", .mode = testing::Mode::Threads, .stack = false};
 
 struct Sink : ResultSink {
   std::vector<reports::ResultRow> rows;
@@ -55,11 +61,15 @@ int64_t run_staged(int n, const PerfOptions& o, Sink& sink, Runtimes& rts) {
   rts.clear();
   for (int r = 0; r < n; ++r) rts.push_back(std::make_unique<StagedRuntime>(r));
   std::atomic<int64_t> wrong{-1};
-  run_ranks(n, [&](ProcessGroup& pg) {
-    static_cast<ThreadGroup&>(pg).use_runtime(rts[pg.rank()].get());
-    const PerfOutcome res = run_perf(pg, o, &sink, "test");
-    if (pg.rank() == 0) wrong = res.wrong_total;
-  });
+  const auto ranks = run_ranks(
+      n,
+      [&](RankContext& ctx) {
+        dynamic_cast<ThreadGroup&>(*ctx.pg).use_runtime(rts[ctx.rank].get());
+        const PerfOutcome res = run_perf(*ctx.pg, o, &sink, "test");
+        if (ctx.rank == 0) wrong = res.wrong_total;
+      },
+      kThreads);
+  EXPECT_TRUE(ranks.ok()) << ranks.summary();
   return wrong.load();
 }
 
@@ -105,7 +115,10 @@ TEST(PerfDeviceSeam, UsingDevicesLinesNameEachRanksDevice) {
 
 TEST(PerfDeviceSeam, HostRuntimeKeepsTheHostMemoryLine) {
   Sink sink;
-  run_ranks(1, [&](ProcessGroup& pg) { run_perf(pg, small({"all_reduce"}), &sink, "test"); });
+  const auto ranks = run_ranks(
+      1, [&](RankContext& ctx) { run_perf(*ctx.pg, small({"all_reduce"}), &sink, "test"); },
+      kThreads);
+  EXPECT_TRUE(ranks.ok()) << ranks.summary();
   EXPECT_NE(sink.header.find("device -1 [cpu] host memory\n"), std::string::npos) << sink.header;
   EXPECT_NE(sink.header.find(" graph: 0 "), std::string::npos) << sink.header;
 }
@@ -113,8 +126,10 @@ TEST(PerfDeviceSeam, HostRuntimeKeepsTheHostMemoryLine) {
 TEST(PerfDeviceSeam, GraphsOnTheHostAreOneDeviceError) {
   PerfOptions o = small({"all_reduce"});
   o.graph_launches = 1;
+  const auto ranks = run_ranks(
+      1, [&](RankContext& ctx) { run_perf(*ctx.pg, o, nullptr, "test"); }, kThreads);
   try {
-    run_ranks(1, [&](ProcessGroup& pg) { run_perf(pg, o, nullptr, "test"); });
+    if (ranks.ranks[0].error) std::rethrow_exception(ranks.ranks[0].error);
     FAIL() << "-G on a host runtime did not throw";
   } catch (const DeviceError& e) {
     EXPECT_STREQ(e.what(), "-G needs a CUDA backend (--backend nccl); threads runs on the host");

@@ -1,5 +1,6 @@
-// The perf driver against the in-process thread group: every collective validates with
-// #wrong = 0 on 2-4 ranks, the corruption hook is caught and located, -T names the laggard.
+// The perf driver against the in-process thread group (the test-only "threads" backend, without
+// the wrapper stack): every collective validates with #wrong = 0 on 2-4 ranks, the corruption
+// hook is caught and located, -T names the laggard.
 #include "perf/driver.h"
 
 #include <gtest/gtest.h>
@@ -10,12 +11,21 @@
 
 #include "core/error.h"
 #include "reports/table.h"
-#include "thread_group.h"
+#include "support/multiprocess.h"
 
 namespace collie::perf {
 namespace {
 
+using testing::RankContext;
 using testing::run_ranks;
+
+// The reference thread group, bare, as the driver's ranks.
+testing::RunOptions threads(Millis timeout = Millis(20000)) {
+  return {.backend = "threads",
+          .mode = testing::Mode::Threads,
+          .group_timeout = timeout,
+          .stack = false};
+}
 
 struct CaptureSink : ResultSink {
   std::vector<std::string> lines;
@@ -54,10 +64,14 @@ TEST(PerfDriver, EveryCollectiveDtypeOpValidatesOn2To4Ranks) {
     o.root = n - 1;
     CaptureSink sink;
     std::atomic<int64_t> wrong{-1};
-    run_ranks(n, [&](ProcessGroup& pg) {
-      auto res = run_perf(pg, o, &sink, "test");
-      if (pg.rank() == 0) wrong = res.wrong_total;
-    });
+    const auto ranks = run_ranks(
+        n,
+        [&](RankContext& ctx) {
+          auto res = run_perf(*ctx.pg, o, &sink, "test");
+          if (ctx.rank == 0) wrong = res.wrong_total;
+        },
+        threads());
+    EXPECT_TRUE(ranks.ok()) << ranks.summary();
     EXPECT_EQ(wrong.load(), 0) << n << " ranks";
     ASSERT_FALSE(sink.rows.empty());
     std::set<std::string> seen;
@@ -83,10 +97,14 @@ TEST(PerfDriver, CorruptionHookIsCountedAndLocated) {
   o.hooks.corrupt_offset = 3;
   CaptureSink sink;
   std::atomic<int64_t> wrong{0};
-  run_ranks(3, [&](ProcessGroup& pg) {
-    auto res = run_perf(pg, o, &sink, "test");
-    if (pg.rank() == 2) wrong = res.wrong_total;  // every rank knows the total
-  });
+  const auto ranks = run_ranks(
+      3,
+      [&](RankContext& ctx) {
+        auto res = run_perf(*ctx.pg, o, &sink, "test");
+        if (ctx.rank == 2) wrong = res.wrong_total;  // every rank knows the total
+      },
+      threads());
+  EXPECT_TRUE(ranks.ok()) << ranks.summary();
   EXPECT_GT(wrong.load(), 0);
   bool found = false;
   for (const auto& r : sink.rows) {
@@ -107,7 +125,9 @@ TEST(PerfDriver, AllRootsAndPlacementsProduceRows) {
   o.root = -1;
   o.min_bytes = o.max_bytes = 1024;
   CaptureSink sink;
-  run_ranks(3, [&](ProcessGroup& pg) { run_perf(pg, o, &sink, "test"); });
+  const auto ranks = run_ranks(
+      3, [&](RankContext& ctx) { run_perf(*ctx.pg, o, &sink, "test"); }, threads());
+  EXPECT_TRUE(ranks.ok()) << ranks.summary();
   std::set<int> roots;
   int sendrecv_rows = 0;
   for (const auto& r : sink.rows) {
@@ -133,7 +153,9 @@ TEST(PerfDriver, SizesAndBusBandwidthFollowNcclTests) {
   PerfOptions o = small({"all_gather"});
   o.min_bytes = o.max_bytes = 1000;  // 250 floats -> 4-aligned per-rank blocks of 60 on 4 ranks
   CaptureSink sink;
-  run_ranks(4, [&](ProcessGroup& pg) { run_perf(pg, o, &sink, "test"); });
+  const auto ranks = run_ranks(
+      4, [&](RankContext& ctx) { run_perf(*ctx.pg, o, &sink, "test"); }, threads());
+  EXPECT_TRUE(ranks.ok()) << ranks.summary();
   ASSERT_EQ(sink.rows.size(), 2u);
   const auto& r = sink.rows[0];
   EXPECT_EQ(r.count, 60);
@@ -147,33 +169,34 @@ TEST(PerfDriver, TimeoutNamesTheRanksThatDidNotArrive) {
   o.timeout = Millis(300);
   std::string msg;
   std::mutex mu;
-  try {
-    run_ranks(
-        3,
-        [&](ProcessGroup& pg) {
-          if (pg.rank() == 2) return;  // never joins
-          try {
-            run_perf(pg, o, nullptr, "test");
-          } catch (const TimeoutError& e) {
-            std::lock_guard<std::mutex> lk(mu);
-            if (pg.rank() == 0) msg = e.what();
-            throw;
-          }
-        },
-        Millis(300));
-  } catch (const TimeoutError&) {
-  }
+  run_ranks(
+      3,
+      [&](RankContext& ctx) {
+        if (ctx.rank == 2) return;  // never joins
+        try {
+          run_perf(*ctx.pg, o, nullptr, "test");
+        } catch (const TimeoutError& e) {
+          std::lock_guard<std::mutex> lk(mu);
+          if (ctx.rank == 0) msg = e.what();
+          throw;
+        }
+      },
+      threads(Millis(300)));
   EXPECT_NE(msg.find("rank 2"), std::string::npos) << msg;
   EXPECT_NE(msg.find("exchange host names"), std::string::npos) << msg;
 }
 
 TEST(PerfDriver, UnknownCollectiveAndBadRootAreInvalidArguments) {
-  run_ranks(2, [&](ProcessGroup& pg) {
-    EXPECT_THROW(run_perf(pg, small({"all_scatter"}), nullptr, "t"), InvalidArgument);
-    PerfOptions o = small({"broadcast"});
-    o.root = 5;
-    EXPECT_THROW(run_perf(pg, o, nullptr, "t"), InvalidArgument);
-  });
+  const auto ranks = run_ranks(
+      2,
+      [&](RankContext& ctx) {
+        EXPECT_THROW(run_perf(*ctx.pg, small({"all_scatter"}), nullptr, "t"), InvalidArgument);
+        PerfOptions o = small({"broadcast"});
+        o.root = 5;
+        EXPECT_THROW(run_perf(*ctx.pg, o, nullptr, "t"), InvalidArgument);
+      },
+      threads());
+  EXPECT_TRUE(ranks.ok()) << ranks.summary();
 }
 
 }  // namespace

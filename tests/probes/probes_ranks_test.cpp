@@ -19,10 +19,12 @@ namespace {
 
 constexpr int kRanks = 4;
 
-// Runs fn on kRanks thread-ranks; returns rank 0's result. Fake hostnames put ranks 0,1 on
-// "hostA" and 2,3 on "hostB" so host grouping is exercised.
+// Runs fn on kRanks thread-ranks, each with a ProbeContext (no process group: the probes make
+// their own groups from the context's store); returns rank 0's result. Fake hostnames put ranks
+// 0,1 on "hostA" and 2,3 on "hostB" so host grouping is exercised.
 template <class Fn>
-auto run_ranks(Fn fn, const Env* env = nullptr) -> decltype(fn(std::declval<ProbeContext&>())) {
+auto run_probe_ranks(Fn fn, const Env* env = nullptr)
+    -> decltype(fn(std::declval<ProbeContext&>())) {
   if (find_backend("gloo") == nullptr) return {};
   auto store = std::make_shared<HashStore>(std::chrono::seconds(20));
   decltype(fn(std::declval<ProbeContext&>())) result;
@@ -53,14 +55,14 @@ class ProbesOverGloo : public ::testing::Test {
 };
 
 TEST_F(ProbesOverGloo, ConnectivityAllReachable) {
-  const auto r = run_ranks([](ProbeContext& ctx) { return run_connectivity(ctx); });
+  const auto r = run_probe_ranks([](ProbeContext& ctx) { return run_connectivity(ctx); });
   EXPECT_TRUE(r.all_reachable()) << r.to_text();
   EXPECT_EQ(r.pairs.size(), 6u);
   for (const auto& p : r.pairs) EXPECT_GT(p.rtt_us, 0) << p.a << "-" << p.b;
 }
 
 TEST_F(ProbesOverGloo, PairwiseMeasuresEveryDirectedLink) {
-  const auto r = run_ranks([](ProbeContext& ctx) {
+  const auto r = run_probe_ranks([](ProbeContext& ctx) {
     PairwiseOptions o;
     o.bytes = 256 << 10;
     o.bw_iters = 3;
@@ -79,7 +81,7 @@ TEST_F(ProbesOverGloo, PairwiseMeasuresEveryDirectedLink) {
 }
 
 TEST_F(ProbesOverGloo, PairwiseQuickMeasuresHostsThroughTheirFirstRank) {
-  const auto r = run_ranks([](ProbeContext& ctx) {
+  const auto r = run_probe_ranks([](ProbeContext& ctx) {
     PairwiseOptions o;
     o.bytes = 256 << 10;
     o.bw_iters = 3;
@@ -101,7 +103,7 @@ TEST_F(ProbesOverGloo, PairwiseQuickMeasuresHostsThroughTheirFirstRank) {
 TEST_F(ProbesOverGloo, PairwiseConfirmsAnAbsoluteFloorWithReMeasurements) {
   // A floor no loopback link reaches: the pair is bad in the survey and in every
   // re-measurement, so it is named (as a link: two units have no known-good partner).
-  const auto r = run_ranks([](ProbeContext& ctx) {
+  const auto r = run_probe_ranks([](ProbeContext& ctx) {
     PairwiseOptions o;
     o.bytes = 64 << 10;
     o.bw_iters = 2;
@@ -121,7 +123,7 @@ TEST_F(ProbesOverGloo, PairwiseConfirmsAnAbsoluteFloorWithReMeasurements) {
 }
 
 TEST_F(ProbesOverGloo, StragglersNameTheDelayedRank) {
-  const auto r = run_ranks([](ProbeContext& ctx) {
+  const auto r = run_probe_ranks([](ProbeContext& ctx) {
     StragglerOptions o;
     o.iters = 15;
     o.warmup = 2;
@@ -139,7 +141,7 @@ TEST_F(ProbesOverGloo, StragglersNameTheDelayedRank) {
 }
 
 TEST_F(ProbesOverGloo, EnvGathersEveryRank) {
-  const auto r = run_ranks([](ProbeContext& ctx) { return run_env(ctx); });
+  const auto r = run_probe_ranks([](ProbeContext& ctx) { return run_env(ctx); });
   EXPECT_EQ(r.ranks.size(), static_cast<size_t>(kRanks));
   EXPECT_TRUE(r.missing_ranks.empty());
   // Threads share one process: nothing can differ.
@@ -182,7 +184,8 @@ AcceptSpec perf_spec() {
 
 TEST_F(ProbesOverGloo, AcceptPerfCheckRunsTheEngineOnEveryRank) {
   const AcceptSpec spec = perf_spec();
-  const AcceptReport rep = run_ranks([&](ProbeContext& ctx) { return run_accept(ctx, spec); });
+  const AcceptReport rep =
+      run_probe_ranks([&](ProbeContext& ctx) { return run_accept(ctx, spec); });
   ASSERT_EQ(rep.checks.size(), 2u);
   const CheckOutcome& perf = rep.checks[1];
   EXPECT_TRUE(perf.passed) << reports::accept_text(rep);
@@ -206,7 +209,7 @@ TEST_F(ProbesOverGloo, AcceptPerfCheckNamesTheSizeWithWrongData) {
       MapEnv::Map{{"COLLIE_PERF_TEST_CORRUPT", "2:1"}, {"COLLIE_ENABLE_TEST_HOOKS", "1"}});
   const AcceptSpec spec = perf_spec();
   const AcceptReport rep =
-      run_ranks([&](ProbeContext& ctx) { return run_accept(ctx, spec); }, &env);
+      run_probe_ranks([&](ProbeContext& ctx) { return run_accept(ctx, spec); }, &env);
   ASSERT_EQ(rep.checks.size(), 2u);
   EXPECT_TRUE(rep.checks[0].passed);
   const CheckOutcome& perf = rep.checks[1];

@@ -1,6 +1,7 @@
 #pragma once
 // A backend for unit tests of wrappers: every op "runs" at once (or is held until the test
-// completes it), so wrappers can be tested with ranks as threads over a HashStore.
+// completes it), so wrappers can be tested with ranks as threads over a HashStore. Registered as
+// the backend "fake" (test_backends.h), so run_ranks runs on it: {.backend = "fake", ...}.
 #include <memory>
 #include <mutex>
 #include <vector>

@@ -23,6 +23,7 @@
 #include "store/hash_store.h"
 #include "store/prefix_store.h"
 #include "store/store.h"
+#include "support/test_backends.h"
 #ifdef COLLIE_TEST_HAVE_INIT
 #include "comm/init.h"
 #endif
@@ -96,9 +97,11 @@ RankResult run_body(RankContext& ctx, const std::function<void(RankContext&)>& b
   } catch (const std::exception& e) {
     r.status = RankStatus::Failed;
     r.message = e.what();
+    r.error = std::current_exception();
   } catch (...) {
     r.status = RankStatus::Failed;
     r.message = "unknown exception";
+    r.error = std::current_exception();
   }
   return r;
 }
@@ -251,7 +254,8 @@ RunResult run_threads(int world, const std::function<void(RankContext&)>& body,
         info.timeout = opts.group_timeout;
         info.store = std::make_shared<PrefixStore>("pg/0", store);
         BackendArgs args{info, &Env::process()};
-        ctx.pg = apply_wrappers(reg->create(args), args);
+        ctx.pg = reg->create(args);
+        if (opts.stack) ctx.pg = apply_wrappers(std::move(ctx.pg), args);
         {
           std::lock_guard<std::mutex> lk(mu);
           groups[r] = ctx.pg;
@@ -369,8 +373,15 @@ bool processes_available() {
 
 RunResult run_ranks(int world, const std::function<void(RankContext&)>& body,
                     const RunOptions& opts) {
-  Mode m = opts.mode == Mode::Auto ? (processes_available() ? Mode::Processes : Mode::Threads)
-                                   : opts.mode;
+  if (!test_backends_registered()) throw std::runtime_error("run_ranks: test backends missing");
+  const bool threads_only = in_process_only(opts.backend) || !opts.stack;
+  Mode m = opts.mode;
+  if (m == Mode::Auto) m = processes_available() && !threads_only ? Mode::Processes : Mode::Threads;
+  if (m == Mode::Processes && threads_only) {
+    throw std::runtime_error(fmt::format("run_ranks: backend '{}'{} runs only with Mode::Threads",
+                                         opts.backend,
+                                         opts.stack ? "" : " without the wrapper stack"));
+  }
 #ifdef COLLIE_TEST_HAVE_INIT
   if (m == Mode::Processes) return run_processes(world, body, opts);
 #else

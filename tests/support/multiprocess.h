@@ -18,6 +18,12 @@
 //     then writes one result record to a pipe and _exit()s.
 //   Threads (fallback, or Mode::Threads): ranks are threads of this process sharing a HashStore;
 //     the group is created through the backend registry (wrappers applied) as init would.
+// Backends: any registered one. The test-only "threads" (a reference ProcessGroup whose ranks are
+// threads; Auto picks Threads for it) and "fake" (ops complete at once) are registered by this
+// library (test_backends.h):
+//   run_ranks(3, body, {.backend = "threads", .mode = Mode::Threads, .stack = false});
+// stack = false (Threads only) gives the body the backend group itself, without the wrapper
+// stack: for tests that build their own layers over it, or that need the backend's own type.
 // After the body, ranks meet at an exit barrier on the group's store before shutting the group
 // down, so a fast rank never closes connections slower peers still read from.
 // The body fails by throwing (check() below, or any exception); its message is reported.
@@ -28,6 +34,7 @@
 // Thread safety: call from one thread; not reentrant (children must not call run_ranks).
 #include <fmt/format.h>
 
+#include <exception>
 #include <functional>
 #include <map>
 #include <memory>
@@ -56,7 +63,10 @@ struct RunOptions {
   Millis group_timeout{20000};  // the process group's timeout (rendezvous and ops)
   // Environment variables for the ranks (e.g. COLLIE_DEBUG=DETAIL): set in each child before
   // init_process_group; in thread mode set in this process for the run and restored after.
-  std::map<std::string, std::string> env;
+  std::map<std::string, std::string> env{};
+  // The wrapper stack over the backend group (tracing, DETAIL checks), as init_process_group
+  // builds it; false (Mode::Threads only): ctx.pg is the bare backend group.
+  bool stack = true;
 };
 
 enum class RankStatus { Passed, Failed, Died, Hung };
@@ -66,6 +76,9 @@ struct RankResult {
   int rank = 0;
   RankStatus status = RankStatus::Hung;
   std::string message;  // failure message (Failed), or why it died (Died)
+  // Mode::Threads: what the body threw (Failed), for tests that check the exception's type;
+  // null otherwise (and always in process mode, where only the message crosses the pipe).
+  std::exception_ptr error;
 };
 
 struct RunResult {

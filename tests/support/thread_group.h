@@ -2,6 +2,8 @@
 // Test-only ProcessGroup whose ranks are threads of one process sharing a ThreadWorld. Every
 // collective is computed from snapshots of all ranks' inputs with core's reduce kernels, so it is
 // a straightforward reference to run the perf driver against without a network backend.
+// It is registered as the backend "threads" (test_backends.h): run it through the shared harness,
+//   run_ranks(n, body, {.backend = "threads", .mode = Mode::Threads, .stack = false});
 // Thread safety: one ThreadGroup per rank thread; the ThreadWorld is shared and synchronized.
 #include <chrono>
 #include <condition_variable>
@@ -10,14 +12,12 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <thread>
 #include <tuple>
 #include <vector>
 
 #include "comm/process_group.h"
 #include "core/error.h"
 #include "core/reduce_kernel.h"
-#include "store/hash_store.h"
 
 namespace collie::testing {
 
@@ -25,9 +25,8 @@ using Blob = std::vector<uint8_t>;
 
 class ThreadWorld {
  public:
-  explicit ThreadWorld(int n) : n_(n), slots_(n), store_(std::make_shared<HashStore>()) {}
+  explicit ThreadWorld(int n) : n_(n), slots_(n) {}
   int size() const { return n_; }
-  std::shared_ptr<Store> store() const { return store_; }
 
   // Generation barrier with a deadline.
   void barrier(int rank, Millis timeout) {
@@ -83,7 +82,6 @@ class ThreadWorld {
   uint64_t gen_ = 0;
   std::vector<Blob> slots_;
   std::map<std::tuple<int, int, int>, std::deque<Blob>> mail_;
-  std::shared_ptr<HashStore> store_;
 };
 
 inline Capabilities thread_caps() {
@@ -101,8 +99,9 @@ inline Capabilities thread_caps() {
 
 class ThreadGroup : public ProcessGroup {
  public:
-  ThreadGroup(std::shared_ptr<ThreadWorld> w, int rank, Millis timeout)
-      : ProcessGroup(make_info(*w, rank, timeout)), w_(std::move(w)), caps_(thread_caps()) {}
+  // info.rank and info.size place this rank in `w` (w->size() == info.size).
+  ThreadGroup(GroupInfo info, std::shared_ptr<ThreadWorld> w)
+      : ProcessGroup(std::move(info)), w_(std::move(w)), caps_(thread_caps()) {}
   const Capabilities& capabilities() const override { return caps_; }
   // Tests may give the group another device runtime (e.g. staged_runtime.h); null = host.
   void use_runtime(device::DeviceRuntime* rt) { runtime_ = rt; }
@@ -123,16 +122,6 @@ class ThreadGroup : public ProcessGroup {
   }
 
  private:
-  static GroupInfo make_info(const ThreadWorld& w, int rank, Millis timeout) {
-    GroupInfo i;
-    i.backend = "threads";
-    i.rank = rank;
-    i.size = w.size();
-    i.timeout = timeout;
-    i.store = w.store();
-    return i;
-  }
-
   void reduce_blocks(const std::vector<Blob>& in, size_t first, const OpCall& c, void* out,
                      size_t n) {
     const size_t ts = dtype_size(c.output.dtype);
@@ -202,26 +191,5 @@ class ThreadGroup : public ProcessGroup {
   Capabilities caps_;
   device::DeviceRuntime* runtime_ = nullptr;
 };
-
-// Runs fn(group) on `n` rank threads and rethrows the first exception.
-template <typename Fn>
-void run_ranks(int n, Fn fn, Millis timeout = Millis(20000)) {
-  auto world = std::make_shared<ThreadWorld>(n);
-  std::vector<std::thread> threads;
-  std::vector<std::exception_ptr> errors(n);
-  for (int r = 0; r < n; ++r) {
-    threads.emplace_back([&, r] {
-      try {
-        ThreadGroup g(world, r, timeout);
-        fn(g);
-      } catch (...) {
-        errors[r] = std::current_exception();
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  for (auto& e : errors)
-    if (e) std::rethrow_exception(e);
-}
 
 }  // namespace collie::testing
