@@ -7,7 +7,6 @@
 
 #include "core/error.h"
 #include "core/exit_codes.h"
-#include "metrics/metrics.h"
 #include "perf/combine.h"
 #include "perf/host_exchange.h"
 #include "perf/run_meta.h"
@@ -248,7 +247,6 @@ class Driver {
       if (want_out) out_row = measure(j, l, false, iters);
       if (want_in) in_row = measure(j, l, true, iters);
       if (pg_.rank() == 0) {
-        publish(out_row ? *out_row : in_row ? *in_row : ResultRow{});
         if (out_row) rows.push_back(*out_row);
         if (in_row) rows.push_back(*in_row);
         if (sink_) {
@@ -257,14 +255,6 @@ class Driver {
         }
       }
     }
-  }
-
-  // Live bandwidth gauges for Prometheus (collie_perf_busbw_gbps / _algbw_gbps).
-  void publish(const ResultRow& r) {
-    if (r.collective.empty()) return;
-    Metrics::global().set_perf_result(pg_.backend_name(), r.collective, r.dtype,
-                                      static_cast<uint64_t>(r.size_bytes), r.algbw_gbps,
-                                      r.busbw_gbps);
   }
 
   std::string label(const Job& j, const Layout& l, bool in_place) const {
