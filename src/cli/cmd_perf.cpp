@@ -21,6 +21,7 @@
 #include "debug/dump_service.h"
 #include "launch/launch.h"
 #include "perf/driver.h"
+#include "perf/metrics_sink.h"
 #include "perf/output.h"
 #include "perf/stop_signal.h"
 
@@ -161,6 +162,8 @@ int run_rank(const PerfFlags& f, PerfOptions o, const std::map<std::string, std:
   if (f.run.timeout_s > 0) init.timeout = std::chrono::seconds(f.run.timeout_s);
   std::shared_ptr<ProcessGroup> pg = init_process_group(init);
   std::unique_ptr<perf::ReportSink> sink;
+  // Rank 0's results reach the table/JSON writers through the live Prometheus gauges.
+  std::unique_ptr<perf::MetricsSink> metrics_sink;
   if (pg->rank() == 0) {
     perf::OutputOptions out;
     out.json_path = f.run.json;
@@ -173,11 +176,12 @@ int run_rank(const PerfFlags& f, PerfOptions o, const std::map<std::string, std:
     out.flags = flags;
     out.nccl = nccl_config(o, min_bw);
     sink = std::make_unique<perf::ReportSink>(stdout, out);
+    metrics_sink = std::make_unique<perf::MetricsSink>(sink.get());
   }
   perf::StopOnSignal stop_on_signal;  // after rendezvous: Ctrl-C before it still kills at once
   perf::PerfOutcome res;
   try {
-    res = perf::run_perf(*pg, o, sink.get(), COLLIE_VERSION, &stop_on_signal.flag());
+    res = perf::run_perf(*pg, o, metrics_sink.get(), COLLIE_VERSION, &stop_on_signal.flag());
   } catch (...) {
     // Write this rank's flight-recorder dump before leaving, while a SIGTERM from the launcher
     // (another rank failed the same moment) is still only a flag.

@@ -1,22 +1,19 @@
 #include "perf/driver.h"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
-#include <cstring>
-#include <ctime>
-#include <filesystem>
-#include <thread>
 
-#include "comm/registry.h"
 #include "core/error.h"
 #include "core/exit_codes.h"
-#include "metrics/metrics.h"
+#include "perf/combine.h"
 #include "perf/host_exchange.h"
+#include "perf/run_meta.h"
 #include "perf/step_tracker.h"
+#include "perf/test_hooks.h"
 #include "perf/timed_loop.h"
+#include "perf/validation.h"
 
 namespace collie::perf {
 namespace {
@@ -30,24 +27,8 @@ std::string signal_name(int sig) {
   return abbrev != nullptr ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
 }
 
-// 8-byte aligned host storage for any dtype (validation data, staged copies).
-struct HostBuffer {
-  std::vector<uint64_t> mem;
-  explicit HostBuffer(size_t bytes = 0) : mem((bytes + 7) / 8 + 1) {}
-  char* data() { return reinterpret_cast<char*>(mem.data()); }
-};
-
 void wait_all(const std::vector<std::shared_ptr<Work>>& works) {
   for (const auto& w : works) w->wait();
-}
-
-std::string now_iso8601() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
 }
 
 // One benchmarked combination.
@@ -57,14 +38,6 @@ struct Job {
   ReduceOp op;
   int root;  // -1 for rootless
   int cycle;
-};
-
-// What one rank measured for one size and placement.
-struct Local {
-  double avg_us = 0;
-  int64_t wrong = -1;  // -1 = not checked
-  int64_t first_wrong = -1;
-  std::vector<double> iter_us;
 };
 
 class Driver {
@@ -114,7 +87,8 @@ class Driver {
       throw InvalidArgument(
           fmt::format("root {} is outside the world of {} ranks (-r)", o_.root, pg_.size()));
     PerfOutcome out;
-    fill_meta(out.result.meta, version);
+    steps_.enter("exchange host names");
+    pids_ = fill_run_meta(pg_, dev_, timeout_, version, out.result.meta);
     out.result.meta.test_hooks = o_.hooks.active;
     if (sink_) {
       sink_->run_started(out.result.meta);
@@ -164,43 +138,6 @@ class Driver {
     int32_t flag = pg_.rank() == 0 && rank0_wants_stop ? 1 : 0;
     broadcast_host(pg_, TensorView::cpu(&flag, 1, DType::Int32), 0, timeout_);
     return flag != 0;
-  }
-
-  void fill_meta(reports::RunMeta& m, const std::string& version) {
-    steps_.enter("exchange host names");
-    // Per rank: host name, pid, device index, bus id, device model (NUL-terminated fields).
-    constexpr size_t kHost = 64, kBus = 24, kModel = 96;
-    constexpr size_t kPid = kHost, kIndex = kPid + 8, kBusAt = kIndex + 8, kModelAt = kBusAt + kBus;
-    constexpr size_t kStride = kModelAt + kModel;
-    std::vector<uint8_t> mine(kStride, 0), all(kStride * pg_.size());
-    gethostname(reinterpret_cast<char*>(mine.data()), kHost - 1);
-    const int64_t pid = ::getpid();
-    std::memcpy(mine.data() + kPid, &pid, 8);
-    const device::Description desc = dev_.describe();
-    const int64_t index = desc.index;
-    std::memcpy(mine.data() + kIndex, &index, 8);
-    std::memcpy(mine.data() + kBusAt, desc.bus_id.data(), std::min(desc.bus_id.size(), kBus - 1));
-    std::memcpy(mine.data() + kModelAt, desc.model.data(), std::min(desc.model.size(), kModel - 1));
-    all_gather_host(pg_, TensorView::cpu(mine.data(), mine.size(), DType::UInt8),
-                    TensorView::cpu(all.data(), all.size(), DType::UInt8), timeout_);
-    for (int r = 0; r < pg_.size(); ++r) {
-      const uint8_t* p = all.data() + r * kStride;
-      m.hosts.emplace_back(reinterpret_cast<const char*>(p));
-      int64_t rp = 0, ri = 0;
-      std::memcpy(&rp, p + kPid, 8);
-      std::memcpy(&ri, p + kIndex, 8);
-      pids_.push_back(static_cast<int>(rp));
-      m.devices.push_back(reports::RankDevice{static_cast<int>(ri),
-                                              reinterpret_cast<const char*>(p + kBusAt),
-                                              reinterpret_cast<const char*>(p + kModelAt)});
-    }
-    m.version = version;
-    m.backend = pg_.backend_name();
-    m.world_size = pg_.size();
-    if (const BackendRegistration* b = find_backend(pg_.backend_name()); b && !b->version.empty())
-      m.library_versions[b->name] = b->version;
-    m.library_versions["collie"] = version;
-    m.started_at = now_iso8601();
   }
 
   std::vector<int> roots_for(const CollectiveDescriptor& d) const {
@@ -310,7 +247,6 @@ class Driver {
       if (want_out) out_row = measure(j, l, false, iters);
       if (want_in) in_row = measure(j, l, true, iters);
       if (pg_.rank() == 0) {
-        publish(out_row ? *out_row : in_row ? *in_row : ResultRow{});
         if (out_row) rows.push_back(*out_row);
         if (in_row) rows.push_back(*in_row);
         if (sink_) {
@@ -319,14 +255,6 @@ class Driver {
         }
       }
     }
-  }
-
-  // Live bandwidth gauges for Prometheus (collie_perf_busbw_gbps / _algbw_gbps).
-  void publish(const ResultRow& r) {
-    if (r.collective.empty()) return;
-    Metrics::global().set_perf_result(pg_.backend_name(), r.collective, r.dtype,
-                                      static_cast<uint64_t>(r.size_bytes), r.algbw_gbps,
-                                      r.busbw_gbps);
   }
 
   std::string label(const Job& j, const Layout& l, bool in_place) const {
@@ -338,90 +266,19 @@ class Driver {
   // Runs warmup, validation and the timed loop on this rank, then combines every rank's numbers.
   std::optional<ResultRow> measure(const Job& j, const Layout& l, bool in_place, int iters) {
     const std::string what = label(j, l, in_place);
-    const Local mine = run_local(j, l, in_place, iters, what);
-    // One all_gather carries [avg, wrong, first_wrong, stop, iteration times...] of every rank.
+    const LocalResult mine = run_local(j, l, in_place, iters, what);
+    // One all_gather carries every rank's packed numbers (combine.h).
     steps_.enter(what + ": combine results");
-    constexpr size_t kIterAt = 4;
-    std::vector<double> v = {mine.avg_us, static_cast<double>(mine.wrong),
-                             static_cast<double>(mine.first_wrong),
-                             static_cast<double>(stop_ ? stop_->load() : 0)};
-    v.insert(v.end(), mine.iter_us.begin(), mine.iter_us.end());
+    std::vector<double> v = pack_local(mine, stop_ ? stop_->load() : 0);
     std::vector<double> all(v.size() * pg_.size());
     all_gather_host(pg_, TensorView::cpu(v.data(), v.size(), DType::Float64),
                     TensorView::cpu(all.data(), all.size(), DType::Float64), timeout_);
-    const size_t stride = v.size();
-    int64_t wrong = -1;
-    ResultRow r;
-    for (int k = 0; k < pg_.size(); ++k) {
-      const double* p = all.data() + k * stride;
-      stopped_by_ = std::max(stopped_by_, static_cast<int>(p[3]));
-      const auto w = static_cast<int64_t>(p[1]);
-      if (w >= 0) wrong = std::max<int64_t>(wrong, 0) + w;
-      if (w > 0 && r.wrong_rank < 0) {
-        r.wrong_rank = k;
-        r.wrong_offset = static_cast<int64_t>(p[2]);
-      }
-    }
-    if (wrong > 0) wrong_total_ += wrong;
+    const RowContext ctx{j.desc, j.dtype, j.op, j.root, j.cycle, l, in_place, iters};
+    Combined c = combine_ranks(ctx, o_, all, pg_.size());
+    stopped_by_ = std::max(stopped_by_, c.stop);
+    if (c.wrong > 0) wrong_total_ += c.wrong;
     if (pg_.rank() != 0) return std::nullopt;
-    const CollectiveDescriptor& d = *j.desc;
-    const size_t ts = dtype_size(j.dtype);
-    r.collective = d.name;
-    r.placement = in_place ? "in" : "out";
-    r.size_bytes = static_cast<int64_t>(std::max(l.send_count, l.recv_count) * ts);
-    r.count = static_cast<int64_t>(l.count);
-    r.dtype = std::string(nccl_tests_name(j.dtype));
-    r.redop = d.reduces ? std::string(reduce_op_name(j.op)) : "none";
-    r.root = j.root;
-    r.wrong = wrong;
-    r.iters = iters;
-    r.agg_iters = o_.agg_iters;
-    r.cycle = j.cycle;
-    double sum = 0, mn = 0, mx = 0;
-    for (int k = 0; k < pg_.size(); ++k) {
-      const double t = all[k * stride];
-      r.rank_time_us.push_back(t);
-      sum += t;
-      mn = k == 0 ? t : std::min(mn, t);
-      if (k == 0 || t > mx) {
-        mx = t;
-        r.slowest_rank = k;
-      }
-    }
-    switch (o_.average) {
-      case TimeReduce::Rank0:
-        r.time_us = all[0];
-        break;
-      case TimeReduce::Avg:
-        r.time_us = sum / pg_.size();
-        break;
-      case TimeReduce::Min:
-        r.time_us = mn;
-        break;
-      case TimeReduce::Max:
-        r.time_us = mx;
-        break;
-    }
-    // Per iteration, the slowest rank's time: what the application would have waited.
-    std::vector<double> per_iter;
-    for (int it = o_.iter_skip; it < iters; ++it) {
-      double m = 0;
-      for (int k = 0; k < pg_.size(); ++k) m = std::max(m, all[k * stride + kIterAt + it]);
-      per_iter.push_back(m);
-    }
-    r.iter = reports::compute_iter_stats(per_iter);
-    if (o_.report_iters) {
-      r.samples_us = std::move(per_iter);
-      r.iter_skip = o_.iter_skip;
-      r.rank_samples_us.resize(pg_.size());
-      for (int k = 0; k < pg_.size(); ++k)
-        for (int it = o_.iter_skip; it < iters; ++it)
-          r.rank_samples_us[k].push_back(all[k * stride + kIterAt + it]);
-    }
-    const double algbytes = static_cast<double>(l.count * ts) * d.algbw_ranks_factor(pg_.size());
-    r.algbw_gbps = r.time_us > 0 ? algbytes / 1e3 / r.time_us : 0;
-    r.busbw_gbps = r.algbw_gbps * d.busbw_factor(pg_.size());
-    return r;
+    return std::move(c.row);
   }
 
   // The buffers of one measurement on the group's device.
@@ -450,8 +307,8 @@ class Driver {
     return m;
   }
 
-  Local run_local(const Job& j, const Layout& l, bool in_place, int iters,
-                  const std::string& what) {
+  LocalResult run_local(const Job& j, const Layout& l, bool in_place, int iters,
+                        const std::string& what) {
     const CollectiveDescriptor& d = *j.desc;
     const DType dt = j.dtype;
     const int rank = pg_.rank();
@@ -461,35 +318,17 @@ class Driver {
         send, recv, in_place, j.op, std::max(j.root, 0), timeout_, false, bufs.staging.data(),
         &dev_};
     const DataSpec spec{dt, d.reduces ? j.op : ReduceOp::Sum, pg_.size(), o_.seed};
-    Local res;
-    stall_if_asked(what);
+    LocalResult res;
+    stall_if_asked(o_.hooks, rank, timeout_, steps_, what);
 
     steps_.enter(what + ": warmup");
     for (int w = 0; w < o_.warmup_iters; ++w) wait_all(d.run(pg_, args));
 
     if (o_.check_iters > 0 && !d.latency_only && !(in_place && d.in_place_unchecked)) {
       steps_.enter(what + ": validation");
-      // Data is generated and checked on the host and copied once each way, outside the timed
-      // loop (on the host runtime the copies are memmoves).
-      const bool host = dev_.host_accessible();
-      HostBuffer input(host ? 0 : send.nbytes()), got(host ? 0 : recv.nbytes());
-      HostBuffer want(recv.nbytes());
-      char* in = host ? static_cast<char*>(send.data) : input.data();
-      char* out = host ? static_cast<char*>(recv.data) : got.data();
-      res.wrong = 0;
-      for (int c = 0; c < o_.check_iters; ++c) {
-        d.init(spec, l, rank, args.root, in);
-        if (!host) dev_.copy_to_device(send.data, in, send.nbytes());
-        if (!in_place && d.in_place_api) dev_.copy(recv.data, send.data, send.nbytes());
-        wait_all(d.run(pg_, args));
-        const size_t n = d.expected(spec, l, rank, args.root, want.data());
-        if (!host) dev_.copy_to_host(out, recv.data, n * dtype_size(dt));
-        corrupt_if_asked(out, dt, n);
-        const bool approx = d.reduces && j.op == ReduceOp::Avg;
-        const CheckResult cr = compare(out, want.data(), n, dt, approx);
-        res.wrong += cr.wrong;
-        if (res.first_wrong < 0) res.first_wrong = cr.first_offset;
-      }
+      const CheckCounts cc = validate(pg_, dev_, d, args, spec, l, o_.check_iters, o_.hooks);
+      res.wrong = cc.wrong;
+      res.first_wrong = cc.first_wrong;
     }
 
     steps_.enter(what + ": timed");
@@ -532,27 +371,6 @@ class Driver {
                               r, mib(p[2]), dev_.host_accessible() ? "host" : "device", mib(p[0]),
                               mib(p[1])));
     }
-  }
-
-  // COLLIE_PERF_TEST_STALL: a real stall (this rank stays out of the row's collectives while
-  // the file exists), bounded by the step timeout like any other wait.
-  void stall_if_asked(const std::string& what) {
-    const TestHooks& h = o_.hooks;
-    if (h.stall_rank != pg_.rank() || h.stall_file.empty()) return;
-    steps_.enter(what + ": test stall");
-    const auto deadline = SteadyClock::now() + timeout_;
-    while (std::filesystem::exists(h.stall_file) && SteadyClock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-  }
-
-  // `got`: the host copy of this rank's result (n elements of dt).
-  void corrupt_if_asked(char* got, DType dt, size_t checked) const {
-    const TestHooks& h = o_.hooks;
-    if (h.corrupt_rank != pg_.rank() || h.corrupt_offset < 0) return;
-    if (static_cast<size_t>(h.corrupt_offset) >= checked) return;
-    auto* p = reinterpret_cast<uint8_t*>(got) + h.corrupt_offset * dtype_size(dt);
-    p[0] ^= 0x5a;  // low byte: changes the value in every dtype
   }
 
   ProcessGroup& pg_;

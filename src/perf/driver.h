@@ -1,7 +1,9 @@
 #pragma once
-// The perf driver: owns the sweep, warmup, validation, timing and the cross-rank reduction of
-// times for every requested collective × dtype × op × root, and hands finished rows to a sink.
-// Collectives only supply descriptors (collective.h). Talks to the ProcessGroup API only.
+// The perf driver: orchestrates the sweep, warmup, validation (validation.h), timing
+// (timed_loop.h) and the cross-rank combining of results (combine.h) for every requested
+// collective × dtype × op × root, and hands finished rows to a sink. Collectives only supply
+// descriptors (collective.h). Talks to the ProcessGroup API only; publishes no metrics itself
+// (`collie perf` puts a MetricsSink, metrics_sink.h, in front of its ReportSink).
 //
 // Every rank of `pg` must call run_perf with the same options. Blocking steps are bounded by
 // options.timeout (or the group's timeout); on expiry run_perf throws TimeoutError whose message

@@ -1,0 +1,92 @@
+#include "perf/combine.h"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+
+namespace collie::perf {
+
+std::vector<double> pack_local(const LocalResult& r, int stop_flag) {
+  std::vector<double> v = {r.avg_us, static_cast<double>(r.wrong),
+                           static_cast<double>(r.first_wrong), static_cast<double>(stop_flag)};
+  v.insert(v.end(), r.iter_us.begin(), r.iter_us.end());
+  return v;
+}
+
+Combined combine_ranks(const RowContext& ctx, const PerfOptions& o, const std::vector<double>& all,
+                       int world) {
+  const size_t stride = kPackedIterAt + static_cast<size_t>(ctx.iters);
+  Combined c;
+  reports::ResultRow& r = c.row;
+  for (int k = 0; k < world; ++k) {
+    const double* p = all.data() + k * stride;
+    c.stop = std::max(c.stop, static_cast<int>(p[kPackedStop]));
+    const auto w = static_cast<int64_t>(p[kPackedWrong]);
+    if (w >= 0) c.wrong = std::max<int64_t>(c.wrong, 0) + w;
+    if (w > 0 && r.wrong_rank < 0) {
+      r.wrong_rank = k;
+      r.wrong_offset = static_cast<int64_t>(p[kPackedFirstWrong]);
+    }
+  }
+  const CollectiveDescriptor& d = *ctx.desc;
+  const Layout& l = ctx.layout;
+  const size_t ts = dtype_size(ctx.dtype);
+  r.collective = d.name;
+  r.placement = ctx.in_place ? "in" : "out";
+  r.size_bytes = static_cast<int64_t>(std::max(l.send_count, l.recv_count) * ts);
+  r.count = static_cast<int64_t>(l.count);
+  r.dtype = std::string(nccl_tests_name(ctx.dtype));
+  r.redop = d.reduces ? std::string(reduce_op_name(ctx.op)) : "none";
+  r.root = ctx.root;
+  r.wrong = c.wrong;
+  r.iters = ctx.iters;
+  r.agg_iters = o.agg_iters;
+  r.cycle = ctx.cycle;
+  double sum = 0, mn = 0, mx = 0;
+  for (int k = 0; k < world; ++k) {
+    const double t = all[k * stride + kPackedAvg];
+    r.rank_time_us.push_back(t);
+    sum += t;
+    mn = k == 0 ? t : std::min(mn, t);
+    if (k == 0 || t > mx) {
+      mx = t;
+      r.slowest_rank = k;
+    }
+  }
+  switch (o.average) {
+    case TimeReduce::Rank0:
+      r.time_us = all[kPackedAvg];
+      break;
+    case TimeReduce::Avg:
+      r.time_us = sum / world;
+      break;
+    case TimeReduce::Min:
+      r.time_us = mn;
+      break;
+    case TimeReduce::Max:
+      r.time_us = mx;
+      break;
+  }
+  // Per iteration, the slowest rank's time: what the application would have waited.
+  std::vector<double> per_iter;
+  for (int it = o.iter_skip; it < ctx.iters; ++it) {
+    double m = 0;
+    for (int k = 0; k < world; ++k) m = std::max(m, all[k * stride + kPackedIterAt + it]);
+    per_iter.push_back(m);
+  }
+  r.iter = reports::compute_iter_stats(per_iter);
+  if (o.report_iters) {
+    r.samples_us = std::move(per_iter);
+    r.iter_skip = o.iter_skip;
+    r.rank_samples_us.resize(world);
+    for (int k = 0; k < world; ++k)
+      for (int it = o.iter_skip; it < ctx.iters; ++it)
+        r.rank_samples_us[k].push_back(all[k * stride + kPackedIterAt + it]);
+  }
+  const double algbytes = static_cast<double>(l.count * ts) * d.algbw_ranks_factor(world);
+  r.algbw_gbps = r.time_us > 0 ? algbytes / 1e3 / r.time_us : 0;
+  r.busbw_gbps = r.algbw_gbps * d.busbw_factor(world);
+  return c;
+}
+
+}  // namespace collie::perf

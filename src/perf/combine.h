@@ -1,0 +1,59 @@
+#pragma once
+// Combining every rank's numbers for one measured row into a reports::ResultRow: the pure half
+// of the driver's cross-rank step (the all_gather itself stays in driver.cpp). No ProcessGroup,
+// no I/O, no shared state: safe to call from any thread.
+//
+// Each rank packs its LocalResult with pack_local(); the driver all_gathers the packed vectors
+// (every rank's vector has the same length, because every rank ran the same iteration count)
+// and every rank calls combine_ranks() on the gathered block.
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "perf/collective.h"
+#include "perf/options.h"
+#include "reports/result.h"
+
+namespace collie::perf {
+
+// What one rank measured for one size and placement.
+struct LocalResult {
+  double avg_us = 0;
+  int64_t wrong = -1;  // -1 = not checked
+  int64_t first_wrong = -1;
+  std::vector<double> iter_us;  // one time per timed iteration
+};
+
+// Offsets inside one rank's packed record: [avg, wrong, first_wrong, stop, iteration times...].
+inline constexpr size_t kPackedAvg = 0, kPackedWrong = 1, kPackedFirstWrong = 2, kPackedStop = 3,
+                        kPackedIterAt = 4;
+
+std::vector<double> pack_local(const LocalResult& r, int stop_flag);
+
+// The row being combined: what every rank measured the same way.
+struct RowContext {
+  const CollectiveDescriptor* desc = nullptr;  // never null
+  DType dtype = DType::Float32;
+  ReduceOp op = ReduceOp::Sum;  // written as "none" unless desc->reduces
+  int root = -1;
+  int cycle = 0;
+  Layout layout;
+  bool in_place = false;
+  int iters = 0;  // timed iterations: every record carries this many times
+};
+
+struct Combined {
+  reports::ResultRow row;
+  // Summed over the ranks that checked; -1 when none did (same as row.wrong).
+  int64_t wrong = -1;
+  // The largest stop flag any rank sent (0 = keep going).
+  int stop = 0;
+};
+
+// `gathered`: world_size records of pack_local(), rank order. PRECONDITIONS: world_size >= 1,
+// gathered.size() == world_size * (kPackedIterAt + ctx.iters), o.iter_skip <= ctx.iters.
+// Uses o.average, o.iter_skip, o.report_iters and o.agg_iters.
+Combined combine_ranks(const RowContext& ctx, const PerfOptions& o,
+                       const std::vector<double>& gathered, int world_size);
+
+}  // namespace collie::perf

@@ -1,0 +1,155 @@
+// combine_ranks (src/perf/combine.h): every rank's gathered numbers into one ResultRow, without a
+// ProcessGroup. Three ranks whose records are written out here, numbers checked exactly.
+#include "perf/combine.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace collie::perf {
+namespace {
+
+// all_gather-like factors: algbw counts count * ts * n bytes; busbw = algbw * (n - 1) / n.
+CollectiveDescriptor gather_like(bool reduces) {
+  CollectiveDescriptor d;
+  d.name = "fake_gather";
+  d.op_type = OpType::AllGather;
+  d.reduces = reduces;
+  d.algbw_ranks_factor = [](int n) { return n; };
+  d.busbw_factor = [](int n) { return static_cast<double>(n - 1) / n; };
+  return d;
+}
+
+RowContext context(const CollectiveDescriptor* d) {
+  RowContext c;
+  c.desc = d;
+  c.dtype = DType::Float32;
+  c.op = ReduceOp::Max;
+  c.root = 2;
+  c.cycle = 5;
+  c.layout.count = 1000;
+  c.layout.send_count = 1000;
+  c.layout.recv_count = 3000;
+  c.in_place = true;
+  c.iters = 4;
+  return c;
+}
+
+// Rank 0: avg 15 µs, checked and right; rank 1: avg 30, 3 wrong from offset 7, stop flag 15;
+// rank 2: avg 10, 2 wrong from offset 5, stop flag 2.
+std::vector<double> gathered() {
+  std::vector<double> all;
+  auto add = [&](const LocalResult& r, int stop) {
+    const std::vector<double> v = pack_local(r, stop);
+    all.insert(all.end(), v.begin(), v.end());
+  };
+  add({15, 0, -1, {100, 1, 5, 9}}, 0);
+  add({30, 3, 7, {1, 2, 8, 3}}, 15);
+  add({10, 2, 5, {50, 4, 6, 7}}, 2);
+  return all;
+}
+
+PerfOptions options(TimeReduce average, bool report_iters) {
+  PerfOptions o;
+  o.average = average;
+  o.iter_skip = 1;
+  o.report_iters = report_iters;
+  o.agg_iters = 3;
+  return o;
+}
+
+TEST(PerfCombine, PackLayout) {
+  const std::vector<double> v = pack_local({2.5, 4, 9, {7, 8}}, 3);
+  EXPECT_EQ(v, (std::vector<double>{2.5, 4, 9, 3, 7, 8}));
+  EXPECT_EQ(v[kPackedIterAt], 7);
+}
+
+TEST(PerfCombine, RowFieldsWrongAndStop) {
+  const CollectiveDescriptor d = gather_like(false);
+  const Combined c = combine_ranks(context(&d), options(TimeReduce::Avg, false), gathered(), 3);
+  const reports::ResultRow& r = c.row;
+  EXPECT_EQ(c.stop, 15);
+  EXPECT_EQ(c.wrong, 5);
+  EXPECT_EQ(r.wrong, 5);
+  EXPECT_EQ(r.wrong_rank, 1);
+  EXPECT_EQ(r.wrong_offset, 7);
+  EXPECT_EQ(r.collective, "fake_gather");
+  EXPECT_EQ(r.placement, "in");
+  EXPECT_EQ(r.size_bytes, 12000);  // the larger buffer: 3000 floats
+  EXPECT_EQ(r.count, 1000);
+  EXPECT_EQ(r.dtype, "float");
+  EXPECT_EQ(r.redop, "none");
+  EXPECT_EQ(r.root, 2);
+  EXPECT_EQ(r.iters, 4);
+  EXPECT_EQ(r.agg_iters, 3);
+  EXPECT_EQ(r.cycle, 5);
+  EXPECT_EQ(r.rank_time_us, (std::vector<double>{15, 30, 10}));
+  EXPECT_EQ(r.slowest_rank, 1);
+  // Without -I no samples are kept, but the per-iteration statistics are.
+  EXPECT_TRUE(r.samples_us.empty());
+  EXPECT_TRUE(r.rank_samples_us.empty());
+  EXPECT_EQ(r.iter.samples, 3);
+  EXPECT_DOUBLE_EQ(r.iter.min_us, 4);
+  EXPECT_DOUBLE_EQ(r.iter.p50_us, 8);
+  EXPECT_DOUBLE_EQ(r.iter.max_us, 9);
+  EXPECT_DOUBLE_EQ(r.iter.mean_us, 7);
+}
+
+TEST(PerfCombine, ReducingRowNamesItsOp) {
+  const CollectiveDescriptor d = gather_like(true);
+  const Combined c = combine_ranks(context(&d), options(TimeReduce::Avg, false), gathered(), 3);
+  EXPECT_EQ(c.row.redop, "max");
+}
+
+TEST(PerfCombine, SlowestRankPerIterationAfterSkip) {
+  const CollectiveDescriptor d = gather_like(false);
+  const Combined c = combine_ranks(context(&d), options(TimeReduce::Avg, true), gathered(), 3);
+  // Iteration 0 (100 µs on rank 0) is skipped; then the slowest rank of each iteration.
+  EXPECT_EQ(c.row.samples_us, (std::vector<double>{4, 8, 9}));
+  EXPECT_EQ(c.row.iter_skip, 1);
+  ASSERT_EQ(c.row.rank_samples_us.size(), 3u);
+  EXPECT_EQ(c.row.rank_samples_us[0], (std::vector<double>{1, 5, 9}));
+  EXPECT_EQ(c.row.rank_samples_us[1], (std::vector<double>{2, 8, 3}));
+  EXPECT_EQ(c.row.rank_samples_us[2], (std::vector<double>{4, 6, 7}));
+}
+
+TEST(PerfCombine, EachTimeReductionAndBandwidth) {
+  const CollectiveDescriptor d = gather_like(false);
+  struct Case {
+    TimeReduce mode;
+    double time_us;
+  };
+  // algbw: 1000 floats * 3 ranks = 12000 bytes; busbw = algbw * 2/3.
+  for (const Case& k : {Case{TimeReduce::Rank0, 15}, Case{TimeReduce::Avg, 55.0 / 3},
+                        Case{TimeReduce::Min, 10}, Case{TimeReduce::Max, 30}}) {
+    SCOPED_TRACE(static_cast<int>(k.mode));
+    const Combined c = combine_ranks(context(&d), options(k.mode, false), gathered(), 3);
+    EXPECT_DOUBLE_EQ(c.row.time_us, k.time_us);
+    EXPECT_DOUBLE_EQ(c.row.algbw_gbps, 12000 / 1e3 / k.time_us);
+    EXPECT_DOUBLE_EQ(c.row.busbw_gbps, 12000 / 1e3 / k.time_us * 2 / 3);
+  }
+}
+
+TEST(PerfCombine, UncheckedRanksAndZeroTime) {
+  const CollectiveDescriptor d = gather_like(false);
+  RowContext ctx = context(&d);
+  ctx.iters = 1;
+  std::vector<double> all;
+  for (int k = 0; k < 2; ++k) {
+    const std::vector<double> v = pack_local({0, -1, -1, {0}}, 0);
+    all.insert(all.end(), v.begin(), v.end());
+  }
+  PerfOptions o = options(TimeReduce::Avg, false);
+  o.iter_skip = 0;
+  const Combined c = combine_ranks(ctx, o, all, 2);
+  EXPECT_EQ(c.wrong, -1);
+  EXPECT_EQ(c.row.wrong, -1);
+  EXPECT_EQ(c.row.wrong_rank, -1);
+  EXPECT_EQ(c.stop, 0);
+  EXPECT_EQ(c.row.slowest_rank, 0);
+  EXPECT_EQ(c.row.algbw_gbps, 0);
+  EXPECT_EQ(c.row.busbw_gbps, 0);
+}
+
+}  // namespace
+}  // namespace collie::perf
