@@ -234,7 +234,11 @@ std::shared_ptr<Work> ProcessGroup::all_to_all(TensorView in, TensorView out,
   return submit(c);
 }
 std::shared_ptr<Work> ProcessGroup::barrier(const BarrierOptions& o) {
-  return submit(base_call(OpType::Barrier, TensorView{}, TensorView{}, o));
+  // No tensors, but the barrier runs on the group's device, and the capability check reads the
+  // device from the views: an empty view says CPU, which a CUDA-only backend (NCCL) refuses.
+  TensorView none;
+  none.device = device_runtime().device();
+  return submit(base_call(OpType::Barrier, none, none, o));
 }
 
 }  // namespace collie

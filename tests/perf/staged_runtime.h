@@ -14,8 +14,11 @@ namespace collie::testing {
 
 class StagedRuntime final : public device::DeviceRuntime {
  public:
-  explicit StagedRuntime(int index = 0) : index_(index) {}
-  collie::Device device() const override { return collie::Device{}; }  // the thread group's
+  // `device`: what device() reports (the thread group's CPU by default; a CUDA device to stand
+  // in for a GPU group's runtime where only the reported device matters).
+  explicit StagedRuntime(int index = 0, collie::Device device = {})
+      : index_(index), device_(device) {}
+  collie::Device device() const override { return device_; }
   bool host_accessible() const override { return false; }
   bool asynchronous() const override { return true; }
   device::Description describe() const override {
@@ -62,6 +65,7 @@ class StagedRuntime final : public device::DeviceRuntime {
     }
   };
   int index_;
+  collie::Device device_;
   int64_t live_ = 0, peak_ = 0;
 };
 
