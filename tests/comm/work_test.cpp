@@ -1,0 +1,118 @@
+// comm/work: the handle of one op — one completion, errors rethrown, deadlines, callbacks, polling.
+#include "comm/work.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "core/error.h"
+
+namespace collie {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(Work, TheFirstCompletionWinsAndLaterOnesAreNoOps) {
+  Work w(OpType::AllReduce, 7, Millis(1000));
+  EXPECT_FALSE(w.is_completed());
+  EXPECT_FALSE(w.is_success());
+  EXPECT_TRUE(w.complete());
+  EXPECT_FALSE(w.complete(std::make_exception_ptr(NetworkError("late failure"))));
+  EXPECT_TRUE(w.is_completed());
+  EXPECT_TRUE(w.is_success());
+  EXPECT_EQ(w.exception(), nullptr);
+  EXPECT_NO_THROW(w.wait());
+}
+
+TEST(Work, WaitRethrowsTheOpsErrorWithItsType) {
+  Work w(OpType::Broadcast, 3, Millis(1000));
+  EXPECT_TRUE(w.complete(std::make_exception_ptr(NetworkError("peer 2 closed the connection"))));
+  EXPECT_FALSE(w.is_success());
+  EXPECT_NE(w.exception(), nullptr);
+  try {
+    w.wait();
+    FAIL() << "wait() returned for a failed op";
+  } catch (const NetworkError& e) {
+    EXPECT_STREQ(e.what(), "peer 2 closed the connection");
+  }
+}
+
+TEST(Work, ALateOpGivesTimeoutErrorNamingRankOpAndSeq) {
+  Work w(OpType::AllGather, 57, Millis(60000));
+  w.set_context(2);
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    w.wait(Millis(100));  // overrides the op's own 60 s
+    FAIL() << "wait() returned for an op that never completed";
+  } catch (const TimeoutError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("[Rank 2] all_gather #57 did not complete within 100 ms"),
+              std::string::npos)
+        << what;
+  }
+  const auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_GE(took, 100ms);
+  EXPECT_LT(took, 5s);
+  EXPECT_FALSE(w.is_completed());  // a timed-out wait does not complete the op
+}
+
+TEST(Work, WaitReturnsWhenAnotherThreadCompletes) {
+  Work w(OpType::Barrier, 1, Millis(10000));
+  std::thread t([&] {
+    std::this_thread::sleep_for(50ms);
+    w.complete();
+  });
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_NO_THROW(w.wait());
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+  t.join();
+}
+
+TEST(Work, CallbacksRunOnceOnTheCompletingThreadOrAtOnceWhenDone) {
+  Work w(OpType::Reduce, 9, Millis(1000));
+  std::atomic<int> calls{0};
+  std::thread::id ran_on;
+  w.on_complete([&](Work& done) {
+    ++calls;
+    ran_on = std::this_thread::get_id();
+    EXPECT_EQ(done.seq(), 9u);
+  });
+  EXPECT_EQ(calls.load(), 0);
+  std::thread completer([&] { w.complete(); });
+  const std::thread::id completer_id = completer.get_id();
+  completer.join();
+  EXPECT_EQ(calls.load(), 1);
+  EXPECT_EQ(ran_on, completer_id);
+  w.complete();  // a second completion runs nothing again
+  EXPECT_EQ(calls.load(), 1);
+  bool late = false;
+  w.on_complete([&](Work&) { late = true; });  // already complete: runs here, now
+  EXPECT_TRUE(late);
+}
+
+// An op that advances only when polled (as MPI requests do): done on the third progress() call.
+class PolledWork final : public Work {
+ public:
+  PolledWork() : Work(OpType::AllToAll, 4, Millis(5000)) {}
+  std::atomic<int> polls{0};
+
+ protected:
+  void progress() override {
+    if (++polls == 3) complete();
+  }
+  bool needs_polling() const override { return true; }
+};
+
+TEST(Work, APolledOpIsDrivenByWaitAndByIsCompleted) {
+  PolledWork w;
+  EXPECT_FALSE(w.is_completed());  // one poll
+  EXPECT_EQ(w.polls.load(), 1);
+  EXPECT_NO_THROW(w.wait());  // polls until done
+  EXPECT_EQ(w.polls.load(), 3);
+  EXPECT_TRUE(w.is_success());
+}
+
+}  // namespace
+}  // namespace collie
