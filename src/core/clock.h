@@ -18,6 +18,12 @@ class Clock {
   virtual void sleep_for(std::chrono::nanoseconds d) = 0;
   // Nanoseconds since the Unix epoch (wall clock), for timestamps in records and dumps.
   virtual int64_t wall_ns() const;
+  // How long a thread waiting on a condition variable for a deadline on this clock may sleep in
+  // real time before it must read now() again. The system clock: no limit (sleep until the
+  // deadline). FakeClock: time jumps without notice, so a few milliseconds.
+  virtual std::chrono::nanoseconds longest_real_wait() const {
+    return std::chrono::nanoseconds::max();
+  }
   static Clock& system();
 };
 
@@ -25,6 +31,9 @@ class FakeClock : public Clock {
  public:
   TimePoint now() const override { return TimePoint(std::chrono::nanoseconds(ns_.load())); }
   int64_t wall_ns() const override { return ns_.load(); }
+  std::chrono::nanoseconds longest_real_wait() const override {
+    return std::chrono::milliseconds(5);
+  }
   // Blocks until another thread advances time past now + d.
   void sleep_for(std::chrono::nanoseconds d) override;
   void advance(std::chrono::nanoseconds d);

@@ -9,6 +9,7 @@
 #include "core/env.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/thread_name.h"
 #include "debug/dump_service.h"
 #include "store/store.h"
 
@@ -48,7 +49,10 @@ DesyncCheckingProcessGroup::DesyncCheckingProcessGroup(
       sends_(static_cast<size_t>(size()), 0),
       recvs_(static_cast<size_t>(size()), 0),
       exchange_(exchange ? std::move(exchange) : make_store_exchange(store_, rank(), size())) {
-  thread_ = std::thread([this] { loop(); });
+  thread_ = std::thread([this] {
+    name_this_thread("collie-detail");
+    loop();
+  });
 }
 
 DesyncCheckingProcessGroup::~DesyncCheckingProcessGroup() {

@@ -1,16 +1,16 @@
 #pragma once
 // DumpService: decides when the flight recorder is written to COLLIE_FR_DUMP_DIR.
-// Triggers: a timeout or an error (request_dump), SIGUSR1 (the handler only posts a semaphore;
-// the service thread dumps), and the store key `dump_request` of the world group, which any rank
-// sets with request_cluster_dump() and every rank's watcher thread notices (polled with backoff,
-// 100 ms up to 2 s), so all ranks dump the same moment.
+// Triggers: a timeout or an error (request_dump), SIGUSR1 (the handler only sets a flag and
+// writes a byte to the thread's wake pipe; the service thread dumps), and the store key
+// `dump_request` of the world group, which any rank sets with request_cluster_dump() and every
+// rank's watcher thread notices (polled with backoff, 100 ms up to 2 s), so all ranks dump the
+// same moment. The thread has no other tick: without a store it sleeps until woken.
 //
 // Ownership: global() lives for the process; its thread is started by start() and joined at exit
 // (a pending request is written before the thread ends).
 // Thread safety: every method may be called from any thread; request_dump never blocks on I/O.
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -66,8 +66,12 @@ class DumpService {
   const FrDumpFormat format_;
   std::atomic<int> rank_{-1};
   std::atomic<int> dumps_{0};
+  void wake();
+  // The thread's wake pipe, made by start() before the thread runs; -1 until then (or when the
+  // pipe could not be made).
+  std::atomic<int> wake_read_{-1};
+  std::atomic<int> wake_write_{-1};
   std::mutex mu_;  // guards the fields below and serializes dumps
-  std::condition_variable cv_;
   bool stop_ = false;
   std::string pending_;  // reason of a requested dump, "" = none
   bool busy_ = false;    // the thread is writing a dump

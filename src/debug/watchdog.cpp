@@ -6,13 +6,12 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/thread_name.h"
 #include "debug/dump_service.h"
 #include "debug/flight_recorder.h"
 
 namespace collie {
 namespace {
-
-constexpr auto kMaxSleep = std::chrono::milliseconds(100);
 
 // Every rank dumps (the store's dump_request), and this one before its Work is failed, so a
 // caller that exits on the TimeoutError still leaves its evidence.
@@ -41,7 +40,12 @@ std::string watchdog_message(const GroupTrace& g, OpType op, uint64_t seq, Milli
 
 Watchdog::Watchdog(Clock& clock, bool start_thread) : clock_(clock), handler_(default_handler) {
   pending_.reserve(64);
-  if (start_thread) thread_ = std::thread([this] { loop(); });
+  if (start_thread) {
+    thread_ = std::thread([this] {
+      name_this_thread("collie-watchdog");
+      loop();
+    });
+  }
 }
 
 Watchdog::~Watchdog() {
@@ -139,18 +143,28 @@ int Watchdog::check_now() {
   return static_cast<int>(expired.size());
 }
 
+// Event-driven: the thread sleeps until the earliest deadline (idle: until watch() wakes it),
+// never on a fixed tick, so a rank that runs ops back to back pays no periodic wakeup. watch()
+// wakes it only when the new deadline is earlier than the one it sleeps towards, and an op that
+// completes leaves its deadline as a wakeup that finds nothing to do: about one wakeup per op
+// timeout, however many ops run.
 void Watchdog::loop() {
   std::unique_lock<std::mutex> lk(mu_);
   while (!stop_) {
-    auto sleep = std::chrono::duration_cast<std::chrono::nanoseconds>(kMaxSleep);
     const auto now = clock_.now();
-    for (const Pending& p : pending_) {
-      sleep = std::min(
-          sleep, std::max(std::chrono::nanoseconds(0),
-                          std::chrono::duration_cast<std::chrono::nanoseconds>(p.deadline - now)));
+    auto earliest = Clock::TimePoint::max();
+    for (const Pending& p : pending_) earliest = std::min(earliest, p.deadline);
+    if (earliest == Clock::TimePoint::max()) {
+      next_wake_ = earliest;
+      cv_.wait(lk, [&] { return stop_ || !pending_.empty(); });
+    } else {
+      const auto sleep =
+          std::min(clock_.longest_real_wait(),
+                   std::max(std::chrono::nanoseconds(0),
+                            std::chrono::duration_cast<std::chrono::nanoseconds>(earliest - now)));
+      next_wake_ = now + sleep;
+      cv_.wait_for(lk, sleep);
     }
-    next_wake_ = clock_.now() + sleep;
-    cv_.wait_for(lk, sleep);
     if (stop_) return;
     lk.unlock();
     check_now();

@@ -10,6 +10,7 @@
 
 #include "comm/end_slurm_step.h"
 #include "core/env.h"
+#include "core/thread_name.h"
 #include "store/store.h"
 
 namespace collie::perf {
@@ -26,7 +27,10 @@ StepTracker::StepTracker(std::shared_ptr<Store> store, int rank, int world_size,
       on_hang_(std::move(on_hang)),
       step_start_(std::chrono::steady_clock::now()),
       watched_label_("rendezvous") {
-  thread_ = std::thread([this] { watch(); });
+  thread_ = std::thread([this] {
+    name_this_thread("collie-steps");
+    watch();
+  });
 }
 
 StepTracker::~StepTracker() {

@@ -17,6 +17,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/thread_name.h"
 #include "store/hash_store.h"
 #include "store/socket_util.h"
 #include "store/store_secret.h"
@@ -721,7 +722,10 @@ TcpStoreServer::TcpStoreServer(const std::string& host, uint16_t port, const Tcp
   }
   const int fd = net::listen_on(host, port, &port_);
   loop_ = std::make_unique<Loop>(fd, limits, std::move(secret));
-  thread_ = std::thread([this] { loop_->run(); });
+  thread_ = std::thread([this] {
+    name_this_thread("collie-store");
+    loop_->run();
+  });
   log(LogLevel::Debug, "store server listening on {}:{}", host, port_);
 }
 

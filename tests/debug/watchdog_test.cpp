@@ -82,7 +82,7 @@ TEST(Watchdog, ThreadNoticesExpiryDrivenByFakeClock) {
   auto work = std::make_shared<Work>(OpType::Barrier, 3, Millis(500));
   wd.attach(wd.watch(trace(), OpType::Barrier, 3, Millis(500)), work);
   clock.advance(std::chrono::milliseconds(600));
-  // The thread re-checks at least every 100 ms of real time.
+  // With a FakeClock the thread re-reads the time every few milliseconds of real time.
   EXPECT_THROW(work->wait(Millis(2000)), TimeoutError);
   EXPECT_NE(wait_error(*work).find("barrier #3"), std::string::npos);
 }

@@ -11,6 +11,7 @@
 #include "backends/gloo/gloo_store.h"
 #include "comm/rendezvous.h"
 #include "core/error.h"
+#include "core/thread_name.h"
 #include "store/prefix_store.h"
 
 namespace collie {
@@ -73,6 +74,7 @@ std::shared_ptr<gloo::rendezvous::Context> connect_full_mesh_bounded(
       std::make_shared<TracingAdapter>(std::make_shared<PrefixStore>("gloo", i.store->clone()));
   auto st = std::make_shared<State>();
   std::thread([st, ctx, adapter, dev = std::shared_ptr<gloo::transport::Device>(device)]() mutable {
+    name_this_thread("collie-connect");
     std::exception_ptr err;
     try {
       ctx->connectFullMesh(*adapter, dev);

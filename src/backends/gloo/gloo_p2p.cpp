@@ -2,6 +2,8 @@
 
 #include <gloo/transport/unbound_buffer.h>
 
+#include "core/thread_name.h"
+
 namespace collie {
 
 uint64_t p2p_slot(int tag) {
@@ -20,7 +22,10 @@ void P2PWaiterPool::wait_for(std::shared_ptr<PendingP2P> op) {
   }
   queue_.push_back(std::move(op));
   if (idle_ == 0) {
-    threads_.emplace_back([this] { loop(); });
+    threads_.emplace_back([this] {
+      name_this_thread("collie-gloo-p2p");
+      loop();
+    });
   } else {
     cv_.notify_one();
   }

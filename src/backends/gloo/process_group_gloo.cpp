@@ -14,6 +14,7 @@
 #include "comm/network_choices.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/thread_name.h"
 #include "store/prefix_store.h"
 
 namespace collie {
@@ -71,7 +72,10 @@ ProcessGroupGloo::ProcessGroupGloo(GroupInfo info, const Env& env)
   context_ = std::move(ctx);
   log(LogLevel::Debug, "gloo: {} connected, {} ranks, device {} ({})", group_label(i), i.size,
       device->str(), choice.reason);
-  worker_ = std::thread([this] { worker_loop(); });
+  worker_ = std::thread([this] {
+    name_this_thread("collie-gloo-ops");
+    worker_loop();
+  });
 }
 
 ProcessGroupGloo::~ProcessGroupGloo() { shutdown(); }

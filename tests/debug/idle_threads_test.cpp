@@ -1,0 +1,134 @@
+// collie's background threads are event-driven: an idle watchdog or dump thread does not wake on
+// a tick. Measured through the kernel's count of the thread's voluntary context switches (each
+// sleep that ends is one) over a second of idleness; with the old 100 ms / 50 ms ticks these
+// were 10 and 20 a second. Threads are found by the names they give themselves.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "comm/work.h"
+#include "core/clock.h"
+#include "core/error.h"
+#include "debug/dump_service.h"
+#include "debug/flight_recorder.h"
+#include "debug/watchdog.h"
+#include "store/hash_store.h"
+
+namespace collie {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+std::set<int> threads_named(const std::string& name) {
+  std::set<int> tids;
+  for (const auto& e : fs::directory_iterator("/proc/self/task")) {
+    std::ifstream f(e.path() / "comm");
+    std::string comm;
+    std::getline(f, comm);
+    if (comm == name) tids.insert(std::stoi(e.path().filename().string()));
+  }
+  return tids;
+}
+
+// The thread named `name` that is not in `before` (it names itself as it starts: wait up to 1 s).
+int new_thread(const std::string& name, const std::set<int>& before) {
+  for (int i = 0; i < 200; ++i) {
+    for (int tid : threads_named(name)) {
+      if (!before.count(tid)) return tid;
+    }
+    std::this_thread::sleep_for(5ms);
+  }
+  return -1;
+}
+
+long wakeups(int tid) {
+  std::ifstream f(fmt::format("/proc/self/task/{}/status", tid));
+  for (std::string line; std::getline(f, line);) {
+    if (line.rfind("voluntary_ctxt_switches:", 0) == 0) return std::stol(line.substr(24));
+  }
+  return -1;
+}
+
+// Wakeups of `tid` over `d` of idleness.
+long wakeups_over(int tid, std::chrono::milliseconds d) {
+  const long before = wakeups(tid);
+  std::this_thread::sleep_for(d);
+  return wakeups(tid) - before;
+}
+
+TEST(IdleThreads, WatchdogSleepsUntilTheEarliestDeadline) {
+  const auto before = threads_named("collie-watchdog");
+  Watchdog wd(Clock::system());
+  const int tid = new_thread("collie-watchdog", before);
+  ASSERT_GE(tid, 0) << "no new thread named collie-watchdog";
+  std::this_thread::sleep_for(50ms);
+  EXPECT_LE(wakeups_over(tid, 1000ms), 1) << "idle, nothing watched";
+  // Ops in flight with a far deadline, watched and finished back to back as a perf loop does:
+  // no wakeup per op and none on a tick.
+  auto held = wd.watch(nullptr, OpType::AllReduce, 1, Millis(60000));
+  std::this_thread::sleep_for(50ms);
+  const long start = wakeups(tid);
+  for (uint64_t seq = 2; seq < 2000; ++seq)
+    wd.unwatch(wd.watch(nullptr, OpType::AllReduce, seq, Millis(60000)));
+  std::this_thread::sleep_for(1000ms);
+  EXPECT_LE(wakeups(tid) - start, 1) << "an op in flight for a second, 2000 ops watched";
+  wd.unwatch(held);
+  // A near deadline still fires on time.
+  std::atomic<int> fired{0};
+  wd.set_timeout_handler([&](const Watchdog::Expired&) { ++fired; });
+  auto work = std::make_shared<Work>(OpType::Barrier, 7, Millis(5000));
+  wd.attach(wd.watch(nullptr, OpType::Barrier, 7, Millis(200)), work);
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_THROW(work->wait(Millis(3000)), TimeoutError);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_GE(s, 0.19);
+  EXPECT_LT(s, 1.0);
+  EXPECT_EQ(fired.load(), 1);
+}
+
+TEST(IdleThreads, DumpThreadSleepsUntilWokenAndWakesAtOnceForSigusr1) {
+  FlightRecorder fr(4);
+  const auto dir = fs::temp_directory_path() / fmt::format("collie_idle_{}", ::getpid());
+  fs::remove_all(dir);
+  const auto before = threads_named("collie-dump");
+  DumpService ds(fr, dir.string());
+  ds.start(3, nullptr);
+  const int tid = new_thread("collie-dump", before);
+  ASSERT_GE(tid, 0) << "no new thread named collie-dump";
+  std::this_thread::sleep_for(50ms);
+  EXPECT_LE(wakeups_over(tid, 1000ms), 1) << "no store to poll, nothing requested";
+  const auto t0 = std::chrono::steady_clock::now();
+  std::raise(SIGUSR1);
+  while (ds.dumps_written() == 0 && std::chrono::steady_clock::now() - t0 < 2s) {
+    std::this_thread::sleep_for(1ms);
+  }
+  ASSERT_EQ(ds.dumps_written(), 1);
+  fs::remove_all(dir);
+}
+
+TEST(IdleThreads, DumpThreadWithAStorePollsItWithBackoff) {
+  FlightRecorder fr(4);
+  const auto before = threads_named("collie-dump");
+  DumpService ds(fr, "");
+  ds.start(0, std::make_shared<HashStore>());
+  const int tid = new_thread("collie-dump", before);
+  ASSERT_GE(tid, 0);
+  // Polls at 100, 200, 400, 800 ms... (backing off to 2 s): a handful in the first 2 seconds,
+  // never the 40 a 50 ms tick gave.
+  const long n = wakeups_over(tid, 2000ms);
+  EXPECT_GE(n, 2);
+  EXPECT_LE(n, 6);
+}
+
+}  // namespace
+}  // namespace collie
