@@ -273,12 +273,12 @@ class Driver {
     std::vector<double> all(v.size() * pg_.size());
     all_gather_host(pg_, TensorView::cpu(v.data(), v.size(), DType::Float64),
                     TensorView::cpu(all.data(), all.size(), DType::Float64), timeout_);
+    const RowTotals t = combine_totals(all, pg_.size());
+    stopped_by_ = std::max(stopped_by_, t.stop);
+    if (t.wrong > 0) wrong_total_ += t.wrong;
+    if (pg_.rank() != 0) return std::nullopt;  // only rank 0 keeps and prints rows
     const RowContext ctx{j.desc, j.dtype, j.op, j.root, j.cycle, l, in_place, iters};
-    Combined c = combine_ranks(ctx, o_, all, pg_.size());
-    stopped_by_ = std::max(stopped_by_, c.stop);
-    if (c.wrong > 0) wrong_total_ += c.wrong;
-    if (pg_.rank() != 0) return std::nullopt;
-    return std::move(c.row);
+    return std::move(combine_ranks(ctx, o_, all, pg_.size()).row);
   }
 
   // The buffers of one measurement on the group's device.
