@@ -13,17 +13,27 @@ std::vector<double> pack_local(const LocalResult& r, int stop_flag) {
   return v;
 }
 
+RowTotals combine_totals(const std::vector<double>& all, int world) {
+  const size_t stride = all.size() / static_cast<size_t>(world);
+  RowTotals t;
+  for (int k = 0; k < world; ++k) {
+    const double* p = all.data() + k * stride;
+    t.stop = std::max(t.stop, static_cast<int>(p[kPackedStop]));
+    const auto w = static_cast<int64_t>(p[kPackedWrong]);
+    if (w >= 0) t.wrong = std::max<int64_t>(t.wrong, 0) + w;
+  }
+  return t;
+}
+
 Combined combine_ranks(const RowContext& ctx, const PerfOptions& o, const std::vector<double>& all,
                        int world) {
   const size_t stride = kPackedIterAt + static_cast<size_t>(ctx.iters);
   Combined c;
+  static_cast<RowTotals&>(c) = combine_totals(all, world);
   reports::ResultRow& r = c.row;
   for (int k = 0; k < world; ++k) {
     const double* p = all.data() + k * stride;
-    c.stop = std::max(c.stop, static_cast<int>(p[kPackedStop]));
-    const auto w = static_cast<int64_t>(p[kPackedWrong]);
-    if (w >= 0) c.wrong = std::max<int64_t>(c.wrong, 0) + w;
-    if (w > 0 && r.wrong_rank < 0) {
+    if (static_cast<int64_t>(p[kPackedWrong]) > 0 && r.wrong_rank < 0) {
       r.wrong_rank = k;
       r.wrong_offset = static_cast<int64_t>(p[kPackedFirstWrong]);
     }

@@ -4,8 +4,10 @@
 // no I/O, no shared state: safe to call from any thread.
 //
 // Each rank packs its LocalResult with pack_local(); the driver all_gathers the packed vectors
-// (every rank's vector has the same length, because every rank ran the same iteration count)
-// and every rank calls combine_ranks() on the gathered block.
+// (every rank's vector has the same length, because every rank ran the same iteration count).
+// Every rank calls combine_totals() on the gathered block (the stop flag and #wrong decide
+// whether it goes on and how it exits); only the rank that keeps the rows (rank 0) calls
+// combine_ranks() for the full ResultRow.
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -42,12 +44,21 @@ struct RowContext {
   int iters = 0;  // timed iterations: every record carries this many times
 };
 
-struct Combined {
-  reports::ResultRow row;
-  // Summed over the ranks that checked; -1 when none did (same as row.wrong).
+// What every rank needs from a row: the stop flag and the wrong count.
+struct RowTotals {
+  // Summed over the ranks that checked; -1 when none did.
   int64_t wrong = -1;
   // The largest stop flag any rank sent (0 = keep going).
   int stop = 0;
+};
+
+// `gathered`: world_size records of pack_local() of equal length, rank order. PRECONDITIONS:
+// world_size >= 1, gathered.size() == world_size * (kPackedIterAt + iterations).
+RowTotals combine_totals(const std::vector<double>& gathered, int world_size);
+
+// The full row, with the totals beside it (wrong == row.wrong).
+struct Combined : RowTotals {
+  reports::ResultRow row;
 };
 
 // `gathered`: world_size records of pack_local(), rank order. PRECONDITIONS: world_size >= 1,

@@ -9,6 +9,7 @@
 #include "core/exit_codes.h"
 #include "perf/combine.h"
 #include "perf/host_exchange.h"
+#include "perf/memory_report.h"
 #include "perf/run_meta.h"
 #include "perf/step_tracker.h"
 #include "perf/test_hooks.h"
@@ -273,12 +274,12 @@ class Driver {
     std::vector<double> all(v.size() * pg_.size());
     all_gather_host(pg_, TensorView::cpu(v.data(), v.size(), DType::Float64),
                     TensorView::cpu(all.data(), all.size(), DType::Float64), timeout_);
+    const RowTotals t = combine_totals(all, pg_.size());
+    stopped_by_ = std::max(stopped_by_, t.stop);
+    if (t.wrong > 0) wrong_total_ += t.wrong;
+    if (pg_.rank() != 0) return std::nullopt;  // only rank 0 keeps and prints rows
     const RowContext ctx{j.desc, j.dtype, j.op, j.root, j.cycle, l, in_place, iters};
-    Combined c = combine_ranks(ctx, o_, all, pg_.size());
-    stopped_by_ = std::max(stopped_by_, c.stop);
-    if (c.wrong > 0) wrong_total_ += c.wrong;
-    if (pg_.rank() != 0) return std::nullopt;
-    return std::move(c.row);
+    return std::move(combine_ranks(ctx, o_, all, pg_.size()).row);
   }
 
   // The buffers of one measurement on the group's device.
@@ -352,25 +353,10 @@ class Driver {
   // -M: after a collective's table, every rank's memory as its runtime sees it (rank 0 prints).
   void report_memory() {
     steps_.enter("exchange memory reports");
-    const device::MemoryReport m = dev_.memory();
-    std::vector<double> mine = {static_cast<double>(m.total_bytes),
-                                static_cast<double>(m.free_bytes),
-                                static_cast<double>(m.peak_allocated_bytes)};
-    std::vector<double> all(mine.size() * pg_.size());
-    all_gather_host(pg_, TensorView::cpu(mine.data(), mine.size(), DType::Float64),
-                    TensorView::cpu(all.data(), all.size(), DType::Float64), timeout_);
+    const std::vector<device::MemoryReport> all = gather_memory(pg_, dev_, timeout_);
     if (!sink_) return;
-    const auto mib = [](double b) {
-      if (b < 0) return std::string("?");
-      return b < (1 << 20) ? fmt::format("{:.1f} KiB", b / 1024)
-                           : fmt::format("{:.1f} MiB", b / (1 << 20));
-    };
-    for (int r = 0; r < pg_.size(); ++r) {
-      const double* p = all.data() + r * mine.size();
-      sink_->note(fmt::format("#  Rank {:2d} memory: peak {} in perf buffers; {} {} total, {} free",
-                              r, mib(p[2]), dev_.host_accessible() ? "host" : "device", mib(p[0]),
-                              mib(p[1])));
-    }
+    for (const std::string& line : memory_report_lines(all, dev_.host_accessible()))
+      sink_->note(line);
   }
 
   ProcessGroup& pg_;

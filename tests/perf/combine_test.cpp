@@ -151,5 +151,33 @@ TEST(PerfCombine, UncheckedRanksAndZeroTime) {
   EXPECT_EQ(c.row.busbw_gbps, 0);
 }
 
+// combine_totals: what every rank needs (stop flag, #wrong), the same as combine_ranks' totals.
+TEST(PerfCombine, TotalsMatchTheFullRow) {
+  const CollectiveDescriptor d = gather_like(false);
+  const RowTotals t = combine_totals(gathered(), 3);
+  EXPECT_EQ(t.stop, 15);
+  EXPECT_EQ(t.wrong, 5);
+  const Combined c = combine_ranks(context(&d), options(TimeReduce::Avg, false), gathered(), 3);
+  EXPECT_EQ(t.stop, c.stop);
+  EXPECT_EQ(t.wrong, c.wrong);
+}
+
+TEST(PerfCombine, TotalsWhenNoRankCheckedOrSomeDid) {
+  std::vector<double> all;
+  auto add = [&](const LocalResult& r, int stop) {
+    const std::vector<double> v = pack_local(r, stop);
+    all.insert(all.end(), v.begin(), v.end());
+  };
+  add({1, -1, -1, {1, 2}}, 0);
+  add({1, -1, -1, {1, 2}}, 0);
+  RowTotals t = combine_totals(all, 2);
+  EXPECT_EQ(t.wrong, -1);
+  EXPECT_EQ(t.stop, 0);
+  add({1, 0, -1, {1, 2}}, 2);  // a third rank checked and found nothing wrong
+  t = combine_totals(all, 3);
+  EXPECT_EQ(t.wrong, 0);
+  EXPECT_EQ(t.stop, 2);
+}
+
 }  // namespace
 }  // namespace collie::perf
