@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <deque>
 #include <mutex>
 
 namespace collie {
@@ -10,7 +11,8 @@ namespace {
 
 struct Registry {
   std::mutex mu;
-  std::vector<BackendRegistration> backends;
+  // A deque: registering more never moves the registrations find_backend handed out.
+  std::deque<BackendRegistration> backends;
   StackBuilder stack = nullptr;
   std::vector<MissingBackend> missing;
 };

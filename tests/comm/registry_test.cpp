@@ -118,6 +118,17 @@ TEST(Registry, TheUnavailableReasonIsTheBackendsOwnLineOrEmpty) {
   EXPECT_EQ(backend_unavailable_reason("reg_never_registered"), "");
 }
 
+// find_backend's pointers are kept by callers (perf's run metadata, init's lookup); a later
+// registration must not move the registrations they point to.
+TEST(Registry, AFoundRegistrationStaysPutWhenMoreAreRegistered) {
+  ASSERT_TRUE(register_backend(named("reg_stable", "stable 1")));
+  const BackendRegistration* first = find_backend("reg_stable");
+  ASSERT_NE(first, nullptr);
+  for (int i = 0; i < 64; ++i) ASSERT_TRUE(register_backend(named(fmt::format("reg_more_{}", i))));
+  ASSERT_EQ(find_backend("reg_stable"), first);
+  EXPECT_EQ(first->version, "stable 1");
+}
+
 // The builder installed by the tests below: records what it was given, adds one layer.
 struct Seen {
   int calls = 0;
