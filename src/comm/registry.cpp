@@ -27,6 +27,9 @@ Registry& registry() {
 bool register_backend(BackendRegistration reg) {
   auto& r = registry();
   std::lock_guard<std::mutex> lk(r.mu);
+  for (const auto& b : r.backends) {
+    if (b.name == reg.name) return false;  // find_backend answers with the first one
+  }
   r.backends.push_back(std::move(reg));
   return true;
 }

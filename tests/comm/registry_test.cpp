@@ -118,6 +118,17 @@ TEST(Registry, TheUnavailableReasonIsTheBackendsOwnLineOrEmpty) {
   EXPECT_EQ(backend_unavailable_reason("reg_never_registered"), "");
 }
 
+// find_backend already answered with the first registration of a name; a second one must not
+// show up beside it in backends() (`collie info`, the "built:" list) with capabilities never used.
+TEST(Registry, ASecondRegistrationOfANameIsRefusedAndTheFirstStays) {
+  ASSERT_TRUE(register_backend(named("reg_dup", "first")));
+  EXPECT_FALSE(register_backend(named("reg_dup", "second")));
+  ASSERT_NE(find_backend("reg_dup"), nullptr);
+  EXPECT_EQ(find_backend("reg_dup")->version, "first");
+  const auto names = listed();
+  EXPECT_EQ(std::count(names.begin(), names.end(), "reg_dup"), 1);
+}
+
 // find_backend's pointers are kept by callers (perf's run metadata, init's lookup); a later
 // registration must not move the registrations they point to.
 TEST(Registry, AFoundRegistrationStaysPutWhenMoreAreRegistered) {
