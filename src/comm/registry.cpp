@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <deque>
 #include <mutex>
 
 namespace collie {
@@ -10,7 +11,8 @@ namespace {
 
 struct Registry {
   std::mutex mu;
-  std::vector<BackendRegistration> backends;
+  // A deque: registering more never moves the registrations find_backend handed out.
+  std::deque<BackendRegistration> backends;
   StackBuilder stack = nullptr;
   std::vector<MissingBackend> missing;
 };
@@ -25,6 +27,9 @@ Registry& registry() {
 bool register_backend(BackendRegistration reg) {
   auto& r = registry();
   std::lock_guard<std::mutex> lk(r.mu);
+  for (const auto& b : r.backends) {
+    if (b.name == reg.name) return false;  // find_backend answers with the first one
+  }
   r.backends.push_back(std::move(reg));
   return true;
 }

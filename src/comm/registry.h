@@ -54,6 +54,7 @@ struct MissingBackend {
   std::string reason;
 };
 
+// False, and nothing changes, when a backend of that name is already registered.
 COLLIE_API bool register_backend(BackendRegistration reg);
 // Installs the stack builder (once, from src/stack); returns true for static initialisers.
 COLLIE_API bool set_stack_builder(StackBuilder build);

@@ -1,0 +1,213 @@
+// comm/registry: backends registered and found by name, the one-line refusal of a backend that is
+// unknown or not in this build, and apply_wrappers handing each new group to the stack builder.
+#include "comm/registry.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "comm/init.h"
+#include "comm/wrapper.h"
+#include "core/env.h"
+#include "core/error.h"
+#include "stack/stack.h"
+#include "store/hash_store.h"
+#include "support/fake_backend.h"
+#include "support/test_backends.h"
+
+namespace collie {
+namespace {
+
+BackendRegistration named(const std::string& name, const std::string& version = "") {
+  BackendRegistration r;
+  r.name = name;
+  r.version = version;
+  r.create = [](const BackendArgs& a) -> std::shared_ptr<ProcessGroup> {
+    return std::make_shared<testing::FakeBackend>(a.info);
+  };
+  return r;
+}
+
+std::vector<std::string> listed() {
+  std::vector<std::string> out;
+  for (const auto* b : backends()) out.push_back(b->name);
+  return out;
+}
+
+std::shared_ptr<testing::FakeBackend> fake(const std::string& name) {
+  return std::make_shared<testing::FakeBackend>(
+      testing::fake_info(0, 1, std::make_shared<HashStore>(), Millis(5000), name));
+}
+
+// What init_process_group says when it refuses `backend` (before any rendezvous).
+std::string refusal(const std::string& backend) {
+  MapEnv env({});
+  InitOptions o;
+  o.backend = backend;
+  o.env = &env;
+  try {
+    init_process_group(o);
+  } catch (const InvalidArgument& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "backend '" << backend << "' was accepted";
+  return {};
+}
+
+TEST(Registry, ABackendIsFoundByItsExactNameAndListedInNameOrder) {
+  ASSERT_TRUE(testing::test_backends_registered());
+  ASSERT_TRUE(register_backend(named("reg_zeta", "zeta 2.0")));
+  ASSERT_TRUE(register_backend(named("reg_alpha", "alpha 1.0")));
+  const BackendRegistration* z = find_backend("reg_zeta");
+  ASSERT_NE(z, nullptr);
+  EXPECT_EQ(z->name, "reg_zeta");
+  EXPECT_EQ(z->version, "zeta 2.0");
+  ASSERT_NE(find_backend("reg_alpha"), nullptr);
+  EXPECT_EQ(find_backend("reg_alpha")->version, "alpha 1.0");
+  EXPECT_EQ(find_backend("reg_"), nullptr);
+  EXPECT_EQ(find_backend("REG_ZETA"), nullptr);
+  const auto names = listed();
+  EXPECT_TRUE(std::is_sorted(names.begin(), names.end()))
+      << fmt::format("{}", fmt::join(names, ","));
+  for (const char* n : {"fake", "reg_alpha", "reg_zeta", "threads"}) {
+    EXPECT_EQ(std::count(names.begin(), names.end(), n), 1) << n;
+  }
+}
+
+TEST(Registry, AnUnknownBackendIsRefusedInOneLineListingTheBuiltOnes) {
+  ASSERT_TRUE(testing::test_backends_registered());
+  ASSERT_TRUE(register_missing_backend(MissingBackend{"reg_absent", "not built: test"}));
+  const std::string built = fmt::format("{}", fmt::join(listed(), ", "));
+  const std::string expected = "unknown backend 'no_such_backend' (built: " + built + ")";
+  EXPECT_EQ(refusal("no_such_backend"), expected);
+  EXPECT_NE(built.find("fake, "), std::string::npos) << built;
+  EXPECT_EQ(built.find("reg_absent"), std::string::npos) << "a missing backend listed as built";
+  // new_group looks its backend up the same way.
+  auto parent = fake("0");
+  NewGroupOptions o;
+  o.backend = "no_such_backend";
+  try {
+    new_group(*parent, {0}, o);
+    FAIL() << "new_group accepted an unknown backend";
+  } catch (const InvalidArgument& e) {
+    EXPECT_EQ(std::string(e.what()), expected);
+  }
+}
+
+TEST(Registry, ABackendNotInThisBuildIsRefusedWithTheReason) {
+  ASSERT_TRUE(register_missing_backend(
+      MissingBackend{"reg_missing", "not built: widget toolkit not found"}));
+  const std::string line =
+      "backend 'reg_missing' is not available in this build: not built: widget toolkit not found";
+  EXPECT_EQ(refusal("reg_missing"), line);
+  EXPECT_EQ(backend_unavailable_reason("reg_missing"), line);
+  EXPECT_EQ(find_backend("reg_missing"), nullptr);
+  const auto missing = missing_backends();
+  EXPECT_TRUE(std::any_of(missing.begin(), missing.end(),
+                          [](const MissingBackend& m) { return m.name == "reg_missing"; }));
+}
+
+TEST(Registry, TheUnavailableReasonIsTheBackendsOwnLineOrEmpty) {
+  ASSERT_TRUE(testing::test_backends_registered());
+  BackendRegistration r = named("reg_unavailable");
+  r.unavailable_reason = [] { return std::string("no widget driver: test"); };
+  ASSERT_TRUE(register_backend(std::move(r)));
+  EXPECT_EQ(backend_unavailable_reason("reg_unavailable"), "no widget driver: test");
+  EXPECT_EQ(backend_unavailable_reason("fake"), "");  // registered without a reason function
+  EXPECT_EQ(backend_unavailable_reason("reg_never_registered"), "");
+}
+
+// find_backend already answered with the first registration of a name; a second one must not
+// show up beside it in backends() (`collie info`, the "built:" list) with capabilities never used.
+TEST(Registry, ASecondRegistrationOfANameIsRefusedAndTheFirstStays) {
+  ASSERT_TRUE(register_backend(named("reg_dup", "first")));
+  EXPECT_FALSE(register_backend(named("reg_dup", "second")));
+  ASSERT_NE(find_backend("reg_dup"), nullptr);
+  EXPECT_EQ(find_backend("reg_dup")->version, "first");
+  const auto names = listed();
+  EXPECT_EQ(std::count(names.begin(), names.end(), "reg_dup"), 1);
+}
+
+// find_backend's pointers are kept by callers (perf's run metadata, init's lookup); a later
+// registration must not move the registrations they point to.
+TEST(Registry, AFoundRegistrationStaysPutWhenMoreAreRegistered) {
+  ASSERT_TRUE(register_backend(named("reg_stable", "stable 1")));
+  const BackendRegistration* first = find_backend("reg_stable");
+  ASSERT_NE(first, nullptr);
+  for (int i = 0; i < 64; ++i) ASSERT_TRUE(register_backend(named(fmt::format("reg_more_{}", i))));
+  ASSERT_EQ(find_backend("reg_stable"), first);
+  EXPECT_EQ(first->version, "stable 1");
+}
+
+// The builder installed by the tests below: records what it was given, adds one layer.
+struct Seen {
+  int calls = 0;
+  ProcessGroup* backend = nullptr;
+  std::string group;
+  const Env* env = nullptr;
+};
+Seen& seen() {
+  static Seen s;
+  return s;
+}
+
+class Layer final : public ProcessGroupWrapper {
+ public:
+  using ProcessGroupWrapper::ProcessGroupWrapper;
+};
+
+std::shared_ptr<ProcessGroup> recording_builder(std::shared_ptr<ProcessGroup> backend,
+                                                const BackendArgs& args) {
+  seen() = Seen{seen().calls + 1, backend.get(), args.info.name, args.env};
+  return std::make_shared<Layer>(std::move(backend));
+}
+
+// Installs a builder for one test and puts src/stack's back after it.
+struct BuilderGuard {
+  explicit BuilderGuard(StackBuilder b) { set_stack_builder(b); }
+  ~BuilderGuard() { set_stack_builder(&build_stack); }
+};
+
+TEST(Registry, ApplyWrappersReturnsWhatTheInstalledBuilderMadeOfTheBackend) {
+  BuilderGuard guard(&recording_builder);
+  seen() = Seen{};
+  auto backend = fake("7");
+  MapEnv env({});
+  auto pg = apply_wrappers(backend, BackendArgs{backend->info(), &env});
+  EXPECT_EQ(seen().calls, 1);
+  EXPECT_EQ(seen().backend, backend.get());
+  EXPECT_EQ(seen().group, "7");
+  EXPECT_EQ(seen().env, &env);
+  ASSERT_NE(dynamic_cast<Layer*>(pg.get()), nullptr);
+  EXPECT_EQ(pg->inner(), backend.get());
+}
+
+TEST(Registry, WithoutABuilderApplyWrappersReturnsTheBackendItself) {
+  BuilderGuard guard(nullptr);
+  auto backend = fake("8");
+  EXPECT_EQ(apply_wrappers(backend, BackendArgs{backend->info(), nullptr}), backend);
+}
+
+TEST(Registry, InitProcessGroupWrapsTheGroupTheRegistrationCreated) {
+  ASSERT_TRUE(testing::test_backends_registered());
+  BuilderGuard guard(&recording_builder);
+  seen() = Seen{};
+  MapEnv env({});
+  InitOptions o;
+  o.backend = "fake";
+  o.store = std::make_shared<HashStore>();
+  o.rank = 0;
+  o.world_size = 1;
+  o.env = &env;
+  auto pg = init_process_group(o);
+  ASSERT_NE(dynamic_cast<Layer*>(pg.get()), nullptr);
+  EXPECT_EQ(seen().calls, 1);
+  EXPECT_EQ(seen().env, &env);
+  EXPECT_EQ(seen().backend, pg->inner());
+  EXPECT_NE(dynamic_cast<testing::FakeBackend*>(pg->inner()), nullptr);
+  EXPECT_EQ(pg->backend_name(), "fake");
+}
+
+}  // namespace
+}  // namespace collie
