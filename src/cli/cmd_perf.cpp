@@ -52,6 +52,15 @@ struct PerfFlags {
 // Turns flags into engine options; every mistake is one InvalidArgument line (exit 2). The
 // launch flags (f.run) are checked by launch_or_run; the conversions and the sweep's rules are
 // perf/options.h's, which accept's perf checks use too.
+// The busbw gate in GB/s: --min-busbw, else nccl-tests' NCCL_TESTS_MIN_BW; 0 = no gate. A value
+// that is not a number in [0, 1e9] is an InvalidArgument naming the variable (nccl-tests' strtod
+// would read "abc" or "5GB/s" as 0 or 5 and silently turn the gate off or change it).
+double min_busbw_gate(const PerfFlags& f, const Env& env) {
+  if (f.min_busbw > 0) return f.min_busbw;
+  const auto v = env.get("NCCL_TESTS_MIN_BW");
+  return v && !v->empty() ? parse_finite(*v, "NCCL_TESTS_MIN_BW", 0, 1e9) : 0;
+}
+
 PerfOptions to_options(const PerfFlags& f, bool iters_given) {
   PerfOptions o;
   o.collectives = perf::parse_collectives(f.collectives, /*allow_all=*/true, "collectives");
@@ -103,6 +112,7 @@ PerfOptions to_options(const PerfFlags& f, bool iters_given) {
   o.graph_launches = f.cuda_graph;
   o.memory_report = f.memory_report != 0;
   check_finite(f.min_busbw, "--min-busbw", 0, 1e9);
+  min_busbw_gate(f, Env::process());  // a bad NCCL_TESTS_MIN_BW is refused before any rank starts
   return o;
 }
 
@@ -152,11 +162,7 @@ reports::NcclTestsConfig nccl_config(const PerfOptions& o, double min_bw) {
 // One rank of the run (launch_or_run has checked the flags and announced any test hook).
 int run_rank(const PerfFlags& f, PerfOptions o, const std::map<std::string, std::string>& flags) {
   o.hooks = perf::TestHooks::from_env(Env::process());
-  double min_bw = f.min_busbw;
-  if (min_bw <= 0) {
-    if (auto env = Env::process().get("NCCL_TESTS_MIN_BW"); env && !env->empty())
-      min_bw = std::strtod(env->c_str(), nullptr);
-  }
+  const double min_bw = min_busbw_gate(f, Env::process());
   InitOptions init;
   init.backend = f.run.backend;
   if (f.run.timeout_s > 0) init.timeout = std::chrono::seconds(f.run.timeout_s);

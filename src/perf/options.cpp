@@ -84,6 +84,8 @@ std::vector<int64_t> sweep_sizes(const PerfOptions& o) {
   std::vector<int64_t> out;
   for (int64_t s = o.min_bytes; s <= o.max_bytes;) {
     out.push_back(s);
+    // A factor that would take the size past -e ends the sweep (and never overflows).
+    if (o.step_factor > 1 && s > o.max_bytes / o.step_factor) break;
     const int64_t next = o.step_factor > 1 ? s * o.step_factor : s + o.step_bytes;
     if (next <= s) break;  // -b 0 with a factor, or a zero step: one size only
     s = next;

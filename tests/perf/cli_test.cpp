@@ -286,6 +286,23 @@ TEST_F(PerfCli, MinBusBandwidthGateFailsTheRun) {
   EXPECT_EQ(run("all_reduce -np 2 -b 1K -e 1K -n 2", "NCCL_TESTS_MIN_BW=1000000").rc, 1);
 }
 
+// nccl-tests reads NCCL_TESTS_MIN_BW with strtod, so "abc" turned its gate off and "5GB/s" read
+// as 5; collie refuses what is not a number, in one line, before any rank starts.
+TEST(PerfCliFlags, ABadMinBandwidthVariableIsRefused) {
+  for (const char* v : {"abc", "5GB/s", "-1", "nan"}) {
+    const Result r =
+        run("all_reduce -np 2 -b 1K -e 1K -n 2", std::string("NCCL_TESTS_MIN_BW=") + v);
+    EXPECT_EQ(r.rc, 2) << v << ": " << r.err;
+    EXPECT_EQ(
+        r.err.rfind(
+            std::string("collie perf: error: NCCL_TESTS_MIN_BW '") + v + "' is not a number", 0),
+        0u)
+        << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+  }
+}
+
 TEST_F(PerfCli, TimeoutNamesTheLaggingRankAndExits3) {
   // Rank 1 sleeps 4 s before its first timed call; -T 1 must end the run and name rank 1.
   const Result r = run("all_reduce -np 2 -b 8 -e 8 -n 2 -T 1",
