@@ -7,86 +7,36 @@
 #include <cstdint>
 #include <cstring>
 
+#include "core/dtype_visit.h"
 #include "core/half.h"
 
 namespace collie::testing {
-namespace {
-
-template <typename T>
-void put_as(void* buf, size_t i, double v) {
-  T t = static_cast<T>(v);
-  std::memcpy(static_cast<char*>(buf) + i * sizeof(T), &t, sizeof(T));
-}
-template <typename T>
-double get_as(const void* buf, size_t i) {
-  T t;
-  std::memcpy(&t, static_cast<const char*>(buf) + i * sizeof(T), sizeof(T));
-  return static_cast<double>(t);
-}
-
-}  // namespace
-
+// Element access through core's one DType -> C++ type mapping (dtype_visit.h); 16-bit floats
+// convert through float. Only the mapping is shared with the product, never its reductions.
 void put(void* buf, size_t i, DType d, double v) {
-  switch (d) {
-    case DType::Int8:
-      return put_as<int8_t>(buf, i, v);
-    case DType::UInt8:
-      return put_as<uint8_t>(buf, i, v);
-    case DType::Int32:
-      return put_as<int32_t>(buf, i, v);
-    case DType::UInt32:
-      return put_as<uint32_t>(buf, i, v);
-    case DType::Int64:
-      return put_as<int64_t>(buf, i, v);
-    case DType::UInt64:
-      return put_as<uint64_t>(buf, i, v);
-    case DType::Float16: {
-      Half h = Half::from_float(static_cast<float>(v));
-      std::memcpy(static_cast<char*>(buf) + i * 2, &h, 2);
-      return;
+  visit_dtype(d, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T t;
+    if constexpr (is_half_type_v<T>) {
+      t = T::from_float(static_cast<float>(v));
+    } else {
+      t = static_cast<T>(v);
     }
-    case DType::BFloat16: {
-      BFloat16 h = BFloat16::from_float(static_cast<float>(v));
-      std::memcpy(static_cast<char*>(buf) + i * 2, &h, 2);
-      return;
-    }
-    case DType::Float32:
-      return put_as<float>(buf, i, v);
-    case DType::Float64:
-      return put_as<double>(buf, i, v);
-  }
+    std::memcpy(static_cast<char*>(buf) + i * sizeof(T), &t, sizeof(T));
+  });
 }
 
 double get(const void* buf, size_t i, DType d) {
-  switch (d) {
-    case DType::Int8:
-      return get_as<int8_t>(buf, i);
-    case DType::UInt8:
-      return get_as<uint8_t>(buf, i);
-    case DType::Int32:
-      return get_as<int32_t>(buf, i);
-    case DType::UInt32:
-      return get_as<uint32_t>(buf, i);
-    case DType::Int64:
-      return get_as<int64_t>(buf, i);
-    case DType::UInt64:
-      return get_as<uint64_t>(buf, i);
-    case DType::Float16: {
-      Half h;
-      std::memcpy(&h, static_cast<const char*>(buf) + i * 2, 2);
-      return h.to_float();
+  return visit_dtype(d, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T t;
+    std::memcpy(&t, static_cast<const char*>(buf) + i * sizeof(T), sizeof(T));
+    if constexpr (is_half_type_v<T>) {
+      return static_cast<double>(t.to_float());
+    } else {
+      return static_cast<double>(t);
     }
-    case DType::BFloat16: {
-      BFloat16 h;
-      std::memcpy(&h, static_cast<const char*>(buf) + i * 2, 2);
-      return h.to_float();
-    }
-    case DType::Float32:
-      return get_as<float>(buf, i);
-    case DType::Float64:
-      return get_as<double>(buf, i);
-  }
-  return 0;
+  });
 }
 
 double input_value(ReduceOp op, int rank, size_t i) {
