@@ -8,7 +8,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <thread>
 
 #include "core/error.h"
 #include "store/tcp_store_protocol.h"
@@ -145,6 +144,18 @@ void FileStore::write_set(Locked& lk, const std::string& key) {
   write_record(lk, w);
 }
 
+void FileStore::check_live(const std::vector<std::string>& keys) const {
+  if (interrupted_.load()) throw_store_interrupted(keys, fmt::format("FileStore {}", path_));
+}
+
+void FileStore::interrupt() {
+  {
+    std::lock_guard<std::mutex> w(wake_mu_);
+    interrupted_.store(true);
+  }
+  wake_.notify_all();
+}
+
 std::shared_ptr<Store> FileStore::clone() {
   return std::make_shared<FileStore>(path_, 0, timeout());
 }
@@ -152,6 +163,7 @@ std::shared_ptr<Store> FileStore::clone() {
 void FileStore::set(const std::string& key, const Bytes& value) { multi_set({key}, {value}); }
 
 void FileStore::multi_set(const std::vector<std::string>& keys, const std::vector<Bytes>& values) {
+  check_live(keys);
   std::lock_guard<std::mutex> g(mu_);
   Locked lk(path_, LOCK_EX);
   sync(lk);
@@ -160,6 +172,7 @@ void FileStore::multi_set(const std::vector<std::string>& keys, const std::vecto
 }
 
 int64_t FileStore::add(const std::string& key, int64_t delta) {
+  check_live({key});
   std::lock_guard<std::mutex> g(mu_);
   Locked lk(path_, LOCK_EX);
   sync(lk);
@@ -169,6 +182,7 @@ int64_t FileStore::add(const std::string& key, int64_t delta) {
 }
 
 Bytes FileStore::compare_set(const std::string& key, const Bytes& expected, const Bytes& desired) {
+  check_live({key});
   std::lock_guard<std::mutex> g(mu_);
   Locked lk(path_, LOCK_EX);
   sync(lk);
@@ -180,6 +194,7 @@ Bytes FileStore::compare_set(const std::string& key, const Bytes& expected, cons
 }
 
 void FileStore::append(const std::string& key, const Bytes& value) {
+  check_live({key});
   std::lock_guard<std::mutex> g(mu_);
   Locked lk(path_, LOCK_EX);
   sync(lk);
@@ -188,6 +203,7 @@ void FileStore::append(const std::string& key, const Bytes& value) {
 }
 
 bool FileStore::delete_key(const std::string& key) {
+  check_live({key});
   std::lock_guard<std::mutex> g(mu_);
   Locked lk(path_, LOCK_EX);
   sync(lk);
@@ -199,6 +215,7 @@ bool FileStore::delete_key(const std::string& key) {
 }
 
 int64_t FileStore::num_keys() {
+  check_live({});
   std::lock_guard<std::mutex> g(mu_);
   Locked lk(path_, LOCK_SH);
   sync(lk);
@@ -206,6 +223,7 @@ int64_t FileStore::num_keys() {
 }
 
 bool FileStore::check(const std::vector<std::string>& keys) {
+  check_live(keys);
   std::lock_guard<std::mutex> g(mu_);
   Locked lk(path_, LOCK_SH);
   sync(lk);
@@ -218,6 +236,7 @@ std::vector<Bytes> FileStore::wait_for(const std::vector<std::string>& keys, Mil
   const auto deadline = start + resolve(timeout);
   auto backoff = std::chrono::milliseconds(1);
   for (;;) {
+    check_live(keys);
     {
       std::lock_guard<std::mutex> g(mu_);
       Locked lk(path_, LOCK_SH);
@@ -229,8 +248,13 @@ std::vector<Bytes> FileStore::wait_for(const std::vector<std::string>& keys, Mil
       throw_store_timeout(keys, std::chrono::duration_cast<Millis>(now - start),
                           fmt::format("FileStore {}", path_));
     }
-    // Another process's write is invisible until we look; poll with a capped backoff.
-    std::this_thread::sleep_for(std::min<std::chrono::nanoseconds>(backoff, deadline - now));
+    // Another process's write is invisible until we look; poll with a capped backoff (cut
+    // short by interrupt()).
+    {
+      std::unique_lock<std::mutex> w(wake_mu_);
+      wake_.wait_for(w, std::min<std::chrono::nanoseconds>(backoff, deadline - now),
+                     [&] { return interrupted_.load(); });
+    }
     backoff = std::min<std::chrono::milliseconds>(backoff * 2, std::chrono::milliseconds(50));
   }
 }

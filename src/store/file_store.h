@@ -8,6 +8,8 @@
 // to num_workers removes the file. Thread-safe; safe across processes.
 #include <sys/types.h>
 
+#include <atomic>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -40,6 +42,7 @@ class COLLIE_API FileStore : public Store {
   void append(const std::string& key, const Bytes& value) override;
   std::vector<Bytes> multi_get(const std::vector<std::string>& keys) override;
   void multi_set(const std::vector<std::string>& keys, const std::vector<Bytes>& values) override;
+  void interrupt() override;
   using Store::set;
   using Store::wait;
 
@@ -52,6 +55,7 @@ class COLLIE_API FileStore : public Store {
   void write_record(Locked& lk, store_wire::Writer& w);
   void write_set(Locked& lk, const std::string& key);  // logs cache_'s value of key
   std::vector<Bytes> wait_for(const std::vector<std::string>& keys, Millis timeout, bool fetch);
+  void check_live(const std::vector<std::string>& keys) const;  // throws once interrupted
 
   std::string path_;
   int num_workers_;
@@ -59,6 +63,9 @@ class COLLIE_API FileStore : public Store {
   std::unique_ptr<HashStore> cache_ = std::make_unique<HashStore>();
   off_t pos_ = 0;  // bytes of the log already replayed into cache_
   int workers_done_ = 0;
+  std::atomic<bool> interrupted_{false};
+  std::mutex wake_mu_;  // with wake_: cuts a wait's sleep short on interrupt()
+  std::condition_variable wake_;
 };
 
 }  // namespace collie

@@ -16,6 +16,18 @@ int64_t parse_counter(const Bytes& value, const std::string& key) {
   return out;
 }
 
+void HashStore::check_live(const std::vector<std::string>& keys) const {
+  if (interrupted_) throw_store_interrupted(keys, "HashStore");
+}
+
+void HashStore::interrupt() {
+  {
+    std::lock_guard<std::mutex> lk(s_->mu);
+    interrupted_ = true;
+  }
+  s_->cv.notify_all();  // the cv is shared with clones: they wake, see nothing new and wait on
+}
+
 std::shared_ptr<Store> HashStore::clone() {
   return std::shared_ptr<HashStore>(new HashStore(s_, timeout()));
 }
@@ -23,6 +35,7 @@ std::shared_ptr<Store> HashStore::clone() {
 void HashStore::set(const std::string& key, const Bytes& value) {
   {
     std::lock_guard<std::mutex> lk(s_->mu);
+    check_live({key});
     s_->map[key] = value;
   }
   s_->cv.notify_all();
@@ -32,7 +45,9 @@ void HashStore::wait_locked(std::unique_lock<std::mutex>& lk, const std::vector<
                             Millis timeout) {
   const auto start = std::chrono::steady_clock::now();
   const auto deadline = start + resolve(timeout);
+  check_live(keys);
   auto ready = [&] {
+    if (interrupted_) return true;
     for (const auto& k : keys) {
       if (s_->map.find(k) == s_->map.end()) return false;
     }
@@ -43,6 +58,7 @@ void HashStore::wait_locked(std::unique_lock<std::mutex>& lk, const std::vector<
         keys, std::chrono::duration_cast<Millis>(std::chrono::steady_clock::now() - start),
         "HashStore");
   }
+  check_live(keys);
 }
 
 Bytes HashStore::get(const std::string& key) {
@@ -55,6 +71,7 @@ int64_t HashStore::add(const std::string& key, int64_t delta) {
   int64_t v;
   {
     std::lock_guard<std::mutex> lk(s_->mu);
+    check_live({key});
     auto it = s_->map.find(key);
     const int64_t old = it == s_->map.end() ? 0 : parse_counter(it->second, key);
     if (__builtin_add_overflow(old, delta, &v)) {
@@ -69,6 +86,7 @@ int64_t HashStore::add(const std::string& key, int64_t delta) {
 
 bool HashStore::check(const std::vector<std::string>& keys) {
   std::lock_guard<std::mutex> lk(s_->mu);
+  check_live(keys);
   for (const auto& k : keys) {
     if (s_->map.find(k) == s_->map.end()) return false;
   }
@@ -84,6 +102,7 @@ Bytes HashStore::compare_set(const std::string& key, const Bytes& expected, cons
   Bytes result;
   {
     std::lock_guard<std::mutex> lk(s_->mu);
+    check_live({key});
     auto it = s_->map.find(key);
     if (it == s_->map.end()) {
       if (!expected.empty()) return expected;  // torch semantics: missing key returns expected
@@ -102,6 +121,7 @@ Bytes HashStore::compare_set(const std::string& key, const Bytes& expected, cons
 
 bool HashStore::delete_key(const std::string& key) {
   std::lock_guard<std::mutex> lk(s_->mu);
+  check_live({key});
   return s_->map.erase(key) > 0;
 }
 
@@ -113,12 +133,14 @@ int64_t HashStore::value_size(const std::string& key) {
 
 int64_t HashStore::num_keys() {
   std::lock_guard<std::mutex> lk(s_->mu);
+  check_live({});
   return static_cast<int64_t>(s_->map.size());
 }
 
 void HashStore::append(const std::string& key, const Bytes& value) {
   {
     std::lock_guard<std::mutex> lk(s_->mu);
+    check_live({key});
     auto& v = s_->map[key];
     v.insert(v.end(), value.begin(), value.end());
   }
@@ -141,6 +163,7 @@ void HashStore::multi_set(const std::vector<std::string>& keys, const std::vecto
   }
   {
     std::lock_guard<std::mutex> lk(s_->mu);
+    check_live(keys);
     for (size_t i = 0; i < keys.size(); ++i) s_->map[keys[i]] = values[i];
   }
   s_->cv.notify_all();

@@ -31,6 +31,7 @@ class COLLIE_API HashStore : public Store {
   void append(const std::string& key, const Bytes& value) override;
   std::vector<Bytes> multi_get(const std::vector<std::string>& keys) override;
   void multi_set(const std::vector<std::string>& keys, const std::vector<Bytes>& values) override;
+  void interrupt() override;
   using Store::set;
   using Store::wait;
 
@@ -46,7 +47,10 @@ class COLLIE_API HashStore : public Store {
     std::map<std::string, Bytes> map;
   };
   HashStore(std::shared_ptr<State> s, Millis timeout) : Store(timeout), s_(std::move(s)) {}
+  // Throws when this handle was interrupted. REQUIRES: s_->mu held.
+  void check_live(const std::vector<std::string>& keys) const;
   std::shared_ptr<State> s_;  // shared with clones
+  bool interrupted_ = false;  // this handle's alone; guarded by s_->mu
 };
 
 // Integer values are stored as decimal text (as torch's stores do), shared by all stores.

@@ -28,6 +28,7 @@ Bytes PrefixStore::get(const std::string& key) {
 int64_t PrefixStore::add(const std::string& key, int64_t delta) {
   return base_->add(k(key), delta);
 }
+void PrefixStore::interrupt() { base_->interrupt(); }
 bool PrefixStore::check(const std::vector<std::string>& keys) { return base_->check(ks(keys)); }
 void PrefixStore::wait(const std::vector<std::string>& keys, Millis timeout) {
   base_->wait(ks(keys), resolve(timeout));

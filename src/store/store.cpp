@@ -27,4 +27,9 @@ void throw_store_timeout(const std::vector<std::string>& keys, Millis waited,
       where, waited.count(), fmt::join(keys, ", ")));
 }
 
+void throw_store_interrupted(const std::vector<std::string>& keys, std::string_view where) {
+  throw StoreError(fmt::format("{}: interrupted{}{}{}", where, keys.empty() ? "" : " on key(s) [",
+                               fmt::join(keys, ", "), keys.empty() ? "" : "]"));
+}
+
 }  // namespace collie

@@ -70,6 +70,14 @@ class COLLIE_API Store {
   // PrefixStore clones its base, HashStore shares its map, FileStore opens the file again.
   virtual std::shared_ptr<Store> clone() = 0;
 
+  // Ends every call in progress on this client (a parked get or wait included) at once with
+  // StoreError "... interrupted", and fails every later call on it the same way; for stopping
+  // a thread that parks in wait() on a clone() of its own. Other clients of the same store (the
+  // original, other clones) keep working. REQUIRES: no one else uses this client (a PrefixStore
+  // interrupts its base, which is its own only when it came from clone()). Thread-safe, never
+  // blocks, idempotent.
+  virtual void interrupt() = 0;
+
   void set(const std::string& key, std::string_view value) { set(key, to_bytes(value)); }
   std::string get_string(const std::string& key) { return to_string(get(key)); }
 
@@ -86,5 +94,8 @@ class COLLIE_API Store {
 // The error every implementation throws when a wait expires, so messages read the same.
 [[noreturn]] COLLIE_API void throw_store_timeout(const std::vector<std::string>& keys,
                                                  Millis waited, std::string_view where);
+// The error every implementation throws for a call on an interrupt()ed client.
+[[noreturn]] COLLIE_API void throw_store_interrupted(const std::vector<std::string>& keys,
+                                                     std::string_view where);
 
 }  // namespace collie

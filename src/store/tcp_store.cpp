@@ -1,8 +1,10 @@
 #include "store/tcp_store.h"
 
 #include <fmt/format.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <span>
 
 #include "core/error.h"
@@ -34,6 +36,13 @@ class TcpStore::Connection {
     }
   }
   ~Connection() { close(fd_); }
+
+  // Shuts the socket down (it stays open until destruction, so fd_ cannot be reused under a
+  // call in progress): a parked call's poll() returns and the call fails as interrupted.
+  void interrupt() {
+    interrupted_.store(true);
+    ::shutdown(fd_, SHUT_RDWR);
+  }
 
   // Sends one request and returns the payload of an OK response (after the status byte).
   // `io_budget` bounds the whole exchange; `keys` name the request in errors.
@@ -78,6 +87,8 @@ class TcpStore::Connection {
       out.insert(out.end(), frame.begin(), frame.end());
     }
     std::lock_guard<std::mutex> lk(mu_);
+    if (interrupted_.load())
+      throw_store_interrupted(*reqs[0].keys, fmt::format("TcpStore {}", peer_));
     if (broken_) {
       throw NetworkError(
           fmt::format("TcpStore {}: the connection broke earlier ({}); create a new store client",
@@ -95,6 +106,8 @@ class TcpStore::Connection {
     } catch (const NetworkError& e) {
       broken_ = true;
       broken_reason_ = e.what();
+      if (interrupted_.load())
+        throw_store_interrupted(*at->keys, fmt::format("TcpStore {}", peer_));
       throw NetworkError(fmt::format("TcpStore {} on key(s) [{}]: {}", store_wire::op_name(at->op),
                                      fmt::join(*at->keys, ", "), e.what()));
     }
@@ -141,6 +154,7 @@ class TcpStore::Connection {
   std::string peer_;
   size_t max_;
   int fd_ = -1;
+  std::atomic<bool> interrupted_{false};
   std::mutex mu_;
   bool broken_ = false;
   std::string broken_reason_;
@@ -189,6 +203,8 @@ std::shared_ptr<Store> TcpStore::clone() {
   o.secret = secret_;
   return std::make_shared<TcpStore>(o);
 }
+
+void TcpStore::interrupt() { conn_->interrupt(); }
 
 void TcpStore::ping() {
   Writer w = request(Op::kPing);

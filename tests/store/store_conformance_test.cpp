@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <thread>
+#include <vector>
 
 #include "core/error.h"
 #include "store/hash_store.h"
@@ -175,6 +176,58 @@ TEST_P(StoreConformance, CloneIsAnotherClientWhoseWaitsBlockNobody) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
   s().set("late_key", "now");
   waiter.join();
+}
+
+// The use interrupt() exists for: a thread parked in wait() on a clone of its own, stopped from
+// another thread. The wait ends at once, the clone stays unusable, and every other client of the
+// store (the original, another clone, a waiter parked elsewhere) is untouched.
+TEST_P(StoreConformance, InterruptEndsAParkedWaitAtOnceAndLeavesOtherClientsWorking) {
+  auto c = s().clone();
+  auto bystander = s().clone();
+  std::string error, bystander_got;
+  std::chrono::steady_clock::duration parked_for{};
+  std::thread waiter([&] {
+    const auto t0 = std::chrono::steady_clock::now();
+    try {
+      c->wait({"never_set"}, std::chrono::seconds(60));
+    } catch (const StoreError& e) {
+      error = e.what();
+    }
+    parked_for = std::chrono::steady_clock::now() - t0;
+  });
+  std::thread other_waiter([&] { bystander_got = bystander->get_string("set_later"); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const auto t0 = std::chrono::steady_clock::now();
+  c->interrupt();
+  waiter.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(1));
+  EXPECT_GE(parked_for, std::chrono::milliseconds(150));  // it was parked, not refused early
+  EXPECT_NE(error.find("interrupted"), std::string::npos) << error;
+  EXPECT_NE(error.find("never_set"), std::string::npos) << error;
+
+  // Later calls on the interrupted client fail the same way, at once; a second interrupt is
+  // harmless.
+  c->interrupt();
+  for (auto call : std::vector<std::function<void()>>{
+           [&] { c->set("k", "v"); }, [&] { c->get("k"); }, [&] { c->check({"k"}); },
+           [&] { c->wait({"k"}, std::chrono::seconds(30)); }, [&] { c->add("n", 1); }}) {
+    const auto t1 = std::chrono::steady_clock::now();
+    try {
+      call();
+      ADD_FAILURE() << "a call on an interrupted client succeeded";
+    } catch (const StoreError& e) {
+      EXPECT_NE(std::string(e.what()).find("interrupted"), std::string::npos) << e.what();
+    }
+    EXPECT_LT(std::chrono::steady_clock::now() - t1, std::chrono::seconds(1));
+  }
+
+  // Everyone else: the original, a fresh client, and the bystander still parked in its get.
+  s().set("after", "ok");
+  EXPECT_EQ(other()->get_string("after"), "ok");
+  EXPECT_EQ(s().clone()->get_string("after"), "ok");
+  other()->set("set_later", "seen");
+  other_waiter.join();
+  EXPECT_EQ(bystander_got, "seen");
 }
 
 INSTANTIATE_TEST_SUITE_P(AllStores, StoreConformance, ::testing::ValuesIn(all_store_factories()),
