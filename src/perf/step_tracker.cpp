@@ -10,6 +10,8 @@
 
 #include "comm/end_slurm_step.h"
 #include "core/env.h"
+#include "core/error.h"
+#include "core/log.h"
 #include "core/thread_name.h"
 #include "store/store.h"
 
@@ -31,6 +33,22 @@ StepTracker::StepTracker(std::shared_ptr<Store> store, int rank, int world_size,
     name_this_thread("collie-steps");
     watch();
   });
+  if (store_ && rank_ != 0) {
+    try {
+      answer_store_ = store_->clone();
+    } catch (const std::exception& e) {
+      log(LogLevel::Warning,
+          "collie perf: no second store connection for the laggard report ({}); on a timeout "
+          "rank 0 will report this rank as not answering",
+          e.what());
+    }
+  }
+  if (answer_store_) {
+    answer_thread_ = std::thread([this] {
+      name_this_thread("collie-laggard");
+      answer_report_request();
+    });
+  }
 }
 
 StepTracker::~StepTracker() {
@@ -39,6 +57,9 @@ StepTracker::~StepTracker() {
     stop_ = true;
   }
   cv_.notify_all();
+  stopping_.store(true);
+  if (answer_store_) answer_store_->interrupt();
+  if (answer_thread_.joinable()) answer_thread_.join();
   thread_.join();
 }
 
@@ -115,29 +136,39 @@ void StepTracker::report_position() {
 }
 
 void StepTracker::answer_report_request() {
-  if (answered_ || !store_ || rank_ == 0) return;
-  try {
-    if (!store_->check({"perf/report_request"})) return;
-    answered_ = true;
-    store_->set(fmt::format("perf/seq/{}", rank_),
-                fmt::format("{}|{}", last_seq_ ? last_seq_() : 0, current()));
-  } catch (const std::exception&) {
-    answered_ = true;  // the store is gone (rank 0 exited); nothing left to answer
+  // Parked in the store until rank 0 asks; the wait is re-armed hourly only because a store wait
+  // needs a deadline. Ends when the answer is given, on destruction (interrupt), or when the
+  // store is gone (rank 0 exited: nothing left to answer).
+  constexpr Millis kRearm = std::chrono::hours(1);
+  while (!stopping_.load()) {
+    const auto parked = std::chrono::steady_clock::now();
+    try {
+      answer_store_->wait({"perf/report_request"}, kRearm);
+    } catch (const StoreError&) {
+      // Re-arm only after the hourly deadline; the interrupt, or a store error that would
+      // come back at once, ends the thread.
+      if (std::chrono::steady_clock::now() - parked >= kRearm) continue;
+      return;
+    } catch (const std::exception&) {
+      return;
+    }
+    try {
+      answer_store_->set(fmt::format("perf/seq/{}", rank_),
+                         fmt::format("{}|{}", last_seq_ ? last_seq_() : 0, current()));
+    } catch (const std::exception&) {
+    }
+    return;
   }
 }
 
 void StepTracker::watch() {
   // Grace beyond -T for the backend's own deadline to fire first and report precisely.
+  // Sleeps until the current step's deadline; enter() only ever moves it later, so waking at the
+  // old one and sleeping again is all a new step costs (at most one wakeup per timeout).
   const Millis grace = std::max(Millis(2000), timeout_ / 4);
-  constexpr Millis kPoll(250);
   std::unique_lock<std::mutex> lk(mu_);
   while (!stop_) {
-    const auto deadline =
-        std::min(step_start_ + timeout_ + grace, std::chrono::steady_clock::now() + kPoll);
-    if (cv_.wait_until(lk, deadline, [&] { return stop_; })) return;
-    lk.unlock();
-    answer_report_request();
-    lk.lock();
+    if (cv_.wait_until(lk, step_start_ + timeout_ + grace, [&] { return stop_; })) return;
     if (std::chrono::steady_clock::now() < step_start_ + timeout_ + grace) continue;
     lk.unlock();
     const std::string who = laggards();

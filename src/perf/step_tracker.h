@@ -5,9 +5,12 @@
 // writes "perf/step/<rank>" = "<index>|<label>" to the group's store. A watchdog thread ends the
 // process (exit code given at construction) when one step outlives timeout + grace, after printing
 // the laggard report, so a backend that ignores its deadline still cannot hang the run.
-// On a timeout, rank 0 sets "perf/report_request"; every rank's watchdog thread (which polls for
-// that key every 250 ms, off the hot path) answers with its last collective sequence number, so
-// rank 0 can name the ranks that are behind even when all of them are inside the same step.
+// On a timeout, rank 0 sets "perf/report_request"; every other rank has a thread parked in a
+// store wait for that key (on a store client of its own, so it holds up nobody) that answers with
+// its last collective sequence number at once, so rank 0 can name the ranks that are behind even
+// when all of them are inside the same step. Neither thread wakes on a timer: the watchdog sleeps
+// until the current step's deadline, the answering thread until the key appears (or destruction
+// interrupts its wait).
 // Thread safety: enter() from the driver thread only; laggards() from any thread.
 #include <atomic>
 #include <chrono>
@@ -51,21 +54,23 @@ class StepTracker {
 
  private:
   void watch();
-  void answer_report_request();
+  void answer_report_request();  // the answering thread's body (ranks other than 0)
   std::shared_ptr<Store> store_;
+  std::shared_ptr<Store> answer_store_;  // the answering thread's own client (a clone)
   const int rank_, world_;
   const Millis timeout_;
   const int exit_code_;
   std::function<uint64_t()> last_seq_;
   std::function<void(const std::string&)> on_hang_;
-  bool answered_ = false;
   std::atomic<int64_t> index_{0};
   std::mutex mu_;
   std::condition_variable cv_;
   std::chrono::steady_clock::time_point step_start_;
   std::string watched_label_;
   bool stop_ = false;
+  std::atomic<bool> stopping_{false};  // tells the answering thread its wait was interrupted
   std::thread thread_;
+  std::thread answer_thread_;
 };
 
 }  // namespace collie::perf

@@ -22,6 +22,7 @@
 #include "debug/flight_recorder.h"
 #include "debug/watchdog.h"
 #include "store/hash_store.h"
+#include "support/thread_probe.h"
 
 namespace collie {
 namespace {
@@ -29,42 +30,10 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-std::set<int> threads_named(const std::string& name) {
-  std::set<int> tids;
-  for (const auto& e : fs::directory_iterator("/proc/self/task")) {
-    std::ifstream f(e.path() / "comm");
-    std::string comm;
-    std::getline(f, comm);
-    if (comm == name) tids.insert(std::stoi(e.path().filename().string()));
-  }
-  return tids;
-}
-
-// The thread named `name` that is not in `before` (it names itself as it starts: wait up to 1 s).
-int new_thread(const std::string& name, const std::set<int>& before) {
-  for (int i = 0; i < 200; ++i) {
-    for (int tid : threads_named(name)) {
-      if (!before.count(tid)) return tid;
-    }
-    std::this_thread::sleep_for(5ms);
-  }
-  return -1;
-}
-
-long wakeups(int tid) {
-  std::ifstream f(fmt::format("/proc/self/task/{}/status", tid));
-  for (std::string line; std::getline(f, line);) {
-    if (line.rfind("voluntary_ctxt_switches:", 0) == 0) return std::stol(line.substr(24));
-  }
-  return -1;
-}
-
-// Wakeups of `tid` over `d` of idleness.
-long wakeups_over(int tid, std::chrono::milliseconds d) {
-  const long before = wakeups(tid);
-  std::this_thread::sleep_for(d);
-  return wakeups(tid) - before;
-}
+using testing::new_thread;
+using testing::threads_named;
+using testing::wakeups;
+using testing::wakeups_over;
 
 TEST(IdleThreads, WatchdogSleepsUntilTheEarliestDeadline) {
   const auto before = threads_named("collie-watchdog");

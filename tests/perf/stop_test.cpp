@@ -3,8 +3,12 @@
 // row is in the table, the JSON (valid, written atomically), CSV and JSONL, the exit status
 // is 128 + signal, and nothing claims the run is complete: the JSON has "complete": false, no
 // summary and names the signal, and the table has no "Avg bus bandwidth" line.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -48,6 +52,30 @@ size_t table_rows(const std::string& out) {
     if (!line.empty() && line[0] != '#' && line[0] != '[') ++n;
   }
   return n;
+}
+
+// A port on 127.0.0.1 that nothing listens on now (the kernel's pick; closed again).
+int free_loopback_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  const bool ok = fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
+                  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0;
+  if (fd >= 0) ::close(fd);
+  return ok ? ntohs(a.sin_port) : 0;
+}
+
+bool accepts_connections(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  const bool ok = fd >= 0 && ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
+  if (fd >= 0) ::close(fd);
+  return ok;
 }
 
 class PerfStop : public ::testing::Test {
@@ -186,15 +214,36 @@ class PerfSweepInterrupt : public PerfStop {
   }
 };
 
+// Before the first row, deterministically: rank 0 started alone (as a user's launcher or job
+// script starts each rank) hosts the store and waits in rendezvous for rank 1, which never comes.
+// Ctrl-C there ends it at once, with no row and nothing claimed. (Signalling the launcher "soon
+// after the start" instead raced the start-up: on a quiet machine the ranks were already in the
+// first row, whose run is finished, and the test saw one row.)
 TEST_F(PerfSweepInterrupt, BeforeTheFirstRow) {
-  ChildProcess job = start(200000);
-  std::this_thread::sleep_for(100ms);  // ranks starting up or in rendezvous
-  job.signal(SIGINT);
-  const auto rc = job.wait(30s);
-  ASSERT_TRUE(rc.has_value()) << job.err();
-  EXPECT_NE(*rc, 0) << job.err();
-  EXPECT_EQ(table_rows(job.out()), 0u) << job.out();
-  expect_incomplete_json(job.out());
+  const int port = free_loopback_port();
+  ChildProcess rank0({COLLIE_BIN, "perf", "-b", "8", "-e", "64K", "-w", "0", "-n", "4", "-c", "1",
+                      "-J", json_, "--jsonl", jsonl_},
+                     {{"MASTER_ADDR", "127.0.0.1"},
+                      {"MASTER_PORT", std::to_string(port)},
+                      {"RANK", "0"},
+                      {"WORLD_SIZE", "2"}});
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (!accepts_connections(port) && std::chrono::steady_clock::now() < deadline) {
+    ASSERT_FALSE(rank0.wait(0ms).has_value()) << "rank 0 ended early:\n" << rank0.err();
+    std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_TRUE(accepts_connections(port)) << "rank 0 never hosted the store\n" << rank0.err();
+  std::this_thread::sleep_for(200ms);  // well inside rendezvous: rank 1 is never coming
+  ASSERT_FALSE(rank0.wait(0ms).has_value()) << rank0.err();
+  const auto t0 = std::chrono::steady_clock::now();
+  rank0.signal(SIGINT);
+  const auto rc = rank0.wait(10s);
+  ASSERT_TRUE(rc.has_value()) << "Ctrl-C in rendezvous did not end rank 0\n" << rank0.err();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
+  EXPECT_EQ(*rc, 128 + SIGINT) << rank0.err();
+  EXPECT_EQ(table_rows(rank0.out()), 0u) << rank0.out();
+  EXPECT_EQ(count_lines(read_file(jsonl_)), 0u);
+  expect_incomplete_json(rank0.out());
 }
 
 TEST_F(PerfSweepInterrupt, MidRow) {

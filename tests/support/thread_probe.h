@@ -1,0 +1,25 @@
+#pragma once
+// Finds this process's threads by the names they give themselves (core/thread_name.h) and counts
+// how often one woke: the kernel's voluntary context switches of the thread (each sleep that ends
+// is one). For tests that show a background thread sleeps until there is work, not on a tick.
+// Linux only (/proc/self/task). Thread-safe (reads /proc only).
+#include <chrono>
+#include <set>
+#include <string>
+
+namespace collie::testing {
+
+// The thread ids of this process whose name is exactly `name`.
+std::set<int> threads_named(const std::string& name);
+
+// The thread named `name` that is not in `before`; waits up to 1 s for it to name itself.
+// -1 when none appeared.
+int new_thread(const std::string& name, const std::set<int>& before);
+
+// The thread's voluntary context switches so far; -1 when the thread is gone.
+long wakeups(int tid);
+
+// The thread's wakeups over the next `d` (the caller sleeps for `d`).
+long wakeups_over(int tid, std::chrono::milliseconds d);
+
+}  // namespace collie::testing
