@@ -261,11 +261,12 @@ void DebugServer::install_dump_route() {
     const nlohmann::json who = {{"requested_by_rank", opts_.rank},
                                 {"reason", reason},
                                 {"time_ns", Clock::system().wall_ns()}};
-    // dump_request is the counter every rank's DumpService watches (debug/dump_service.h): bump
-    // it, never overwrite it. Who asked and why goes next to it, for people reading the store.
+    // dump_request is the counter every rank's DumpService watches (debug/dump_service.h):
+    // request_cluster_dump bumps it (never overwrites it) and sets the key that wakes the
+    // watchers. Who asked and why goes next to it, for people reading the store.
     Store& store = opts_.dump_store ? *opts_.dump_store : *opts_.store;
     store.set(std::string(kDumpRequestKey) + "/last", who.dump());
-    const int64_t n = store.add(kDumpRequestKey, 1);
+    const int64_t n = request_cluster_dump(store);
     send_json(res,
               {{"dump_requested", true}, {"key", kDumpRequestKey}, {"request", n}, {"by", who}});
   });

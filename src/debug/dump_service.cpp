@@ -1,6 +1,7 @@
 #include "debug/dump_service.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <poll.h>
 #include <unistd.h>
 
@@ -11,6 +12,7 @@
 #include <utility>
 
 #include "core/env.h"
+#include "core/error.h"
 #include "core/log.h"
 #include "core/thread_name.h"
 #include "debug/crash_dump.h"
@@ -42,13 +44,20 @@ void drain(int fd) {
 
 // Without a wake pipe (pipe2 failed: out of descriptors) the thread falls back to this tick.
 constexpr auto kTickWithoutPipe = std::chrono::milliseconds(50);
-constexpr auto kMinPoll = std::chrono::milliseconds(100);
-constexpr auto kMaxPoll = std::chrono::milliseconds(2000);
 
 }  // namespace
 
-DumpService::DumpService(FlightRecorder& fr, std::string dump_dir, FrDumpFormat format)
-    : fr_(fr), dir_(std::move(dump_dir)), format_(std::move(format)) {}
+DumpService::DumpService(FlightRecorder& fr, std::string dump_dir, FrDumpFormat format,
+                         std::chrono::milliseconds store_rearm)
+    : fr_(fr), dir_(std::move(dump_dir)), format_(std::move(format)), store_rearm_(store_rearm) {}
+
+std::string dump_request_key(int64_t n) { return fmt::format("{}/{}", kDumpRequestKey, n); }
+
+int64_t request_cluster_dump(Store& store) {
+  const int64_t n = store.add(kDumpRequestKey, 1);
+  store.set(dump_request_key(n), "1");
+  return n;
+}
 
 DumpService::~DumpService() {
   {
@@ -56,7 +65,14 @@ DumpService::~DumpService() {
     stop_ = true;
   }
   wake();
-  if (thread_.joinable()) thread_.join();
+  stop_store_watch();
+  if (thread_.joinable()) {
+    if (thread_pid_ == ::getpid()) {
+      thread_.join();
+    } else {
+      thread_.detach();  // a forked child's copy: the thread runs only in the parent
+    }
+  }
   int fd = wake_write_.load();
   g_sigusr1_wake_fd.compare_exchange_strong(fd, -1);
   for (int f : {wake_read_.load(), wake_write_.load()}) {
@@ -79,18 +95,40 @@ DumpService& DumpService::global() {
 
 void DumpService::start(int rank, std::shared_ptr<Store> world_store) {
   rank_.store(rank);
-  std::lock_guard<std::mutex> lk(mu_);
   if (world_store) {
-    store_ = std::move(world_store);
+    std::shared_ptr<Store> client;
     try {
-      seen_request_ = store_->add(kDumpRequestKey, 0);
-    } catch (const std::exception&) {
-      seen_request_ = 0;
+      seen_request_ = world_store->add(kDumpRequestKey, 0);
+      client = world_store->clone();
+    } catch (const std::exception& e) {
+      log(LogLevel::Warning,
+          "flight recorder: cannot watch the store for other ranks' dump requests ({}); this "
+          "rank dumps only on its own errors and SIGUSR1",
+          e.what());
+    }
+    // A new world store replaces the one watched so far (ranks running as threads of one
+    // process start the service concurrently: the last one's store is watched).
+    for (;;) {
+      stop_store_watch();
+      std::lock_guard<std::mutex> lk(mu_);
+      if (watcher_.joinable()) continue;  // another start() got in between
+      store_ = world_store;
+      if (client) {
+        watch_client_ = client;
+        watch_stop_.store(false);
+        watcher_pid_ = ::getpid();
+        watcher_ = std::thread([this, client] {
+          name_this_thread("collie-dump-req");
+          watch_store(client);
+        });
+      }
+      break;
     }
   }
+  std::lock_guard<std::mutex> lk(mu_);
   if (thread_.joinable()) {
-    wake();  // it may sleep without a store to poll
-    return;
+    if (thread_pid_ == ::getpid()) return;
+    thread_.detach();  // a forked child: the parent's thread is not here; start this one's
   }
   int fds[2];
   if (pipe2(fds, O_NONBLOCK | O_CLOEXEC) == 0) {
@@ -106,6 +144,7 @@ void DumpService::start(int rank, std::shared_ptr<Store> world_store) {
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = SA_RESTART;
   sigaction(SIGUSR1, &sa, nullptr);
+  thread_pid_ = ::getpid();
   thread_ = std::thread([this] {
     name_this_thread("collie-dump");
     loop();
@@ -130,7 +169,13 @@ void DumpService::ask_all_ranks() {
   }
   if (!s) return;
   try {
-    seen_request_ = s->add(kDumpRequestKey, 1);
+    // The watcher of this process must not take its own request for another rank's: the counter
+    // it will read is seen before the key that wakes it is set.
+    const int64_t n = s->add(kDumpRequestKey, 1);
+    int64_t prev = seen_request_.load();
+    while (n > prev && !seen_request_.compare_exchange_weak(prev, n)) {
+    }
+    s->set(dump_request_key(n), "1");
   } catch (const std::exception& e) {
     log(LogLevel::Warning, "flight recorder: could not ask the other ranks to dump: {}", e.what());
   }
@@ -191,35 +236,59 @@ void DumpService::automatic_dump(const std::string& reason) {
   dump_now(reason);
 }
 
-void DumpService::poll_store() {
-  std::shared_ptr<Store> s;
+void DumpService::stop_store_watch() {
+  std::shared_ptr<Store> client;
+  std::thread watcher;
+  pid_t owner = 0;
   {
     std::lock_guard<std::mutex> lk(mu_);
-    s = store_;
+    client = std::move(watch_client_);
+    watcher = std::move(watcher_);
+    owner = watcher_pid_;
   }
-  if (!s) return;
-  int64_t v = 0;
-  try {
-    v = s->add(kDumpRequestKey, 0);
-  } catch (const std::exception&) {
-    return;  // store gone (rank 0 exited); nothing to watch
+  if (!watcher.joinable()) return;
+  if (owner != ::getpid()) {
+    // A forked child: the thread exists only in the parent (joining it here would wait forever)
+    // and the client's socket is shared with the parent (interrupting it would cut the parent's
+    // wait). Detaching touches neither.
+    watcher.detach();
+    return;
   }
-  bool fire = false;
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    if (v > seen_request_) {
-      seen_request_ = v;
-      fire = true;
-    }
-  }
-  if (fire) automatic_dump("dump_request set in the store by another rank");
+  watch_stop_.store(true);
+  if (client) client->interrupt();
+  watcher.join();
 }
 
-// Event-driven: the thread sleeps in poll() on its wake pipe (request_dump, SIGUSR1, stop) and
-// wakes on its own only to poll the store's dump_request, and only when there is a store.
+// Parked in the store until the next request's key appears (or store_rearm_ passes: then the
+// counter is read anyway, for a bump without its key). Ends on stop_store_watch (interrupt) or
+// when the store is gone (rank 0 exited: no one is left to ask).
+void DumpService::watch_store(std::shared_ptr<Store> client) {
+  while (!watch_stop_.load()) {
+    const auto parked = std::chrono::steady_clock::now();
+    try {
+      client->wait({dump_request_key(seen_request_.load() + 1)}, store_rearm_);
+    } catch (const StoreError&) {
+      // The re-arm deadline; the interrupt, or an error that would come back at once, ends it.
+      if (watch_stop_.load() || std::chrono::steady_clock::now() - parked < store_rearm_) return;
+    } catch (const std::exception&) {
+      return;
+    }
+    int64_t v = 0;
+    try {
+      v = client->add(kDumpRequestKey, 0);
+    } catch (const std::exception&) {
+      return;
+    }
+    int64_t prev = seen_request_.load();
+    while (v > prev && !seen_request_.compare_exchange_weak(prev, v)) {
+    }
+    if (v > prev) request_dump("dump_request set in the store by another rank");
+  }
+}
+
+// Event-driven: the thread sleeps in poll() on its wake pipe (request_dump, the store watcher,
+// SIGUSR1, stop) and never wakes on its own.
 void DumpService::loop() {
-  auto poll_every = kMinPoll;
-  auto next_poll = std::chrono::steady_clock::now() + poll_every;
   std::unique_lock<std::mutex> lk(mu_);
   while (true) {
     std::string reason;
@@ -227,7 +296,6 @@ void DumpService::loop() {
     const bool all = std::exchange(pending_all_, false);
     const bool signaled = g_sigusr1.exchange(false);
     const bool stopping = stop_;
-    const bool has_store = store_ != nullptr;
     busy_ = !reason.empty() || signaled;
     lk.unlock();
     if (all) ask_all_ranks();
@@ -237,23 +305,9 @@ void DumpService::loop() {
     busy_ = false;
     lk.unlock();
     if (stopping) return;
-    if (has_store && std::chrono::steady_clock::now() >= next_poll) {
-      const int64_t before = seen_request_.load();
-      poll_store();
-      poll_every = seen_request_ != before ? kMinPoll : std::min(poll_every * 2, kMaxPoll);
-      next_poll = std::chrono::steady_clock::now() + poll_every;
-    }
-    int timeout_ms = -1;  // nothing to poll: sleep until woken
-    if (has_store) {
-      const auto left = std::chrono::ceil<std::chrono::milliseconds>(
-          next_poll - std::chrono::steady_clock::now());
-      timeout_ms = static_cast<int>(std::max<int64_t>(0, left.count()));
-    }
     const int wake_fd = wake_read_.load();
-    if (wake_fd < 0) {
-      const int tick = static_cast<int>(kTickWithoutPipe.count());
-      timeout_ms = timeout_ms < 0 ? tick : std::min(timeout_ms, tick);
-    }
+    // Sleep until woken; only without a pipe on the fallback tick.
+    const int timeout_ms = wake_fd < 0 ? static_cast<int>(kTickWithoutPipe.count()) : -1;
     pollfd pfd{wake_fd, POLLIN, 0};
     poll(&pfd, wake_fd < 0 ? 0 : 1, timeout_ms);
     if (wake_fd >= 0) drain(wake_fd);

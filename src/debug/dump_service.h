@@ -2,13 +2,18 @@
 // DumpService: decides when the flight recorder is written to COLLIE_FR_DUMP_DIR.
 // Triggers: a timeout or an error (request_dump), SIGUSR1 (the handler only sets a flag and
 // writes a byte to the thread's wake pipe; the service thread dumps), and the store key
-// `dump_request` of the world group, which any rank sets with request_cluster_dump() and every
-// rank's watcher thread notices (polled with backoff, 100 ms up to 2 s), so all ranks dump the
-// same moment. The thread has no other tick: without a store it sleeps until woken.
+// `dump_request` of the world group: a counter that a rank bumps (request_dump with all_ranks, or
+// the debug server's POST /v1/dump) and marks with the key `dump_request/<n>` of the new value n
+// (request_cluster_dump). Every rank has a thread (`collie-dump-req`) parked in a store wait for
+// the next such key on a store connection of its own, so all ranks dump the same moment. A bump
+// without its key (a tool that only adds to the counter) is still seen when that wait is re-armed
+// (every 30 s). No thread of the service wakes on a tick: without requests they sleep.
 //
 // Ownership: global() lives for the process; its thread is started by start() and joined at exit
 // (a pending request is written before the thread ends).
 // Thread safety: every method may be called from any thread; request_dump never blocks on I/O.
+#include <sys/types.h>
+
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -24,7 +29,10 @@ class Store;
 
 class DumpService {
  public:
-  DumpService(FlightRecorder& fr, std::string dump_dir, FrDumpFormat format = {});
+  // `store_rearm`: how long the request watcher waits for the next request's key before it
+  // reads the counter anyway (a bump without its key); tests shorten it.
+  DumpService(FlightRecorder& fr, std::string dump_dir, FrDumpFormat format = {},
+              std::chrono::milliseconds store_rearm = std::chrono::seconds(30));
   ~DumpService();
   DumpService(const DumpService&) = delete;
   DumpService& operator=(const DumpService&) = delete;
@@ -58,7 +66,8 @@ class DumpService {
 
  private:
   void loop();
-  void poll_store();
+  void watch_store(std::shared_ptr<Store> client);  // the collie-dump-req thread's body
+  void stop_store_watch();
   void ask_all_ranks();
   void automatic_dump(const std::string& reason);
   FlightRecorder& fr_;
@@ -78,11 +87,24 @@ class DumpService {
   bool pending_all_ = false;
   std::shared_ptr<Store> store_;
   std::atomic<int64_t> seen_request_{0};
+  const std::chrono::milliseconds store_rearm_;
+  std::shared_ptr<Store> watch_client_;  // the watcher's own clone of store_; guarded by mu_
+  std::atomic<bool> watch_stop_{false};
+  std::thread watcher_;    // guarded by mu_
+  pid_t watcher_pid_ = 0;  // the process that started watcher_; guarded by mu_
   std::thread thread_;
-  std::mutex dump_mu_;  // one dump at a time
+  pid_t thread_pid_ = 0;  // the process that started thread_; guarded by mu_
+  std::mutex dump_mu_;    // one dump at a time
 };
 
 // The key under the world group's store that triggers a dump on every rank.
 inline constexpr const char* kDumpRequestKey = "dump_request";
+
+// Asks every rank's DumpService watching `store` for a dump: bumps kDumpRequestKey and sets
+// `dump_request/<n>` for the new value n, which wakes the watchers at once. Returns n; throws
+// what the store throws.
+int64_t request_cluster_dump(Store& store);
+// "dump_request/<n>": the key that marks request n.
+std::string dump_request_key(int64_t n);
 
 }  // namespace collie

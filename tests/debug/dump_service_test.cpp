@@ -7,11 +7,14 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <thread>
 
 #include "debug/flight_recorder.h"
 #include "store/hash_store.h"
+#include "support/local_tcp_store.h"
 
 namespace collie {
 namespace {
@@ -70,6 +73,59 @@ TEST(DumpService, StoreDumpRequestMakesEveryRankDump) {
   EXPECT_EQ(reason_of(da / "collie_fr_rank_0.json"), "rank 0 saw a timeout");
   fs::remove_all(da);
   fs::remove_all(db);
+}
+
+// The watcher is parked in a store wait, so a request reaches a rank that has been idle for
+// seconds at once (the old poll had backed off to 1.6-2 s by then).
+TEST(DumpService, AStoreRequestReachesAnIdleRankAtOnce) {
+  FlightRecorder fr(4);
+  testing::LocalTcpStore st;
+  const auto dir = temp_dir("idle");
+  DumpService ds(fr, dir.string());
+  ds.start(1, st.client());
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(request_cluster_dump(*st.server), 1);
+  ASSERT_TRUE(wait_for([&] { return ds.dumps_written() == 1; }, std::chrono::seconds(3)));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(500));
+  EXPECT_EQ(reason_of(dir / "collie_fr_rank_1.json"),
+            "dump_request set in the store by another rank");
+  fs::remove_all(dir);
+}
+
+// A bump of the counter without its key (a tool that only adds to dump_request) is still seen
+// when the watcher's wait is re-armed.
+TEST(DumpService, ABumpWithoutItsKeyIsSeenAtTheRearm) {
+  FlightRecorder fr(4);
+  auto store = std::make_shared<HashStore>();
+  const auto dir = temp_dir("bump");
+  DumpService ds(fr, dir.string(), {}, std::chrono::milliseconds(300));
+  ds.start(2, store);
+  store->add(kDumpRequestKey, 1);
+  ASSERT_TRUE(wait_for([&] { return ds.dumps_written() == 1; }, std::chrono::seconds(3)));
+  EXPECT_EQ(reason_of(dir / "collie_fr_rank_2.json"),
+            "dump_request set in the store by another rank");
+  fs::remove_all(dir);
+}
+
+// Destruction interrupts the watcher's store wait (re-armed only every 30 s) at once, and a new
+// world store given to start() replaces the watched one.
+TEST(DumpService, DestructionAndANewStoreEndTheParkedWatcherAtOnce) {
+  FlightRecorder fr(4);
+  testing::LocalTcpStore st;
+  auto ds = std::make_unique<DumpService>(fr, "");
+  ds->start(1, st.client());
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  auto t0 = std::chrono::steady_clock::now();
+  auto second = std::make_shared<HashStore>();
+  ds->start(1, second);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(1));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  t0 = std::chrono::steady_clock::now();
+  ds.reset();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(1));
+  st.server->set("still", "usable");
+  EXPECT_EQ(st.client()->get_string("still"), "usable");
 }
 
 }  // namespace

@@ -85,18 +85,34 @@ TEST(IdleThreads, DumpThreadSleepsUntilWokenAndWakesAtOnceForSigusr1) {
   fs::remove_all(dir);
 }
 
-TEST(IdleThreads, DumpThreadWithAStorePollsItWithBackoff) {
+// With a store, neither the dump thread nor the request watcher wakes until a request comes
+// (the old dump thread polled the store at 100, 200, 400 ms ... backing off to 2 s: 4-6 wakeups
+// in its first 2 s); then one request wakes them and the rank dumps.
+TEST(IdleThreads, DumpThreadsWithAStoreSleepUntilARequest) {
   FlightRecorder fr(4);
-  const auto before = threads_named("collie-dump");
-  DumpService ds(fr, "");
-  ds.start(0, std::make_shared<HashStore>());
-  const int tid = new_thread("collie-dump", before);
-  ASSERT_GE(tid, 0);
-  // Polls at 100, 200, 400, 800 ms... (backing off to 2 s): a handful in the first 2 seconds,
-  // never the 40 a 50 ms tick gave.
-  const long n = wakeups_over(tid, 2000ms);
-  EXPECT_GE(n, 2);
-  EXPECT_LE(n, 6);
+  const auto dir = fs::temp_directory_path() / fmt::format("collie_idle_rq_{}", ::getpid());
+  fs::remove_all(dir);
+  const auto dump_before = threads_named("collie-dump");
+  const auto req_before = threads_named("collie-dump-req");
+  auto store = std::make_shared<HashStore>();
+  DumpService ds(fr, dir.string());
+  ds.start(0, store);
+  const int dump = new_thread("collie-dump", dump_before);
+  const int req = new_thread("collie-dump-req", req_before);
+  ASSERT_GE(dump, 0) << "no new thread named collie-dump";
+  ASSERT_GE(req, 0) << "no new thread named collie-dump-req";
+  std::this_thread::sleep_for(50ms);
+  const long d0 = wakeups(dump), r0 = wakeups(req);
+  std::this_thread::sleep_for(2000ms);
+  EXPECT_LE(wakeups(dump) - d0, 1);
+  EXPECT_LE(wakeups(req) - r0, 1);
+  request_cluster_dump(*store->clone());
+  const auto t0 = std::chrono::steady_clock::now();
+  while (ds.dumps_written() == 0 && std::chrono::steady_clock::now() - t0 < 2s) {
+    std::this_thread::sleep_for(1ms);
+  }
+  EXPECT_EQ(ds.dumps_written(), 1);
+  fs::remove_all(dir);
 }
 
 }  // namespace

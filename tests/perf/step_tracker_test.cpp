@@ -10,28 +10,13 @@
 #include <string>
 #include <thread>
 
-#include "store/tcp_store.h"
+#include "support/local_tcp_store.h"
 #include "support/thread_probe.h"
 
 namespace collie::perf {
 namespace {
 
 using namespace std::chrono_literals;
-
-struct Stores {
-  std::shared_ptr<TcpStore> server;
-  std::shared_ptr<Store> client() {
-    TcpStoreOptions o;
-    o.port = server->port();
-    return std::make_shared<TcpStore>(o);
-  }
-};
-
-Stores make_stores() {
-  TcpStoreOptions o;
-  o.is_server = true;
-  return {std::make_shared<TcpStore>(o)};
-}
 
 std::unique_ptr<StepTracker> tracker(std::shared_ptr<Store> s, int rank, uint64_t seq) {
   return std::make_unique<StepTracker>(std::move(s), rank, 3, Millis(600000), 3,
@@ -42,7 +27,7 @@ std::unique_ptr<StepTracker> tracker(std::shared_ptr<Store> s, int rank, uint64_
 // the others for their sequence numbers and names rank 2 by its number, well before the 1.5 s it
 // would wait for a rank that does not answer.
 TEST(StepTracker, LaggardReportNamesTheRankBehindBySequenceNumber) {
-  Stores st = make_stores();
+  testing::LocalTcpStore st;
   auto r0 = tracker(st.server, 0, 5);
   auto r1 = tracker(st.client(), 1, 5);
   auto r2 = tracker(st.client(), 2, 4);
@@ -57,7 +42,7 @@ TEST(StepTracker, LaggardReportNamesTheRankBehindBySequenceNumber) {
 
 // A rank whose step is behind is named by its check-in, without asking anyone.
 TEST(StepTracker, LaggardReportNamesTheRankThatNeverReachedTheStep) {
-  Stores st = make_stores();
+  testing::LocalTcpStore st;
   auto r0 = tracker(st.server, 0, 9);
   auto r1 = tracker(st.client(), 1, 9);
   auto r2 = tracker(st.client(), 2, 3);
@@ -72,7 +57,7 @@ TEST(StepTracker, LaggardReportNamesTheRankThatNeverReachedTheStep) {
 // Destruction interrupts the answering thread's store wait at once (it is re-armed only hourly),
 // and the store and the other clients stay usable.
 TEST(StepTracker, DestructionEndsTheParkedAnswerAtOnce) {
-  Stores st = make_stores();
+  testing::LocalTcpStore st;
   auto r1 = tracker(st.client(), 1, 0);
   std::this_thread::sleep_for(200ms);  // parked in its wait by now
   const auto t0 = std::chrono::steady_clock::now();
@@ -85,7 +70,7 @@ TEST(StepTracker, DestructionEndsTheParkedAnswerAtOnce) {
 // Neither thread wakes while a step runs under its deadline: the old tracker polled the store
 // every 250 ms on every rank (4 wakeups and 4 requests to rank 0 a second).
 TEST(StepTracker, ThreadsSleepWhileAStepIsUnderItsDeadline) {
-  Stores st = make_stores();
+  testing::LocalTcpStore st;
   const auto steps_before = testing::threads_named("collie-steps");
   const auto answer_before = testing::threads_named("collie-laggard");
   auto r1 = tracker(st.client(), 1, 0);
