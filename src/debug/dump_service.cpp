@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <condition_variable>
 #include <csignal>
 #include <cstring>
 #include <utility>
@@ -46,6 +47,17 @@ void drain(int fd) {
 constexpr auto kTickWithoutPipe = std::chrono::milliseconds(50);
 
 }  // namespace
+
+// One run of the request watcher, shared by the service and its detached thread: the thread's
+// own store client, and how the thread says it no longer touches the service.
+struct DumpService::StoreWatch {
+  std::shared_ptr<Store> client;
+  pid_t owner = 0;  // the process whose thread this is
+  std::atomic<bool> stop{false};
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;  // guarded by mu
+};
 
 DumpService::DumpService(FlightRecorder& fr, std::string dump_dir, FrDumpFormat format,
                          std::chrono::milliseconds store_rearm)
@@ -111,16 +123,24 @@ void DumpService::start(int rank, std::shared_ptr<Store> world_store) {
     for (;;) {
       stop_store_watch();
       std::lock_guard<std::mutex> lk(mu_);
-      if (watcher_.joinable()) continue;  // another start() got in between
+      if (watch_) continue;  // another start() got in between
       store_ = world_store;
       if (client) {
-        watch_client_ = client;
-        watch_stop_.store(false);
-        watcher_pid_ = ::getpid();
-        watcher_ = std::thread([this, client] {
+        auto w = std::make_shared<StoreWatch>();
+        w->client = client;
+        w->owner = ::getpid();
+        watch_ = w;
+        // Detached, so a watcher that ended on its own (the store went away) is not a thread
+        // left unjoined at exit; stop_store_watch waits for `done` instead of joining.
+        std::thread([this, w] {
           name_this_thread("collie-dump-req");
-          watch_store(client);
-        });
+          watch_store(*w);
+          {
+            std::lock_guard<std::mutex> g(w->mu);
+            w->done = true;
+          }
+          w->cv.notify_all();
+        }).detach();
       }
       break;
     }
@@ -237,39 +257,32 @@ void DumpService::automatic_dump(const std::string& reason) {
 }
 
 void DumpService::stop_store_watch() {
-  std::shared_ptr<Store> client;
-  std::thread watcher;
-  pid_t owner = 0;
+  std::shared_ptr<StoreWatch> w;
   {
     std::lock_guard<std::mutex> lk(mu_);
-    client = std::move(watch_client_);
-    watcher = std::move(watcher_);
-    owner = watcher_pid_;
+    w = std::move(watch_);
   }
-  if (!watcher.joinable()) return;
-  if (owner != ::getpid()) {
-    // A forked child: the thread exists only in the parent (joining it here would wait forever)
-    // and the client's socket is shared with the parent (interrupting it would cut the parent's
-    // wait). Detaching touches neither.
-    watcher.detach();
-    return;
-  }
-  watch_stop_.store(true);
-  if (client) client->interrupt();
-  watcher.join();
+  // In a forked child the thread exists only in the parent and the client's socket is shared
+  // with it (interrupting it would cut the parent's wait): leave both alone.
+  if (!w || w->owner != ::getpid()) return;
+  w->stop.store(true);
+  w->client->interrupt();
+  std::unique_lock<std::mutex> lk(w->mu);
+  w->cv.wait(lk, [&] { return w->done; });
 }
 
 // Parked in the store until the next request's key appears (or store_rearm_ passes: then the
 // counter is read anyway, for a bump without its key). Ends on stop_store_watch (interrupt) or
 // when the store is gone (rank 0 exited: no one is left to ask).
-void DumpService::watch_store(std::shared_ptr<Store> client) {
-  while (!watch_stop_.load()) {
+void DumpService::watch_store(StoreWatch& w) {
+  Store* client = w.client.get();
+  while (!w.stop.load()) {
     const auto parked = std::chrono::steady_clock::now();
     try {
       client->wait({dump_request_key(seen_request_.load() + 1)}, store_rearm_);
     } catch (const StoreError&) {
       // The re-arm deadline; the interrupt, or an error that would come back at once, ends it.
-      if (watch_stop_.load() || std::chrono::steady_clock::now() - parked < store_rearm_) return;
+      if (w.stop.load() || std::chrono::steady_clock::now() - parked < store_rearm_) return;
     } catch (const std::exception&) {
       return;
     }

@@ -66,7 +66,8 @@ class DumpService {
 
  private:
   void loop();
-  void watch_store(std::shared_ptr<Store> client);  // the collie-dump-req thread's body
+  struct StoreWatch;
+  void watch_store(StoreWatch& w);  // the collie-dump-req thread's body
   void stop_store_watch();
   void ask_all_ranks();
   void automatic_dump(const std::string& reason);
@@ -88,10 +89,7 @@ class DumpService {
   std::shared_ptr<Store> store_;
   std::atomic<int64_t> seen_request_{0};
   const std::chrono::milliseconds store_rearm_;
-  std::shared_ptr<Store> watch_client_;  // the watcher's own clone of store_; guarded by mu_
-  std::atomic<bool> watch_stop_{false};
-  std::thread watcher_;    // guarded by mu_
-  pid_t watcher_pid_ = 0;  // the process that started watcher_; guarded by mu_
+  std::shared_ptr<StoreWatch> watch_;  // the running request watcher, if any; guarded by mu_
   std::thread thread_;
   pid_t thread_pid_ = 0;  // the process that started thread_; guarded by mu_
   std::mutex dump_mu_;    // one dump at a time
