@@ -156,10 +156,11 @@ std::vector<std::shared_ptr<GroupTrace>> FlightRecorder::groups() const {
   return groups_;
 }
 
-uint64_t FlightRecorder::record(const GroupTrace& g, uint64_t op_id, const OpCall& call) {
+uint64_t FlightRecorder::record(const GroupTrace& g, uint64_t op_id, const OpCall& call,
+                                int64_t now_ns) {
   if (slots_.empty()) return 0;
   const ThreadIdentity& self = this_thread_identity();
-  const int64_t now = clock_->wall_ns();
+  const int64_t now = now_ns != 0 ? now_ns : clock_->wall_ns();
   auto global = [&](int group_rank) {
     return group_rank >= 0 && group_rank < static_cast<int>(g.global_ranks.size())
                ? g.global_ranks[group_rank]
@@ -191,7 +192,14 @@ uint64_t FlightRecorder::record(const GroupTrace& g, uint64_t op_id, const OpCal
     fmt::format_to_n(e.profiling_name, FrEntry::kNameLen - 1, "{}:{} {}<-{}", g.backend, op,
                      g.global_rank, e.peer);
   } else {
-    fmt::format_to_n(e.profiling_name, FrEntry::kNameLen - 1, "{}:{}", g.backend, op);
+    // "<backend>:<op>" without fmt: this is every collective's hot path.
+    char* p = e.profiling_name;
+    char* const end = e.profiling_name + FrEntry::kNameLen - 1;
+    for (std::string_view part : {std::string_view(g.backend), std::string_view(":"), op}) {
+      const size_t n = std::min(part.size(), static_cast<size_t>(end - p));
+      std::memcpy(p, part.data(), n);
+      p += n;
+    }
   }
   std::lock_guard<std::mutex> lk(mu_);
   e.record_id = next_id_++;
@@ -215,9 +223,9 @@ void FlightRecorder::mark_started(uint64_t id) {
   }
 }
 
-void FlightRecorder::mark_completed(uint64_t id, bool failed) {
+void FlightRecorder::mark_completed(uint64_t id, bool failed, int64_t now_ns) {
   if (id == 0) return;
-  const int64_t now = clock_->wall_ns();
+  const int64_t now = now_ns != 0 ? now_ns : clock_->wall_ns();
   std::lock_guard<std::mutex> lk(mu_);
   if (FrEntry* e = slot_for(id)) {
     if (e->time_discovered_started_ns == 0) e->time_discovered_started_ns = now;

@@ -120,11 +120,12 @@ class FlightRecorder {
   // Registers a group for pg_config / pg_status. The recorder keeps it alive.
   void add_group(std::shared_ptr<GroupTrace> g);
 
-  // Records `call` as scheduled; returns its record id (0 when disabled).
-  uint64_t record(const GroupTrace& g, uint64_t op_id, const OpCall& call);
-  // Marks are ignored when the slot has since been reused (ring wrapped).
+  // Records `call` as scheduled; returns its record id (0 when disabled). `now_ns`: the time of
+  // creation when the caller has just read clock().wall_ns() (0 = read it here).
+  uint64_t record(const GroupTrace& g, uint64_t op_id, const OpCall& call, int64_t now_ns = 0);
+  // Marks are ignored when the slot has since been reused (ring wrapped). `now_ns` as above.
   void mark_started(uint64_t id);
-  void mark_completed(uint64_t id, bool failed);
+  void mark_completed(uint64_t id, bool failed, int64_t now_ns = 0);
 
   size_t capacity() const { return slots_.size(); }
   uint64_t total_recorded() const;

@@ -62,7 +62,7 @@ void TracingProcessGroup::before(const OpCall& call) {
   } else {
     raise_max(t.last_enqueued_collective, call.seq);
   }
-  current_.record = shared_->fr->record(t, ++op_id_, call);
+  current_.record = shared_->fr->record(t, ++op_id_, call, current_.created_ns);
   current_.token = shared_->watchdog->watch(shared_->trace, call.type, call.seq,
                                             call.timeout + watchdog_grace(call.timeout));
   if (!shared_->observers.empty()) {
@@ -95,11 +95,11 @@ void TracingProcessGroup::Done::finish(std::exception_ptr error) const {
   } else if (!failed) {
     raise_max(t.last_completed_collective, seq);
   }
-  shared->fr->mark_completed(f.record, failed);
+  const int64_t done_ns = shared->fr->clock().wall_ns();  // one read for the record and observers
+  shared->fr->mark_completed(f.record, failed, done_ns);
   shared->watchdog->unwatch(f.token);
   if (!shared->observers.empty()) {
-    OpEvent e{&t,     nullptr, op, seq, bytes, dtype, f.created_ns, shared->fr->clock().wall_ns(),
-              failed, error};
+    OpEvent e{&t, nullptr, op, seq, bytes, dtype, f.created_ns, done_ns, failed, error};
     for (const auto& o : shared->observers) o->on_op_completed(e);
   }
   if (failed) {

@@ -177,6 +177,12 @@ double tracing_only(int reps) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // BENCH_TRACING_ONLY=REPS: only the tracing layer's cost, REPS repetitions (for a profiler:
+  // `perf record` sees the always-on stack's per-op path without any network).
+  if (const char* reps = std::getenv("BENCH_TRACING_ONLY")) {
+    tracing_only(std::max(1, std::atoi(reps)));
+    return 0;
+  }
   const int rounds = argc > 1 ? std::atoi(argv[1]) : 15;
   const int np = argc > 2 ? std::atoi(argv[2]) : 2;
   if (rounds < 1 || np < 2) {

@@ -35,6 +35,30 @@ OpCall call(OpType t, uint64_t seq, std::vector<float>& buf) {
   return c;
 }
 
+// The caller's own clock reading is used as given (the tracing layer reads the clock once per
+// event for the recorder and its observers), and a backend name too long for profiling_name is
+// cut at the field's size, as fmt::format_to_n cut it.
+TEST(FlightRecorder, GivenTimesAreKeptAndLongNamesAreCut) {
+  FakeClock clock;
+  FlightRecorder fr(4, &clock);
+  auto g = trace();
+  g->backend = std::string(60, 'b');
+  fr.add_group(g);
+  std::vector<float> buf(2);
+  const uint64_t id = fr.record(*g, 1, call(OpType::AllReduce, 1, buf), 1111);
+  fr.mark_completed(id, false, 5555);
+  auto j = nlohmann::json::parse(fr.dump_json(1, "test"));
+  const auto& e = j["entries"][0];
+  EXPECT_EQ(e["time_created_ns"], 1111);
+  EXPECT_EQ(e["time_discovered_completed_ns"], 5555);
+  EXPECT_EQ(e["profiling_name"], std::string(FrEntry::kNameLen - 1, 'b'));
+  g->backend = "mpi";
+  fr.record(*g, 2, call(OpType::Broadcast, 2, buf));
+  j = nlohmann::json::parse(fr.dump_json(1, "test"));
+  EXPECT_EQ(j["entries"][1]["profiling_name"], "mpi:broadcast");
+  EXPECT_EQ(j["entries"][1]["time_created_ns"], clock.wall_ns());
+}
+
 TEST(FlightRecorder, RingWrapKeepsNewestAndIgnoresStaleMarks) {
   FakeClock clock;
   FlightRecorder fr(3, &clock);
