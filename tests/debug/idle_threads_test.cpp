@@ -101,7 +101,8 @@ TEST(IdleThreads, DumpThreadsWithAStoreSleepUntilARequest) {
   const int req = new_thread("collie-dump-req", req_before);
   ASSERT_GE(dump, 0) << "no new thread named collie-dump";
   ASSERT_GE(req, 0) << "no new thread named collie-dump-req";
-  std::this_thread::sleep_for(50ms);
+  ASSERT_TRUE(testing::settled(dump)) << "collie-dump never went to sleep";
+  ASSERT_TRUE(testing::settled(req)) << "collie-dump-req never went to sleep";
   const long d0 = wakeups(dump), r0 = wakeups(req);
   std::this_thread::sleep_for(2000ms);
   EXPECT_LE(wakeups(dump) - d0, 1);

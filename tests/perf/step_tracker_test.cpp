@@ -79,7 +79,8 @@ TEST(StepTracker, ThreadsSleepWhileAStepIsUnderItsDeadline) {
   ASSERT_GE(steps, 0) << "no thread named collie-steps";
   ASSERT_GE(answer, 0) << "no thread named collie-laggard";
   r1->enter("a long step");
-  std::this_thread::sleep_for(100ms);
+  ASSERT_TRUE(testing::settled(steps)) << "collie-steps never went to sleep";
+  ASSERT_TRUE(testing::settled(answer)) << "collie-laggard never went to sleep";
   const long s0 = testing::wakeups(steps), a0 = testing::wakeups(answer);
   for (int i = 0; i < 20; ++i) {  // steps entered back to back, as the driver does
     r1->enter("step " + std::to_string(i));

@@ -44,4 +44,26 @@ long wakeups_over(int tid, std::chrono::milliseconds d) {
   return wakeups(tid) - before;
 }
 
+namespace {
+
+char state_of(int tid) {
+  std::ifstream f(fmt::format("/proc/self/task/{}/stat", tid));
+  std::string stat;
+  std::getline(f, stat);
+  const auto close = stat.rfind(')');  // the name may hold spaces and parentheses
+  return close == std::string::npos || close + 2 >= stat.size() ? '?' : stat[close + 2];
+}
+
+}  // namespace
+
+bool settled(int tid, std::chrono::milliseconds limit) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < end) {
+    const long before = wakeups(tid);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (before >= 0 && wakeups(tid) == before && state_of(tid) == 'S') return true;
+  }
+  return false;
+}
+
 }  // namespace collie::testing

@@ -22,4 +22,9 @@ long wakeups(int tid);
 // The thread's wakeups over the next `d` (the caller sleeps for `d`).
 long wakeups_over(int tid, std::chrono::milliseconds d);
 
+// Waits until the thread has settled into a sleep: its wakeup count stays the same over 50 ms
+// and it is sleeping (state S) at the end of them. On a loaded machine a new thread may take a
+// while to reach its first wait; count from here, not from its start. False after `limit`.
+bool settled(int tid, std::chrono::milliseconds limit = std::chrono::milliseconds(3000));
+
 }  // namespace collie::testing
