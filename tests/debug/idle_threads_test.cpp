@@ -40,12 +40,12 @@ TEST(IdleThreads, WatchdogSleepsUntilTheEarliestDeadline) {
   Watchdog wd(Clock::system());
   const int tid = new_thread("collie-watchdog", before);
   ASSERT_GE(tid, 0) << "no new thread named collie-watchdog";
-  std::this_thread::sleep_for(50ms);
+  ASSERT_TRUE(testing::settled(tid)) << "the thread never went to sleep";
   EXPECT_LE(wakeups_over(tid, 1000ms), 1) << "idle, nothing watched";
   // Ops in flight with a far deadline, watched and finished back to back as a perf loop does:
   // no wakeup per op and none on a tick.
   auto held = wd.watch(nullptr, OpType::AllReduce, 1, Millis(60000));
-  std::this_thread::sleep_for(50ms);
+  ASSERT_TRUE(testing::settled(tid)) << "the thread never went to sleep";
   const long start = wakeups(tid);
   for (uint64_t seq = 2; seq < 2000; ++seq)
     wd.unwatch(wd.watch(nullptr, OpType::AllReduce, seq, Millis(60000)));
@@ -74,7 +74,7 @@ TEST(IdleThreads, DumpThreadSleepsUntilWokenAndWakesAtOnceForSigusr1) {
   ds.start(3, nullptr);
   const int tid = new_thread("collie-dump", before);
   ASSERT_GE(tid, 0) << "no new thread named collie-dump";
-  std::this_thread::sleep_for(50ms);
+  ASSERT_TRUE(testing::settled(tid)) << "the thread never went to sleep";
   EXPECT_LE(wakeups_over(tid, 1000ms), 1) << "no store to poll, nothing requested";
   const auto t0 = std::chrono::steady_clock::now();
   std::raise(SIGUSR1);
