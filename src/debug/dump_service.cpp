@@ -12,6 +12,7 @@
 #include <cstring>
 #include <utility>
 
+#include "core/atomic_max.h"
 #include "core/env.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -192,9 +193,7 @@ void DumpService::ask_all_ranks() {
     // The watcher of this process must not take its own request for another rank's: the counter
     // it will read is seen before the key that wakes it is set.
     const int64_t n = s->add(kDumpRequestKey, 1);
-    int64_t prev = seen_request_.load();
-    while (n > prev && !seen_request_.compare_exchange_weak(prev, n)) {
-    }
+    raise_max(seen_request_, n);
     s->set(dump_request_key(n), "1");
   } catch (const std::exception& e) {
     log(LogLevel::Warning, "flight recorder: could not ask the other ranks to dump: {}", e.what());
@@ -292,10 +291,8 @@ void DumpService::watch_store(StoreWatch& w) {
     } catch (const std::exception&) {
       return;
     }
-    int64_t prev = seen_request_.load();
-    while (v > prev && !seen_request_.compare_exchange_weak(prev, v)) {
-    }
-    if (v > prev) request_dump("dump_request set in the store by another rank");
+    if (raise_max(seen_request_, v) < v)
+      request_dump("dump_request set in the store by another rank");
   }
 }
 

@@ -9,6 +9,8 @@
 #include <cstring>
 #include <vector>
 
+#include "core/atomic_max.h"
+
 namespace collie::device {
 namespace {
 
@@ -45,10 +47,7 @@ Buffer HostRuntime::allocate(size_t bytes) {
   if (p == nullptr)
     throw DeviceError(fmt::format("host memory: could not allocate {} bytes", bytes));
   std::memset(p, 0, n);
-  const int64_t live = live_ += static_cast<int64_t>(n);
-  int64_t peak = peak_.load();
-  while (live > peak && !peak_.compare_exchange_weak(peak, live)) {
-  }
+  raise_max(peak_, live_ += static_cast<int64_t>(n));
   return Buffer(this, p, n);
 }
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "comm/registry.h"
+#include "core/atomic_max.h"
 #include "core/error.h"
 #include "debug/dump_service.h"
 #include "debug/watchdog.h"
@@ -22,12 +23,6 @@ std::shared_ptr<GroupTrace> make_trace(const ProcessGroup& pg) {
       i.rank < static_cast<int>(i.global_ranks.size()) ? i.global_ranks[i.rank] : i.rank;
   t->store = i.store;
   return t;
-}
-
-void raise_max(std::atomic<uint64_t>& a, uint64_t v) {
-  uint64_t cur = a.load(std::memory_order_relaxed);
-  while (cur < v && !a.compare_exchange_weak(cur, v, std::memory_order_relaxed)) {
-  }
 }
 
 std::string describe(std::exception_ptr e) {
@@ -58,9 +53,9 @@ void TracingProcessGroup::before(const OpCall& call) {
   current_ = InFlight{};
   current_.created_ns = shared_->fr->clock().wall_ns();
   if (is_p2p(call.type)) {
-    raise_max(t.last_enqueued_p2p, call.seq);
+    raise_max(t.last_enqueued_p2p, call.seq, std::memory_order_relaxed);
   } else {
-    raise_max(t.last_enqueued_collective, call.seq);
+    raise_max(t.last_enqueued_collective, call.seq, std::memory_order_relaxed);
   }
   current_.record = shared_->fr->record(t, ++op_id_, call, current_.created_ns);
   current_.token = shared_->watchdog->watch(shared_->trace, call.type, call.seq,
@@ -75,7 +70,7 @@ void TracingProcessGroup::before(const OpCall& call) {
 
 std::shared_ptr<Work> TracingProcessGroup::after(const OpCall& call, std::shared_ptr<Work> work) {
   GroupTrace& t = *shared_->trace;
-  if (!is_p2p(call.type)) raise_max(t.last_started_collective, call.seq);
+  if (!is_p2p(call.type)) raise_max(t.last_started_collective, call.seq, std::memory_order_relaxed);
   shared_->fr->mark_started(current_.record);
   shared_->watchdog->attach(current_.token, work);
   Done d{shared_, current_, call.type, call.seq, call.input.nbytes(), call.input.dtype};
@@ -91,9 +86,9 @@ void TracingProcessGroup::Done::finish(std::exception_ptr error) const {
   GroupTrace& t = *shared->trace;
   const bool failed = error != nullptr;
   if (is_p2p(op)) {
-    raise_max(t.last_completed_p2p, seq);
+    raise_max(t.last_completed_p2p, seq, std::memory_order_relaxed);
   } else if (!failed) {
-    raise_max(t.last_completed_collective, seq);
+    raise_max(t.last_completed_collective, seq, std::memory_order_relaxed);
   }
   const int64_t done_ns = shared->fr->clock().wall_ns();  // one read for the record and observers
   shared->fr->mark_completed(f.record, failed, done_ns);

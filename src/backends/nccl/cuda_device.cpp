@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "core/atomic_max.h"
 #include "core/error.h"
 
 namespace collie {
@@ -127,10 +128,7 @@ device::Buffer CudaRuntime::allocate(size_t bytes) {
     cudaFree(p);
     check_cuda(z, "cudaMemsetAsync", device_);
   }
-  const int64_t live = live_ += static_cast<int64_t>(n);
-  int64_t peak = peak_.load();
-  while (live > peak && !peak_.compare_exchange_weak(peak, live)) {
-  }
+  raise_max(peak_, live_ += static_cast<int64_t>(n));
   return device::Buffer(this, p, n);
 }
 
