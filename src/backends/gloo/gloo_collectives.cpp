@@ -11,6 +11,7 @@
 #include <gloo/scatter.h>
 
 #include <cstring>
+#include <memory>
 
 #include "core/error.h"
 #include "core/reduce_kernel.h"
@@ -21,7 +22,7 @@ namespace {
 // Gloo's option setters are templated only to learn the element size; data moves as bytes and
 // reductions go through reduce_into, so a same-sized unsigned type stands in for every dtype.
 template <typename F>
-void with_element_type(DType d, F&& f) {
+auto with_element_type(DType d, F&& f) {
   switch (dtype_size(d)) {
     case 1:
       return f(uint8_t{});
@@ -62,13 +63,6 @@ std::function<void(void*, const void*, const void*, size_t)> reduction(DType d, 
   };
 }
 
-// Gloo derives its slots from the tag; the timeout bounds the whole op.
-template <typename Options>
-void set_tag_and_timeout(Options& o, const GlooOpArgs& a) {
-  o.setTag(a.tag);
-  o.setTimeout(a.call.timeout);
-}
-
 void pre_scale(const OpCall& c, void* data, size_t n) {
   if (c.reduce_op == ReduceOp::PreMulSum) scale(data, n, c.input.dtype, c.premul_factor);
 }
@@ -77,19 +71,42 @@ void post_divide(const OpCall& c, void* data, size_t n, int size) {
   if (c.reduce_op == ReduceOp::Avg) divide(data, n, c.input.dtype, size);
 }
 
+// The key of an op that reads `in` and writes `out` (both TensorViews, possibly empty).
+GlooOpKey key_of(const OpCall& c, const void* in, size_t in_bytes, const void* out,
+                 size_t out_bytes) {
+  GlooOpKey k;
+  k.type = c.type;
+  k.in = in;
+  k.in_bytes = in_bytes;
+  k.out = out;
+  k.out_bytes = out_bytes;
+  k.dtype = c.input.numel ? c.input.dtype : c.output.dtype;
+  k.reduce_op = has_reduce_op(c.type) ? c.reduce_op : ReduceOp::Sum;
+  k.root = c.root;
+  return k;
+}
+
+// Runs the prepared call for `key`, building its options with `build(T{})` on a miss, where T
+// is the same-sized stand-in element type.
+template <typename Build>
+void run_prepared(const GlooOpArgs& a, GlooOpKey key, DType d, Build&& build) {
+  a.prepared.get(std::move(key), [&] { return with_element_type(d, build); })
+      .run(a.tag, a.call.timeout);
+}
+
 }  // namespace
 
 void gloo_broadcast(const GlooOpArgs& a) {
   const OpCall& c = a.call;
   if (c.input.numel == 0) return;
-  with_element_type(c.input.dtype, [&](auto t) {
-    using T = decltype(t);
-    gloo::BroadcastOptions o(a.ctx);
-    o.setOutput(typed<T>(c.input.data), c.input.numel);
-    o.setRoot(c.root);
-    set_tag_and_timeout(o, a);
-    gloo::broadcast(o);
-  });
+  run_prepared(a, key_of(c, c.input.data, c.input.nbytes(), nullptr, 0), c.input.dtype,
+               [&](auto t) {
+                 using T = decltype(t);
+                 auto o = std::make_unique<gloo::BroadcastOptions>(a.ctx);
+                 o->setOutput(typed<T>(c.input.data), c.input.numel);
+                 o->setRoot(c.root);
+                 return prepared(std::move(o), [](auto& x) { gloo::broadcast(x); });
+               });
 }
 
 void gloo_all_reduce(const GlooOpArgs& a) {
@@ -97,14 +114,14 @@ void gloo_all_reduce(const GlooOpArgs& a) {
   const size_t n = c.input.numel;
   if (n == 0) return;
   pre_scale(c, c.input.data, n);
-  with_element_type(c.input.dtype, [&](auto t) {
-    using T = decltype(t);
-    gloo::AllreduceOptions o(a.ctx);
-    o.setOutput(typed<T>(c.input.data), n);
-    o.setReduceFunction(reduction(c.input.dtype, c.reduce_op));
-    set_tag_and_timeout(o, a);
-    gloo::allreduce(o);
-  });
+  run_prepared(a, key_of(c, c.input.data, c.input.nbytes(), nullptr, 0), c.input.dtype,
+               [&](auto t) {
+                 using T = decltype(t);
+                 auto o = std::make_unique<gloo::AllreduceOptions>(a.ctx);
+                 o->setOutput(typed<T>(c.input.data), n);
+                 o->setReduceFunction(reduction(c.input.dtype, c.reduce_op));
+                 return prepared(std::move(o), [](auto& x) { gloo::allreduce(x); });
+               });
   post_divide(c, c.input.data, n, a.ctx->size);
 }
 
@@ -113,62 +130,68 @@ void gloo_reduce(const GlooOpArgs& a) {
   const size_t n = c.input.numel;
   if (n == 0) return;
   pre_scale(c, c.input.data, n);
-  with_element_type(c.input.dtype, [&](auto t) {
-    using T = decltype(t);
-    gloo::ReduceOptions o(a.ctx);
-    o.setOutput(typed<T>(c.input.data), n);
-    o.setRoot(c.root);
-    o.setReduceFunction(reduction(c.input.dtype, c.reduce_op));
-    set_tag_and_timeout(o, a);
-    gloo::reduce(o);
-  });
+  run_prepared(a, key_of(c, c.input.data, c.input.nbytes(), nullptr, 0), c.input.dtype,
+               [&](auto t) {
+                 using T = decltype(t);
+                 auto o = std::make_unique<gloo::ReduceOptions>(a.ctx);
+                 o->setOutput(typed<T>(c.input.data), n);
+                 o->setRoot(c.root);
+                 o->setReduceFunction(reduction(c.input.dtype, c.reduce_op));
+                 return prepared(std::move(o), [](auto& x) { gloo::reduce(x); });
+               });
   if (a.ctx->rank == c.root) post_divide(c, c.input.data, n, a.ctx->size);
 }
 
 void gloo_all_gather(const GlooOpArgs& a) {
   const OpCall& c = a.call;
   if (c.input.numel == 0) return;
-  with_element_type(c.input.dtype, [&](auto t) {
-    using T = decltype(t);
-    gloo::AllgatherOptions o(a.ctx);
-    o.setInput(typed<T>(c.input.data), c.input.numel);
-    o.setOutput(typed<T>(c.output.data), c.output.numel);
-    set_tag_and_timeout(o, a);
-    gloo::allgather(o);
-  });
+  run_prepared(a, key_of(c, c.input.data, c.input.nbytes(), c.output.data, c.output.nbytes()),
+               c.input.dtype, [&](auto t) {
+                 using T = decltype(t);
+                 auto o = std::make_unique<gloo::AllgatherOptions>(a.ctx);
+                 o->setInput(typed<T>(c.input.data), c.input.numel);
+                 o->setOutput(typed<T>(c.output.data), c.output.numel);
+                 return prepared(std::move(o), [](auto& x) { gloo::allgather(x); });
+               });
 }
 
 void gloo_gather(const GlooOpArgs& a) {
   const OpCall& c = a.call;
   if (c.input.numel == 0) return;
-  with_element_type(c.input.dtype, [&](auto t) {
-    using T = decltype(t);
-    gloo::GatherOptions o(a.ctx);
-    o.setInput(typed<T>(c.input.data), c.input.numel);
-    if (a.ctx->rank == c.root) o.setOutput(typed<T>(c.output.data), c.output.numel);
-    o.setRoot(c.root);
-    set_tag_and_timeout(o, a);
-    gloo::gather(o);
-  });
+  const bool root = a.ctx->rank == c.root;
+  run_prepared(a,
+               key_of(c, c.input.data, c.input.nbytes(), root ? c.output.data : nullptr,
+                      root ? c.output.nbytes() : 0),
+               c.input.dtype, [&](auto t) {
+                 using T = decltype(t);
+                 auto o = std::make_unique<gloo::GatherOptions>(a.ctx);
+                 o->setInput(typed<T>(c.input.data), c.input.numel);
+                 if (root) o->setOutput(typed<T>(c.output.data), c.output.numel);
+                 o->setRoot(c.root);
+                 return prepared(std::move(o), [](auto& x) { gloo::gather(x); });
+               });
 }
 
 void gloo_scatter(const GlooOpArgs& a) {
   const OpCall& c = a.call;
   const size_t n = c.output.numel;
   if (n == 0) return;
-  with_element_type(c.output.dtype, [&](auto t) {
-    using T = decltype(t);
-    gloo::ScatterOptions o(a.ctx);
-    if (a.ctx->rank == c.root) {
-      std::vector<T*> parts(a.ctx->size);
-      for (int r = 0; r < a.ctx->size; ++r) parts[r] = typed<T>(c.input.data) + r * n;
-      o.setInputs(parts, n);
-    }
-    o.setOutput(typed<T>(c.output.data), n);
-    o.setRoot(c.root);
-    set_tag_and_timeout(o, a);
-    gloo::scatter(o);
-  });
+  const bool root = a.ctx->rank == c.root;
+  run_prepared(a,
+               key_of(c, root ? c.input.data : nullptr, root ? c.input.nbytes() : 0, c.output.data,
+                      c.output.nbytes()),
+               c.output.dtype, [&](auto t) {
+                 using T = decltype(t);
+                 auto o = std::make_unique<gloo::ScatterOptions>(a.ctx);
+                 if (root) {
+                   std::vector<T*> parts(a.ctx->size);
+                   for (int r = 0; r < a.ctx->size; ++r) parts[r] = typed<T>(c.input.data) + r * n;
+                   o->setInputs(parts, n);
+                 }
+                 o->setOutput(typed<T>(c.output.data), n);
+                 o->setRoot(c.root);
+                 return prepared(std::move(o), [](auto& x) { gloo::scatter(x); });
+               });
 }
 
 // True when the byte ranges of `a` and `b` overlap.
@@ -189,30 +212,37 @@ void* alltoall_source(const GlooOpArgs& a) {
   return a.scratch.data();
 }
 
+// Gloo all_to_all of `src` (the input's bytes) into `dst` with `dst_numel` elements.
+void run_alltoall(const GlooOpArgs& a, void* src, void* dst, size_t dst_numel) {
+  const OpCall& c = a.call;
+  const size_t dst_bytes = dst_numel * dtype_size(c.input.dtype);
+  run_prepared(a, key_of(c, src, c.input.nbytes(), dst, dst_bytes), c.input.dtype, [&](auto t) {
+    using T = decltype(t);
+    auto o = std::make_unique<gloo::AlltoallOptions>(a.ctx);
+    o->setInput(typed<T>(src), c.input.numel);
+    o->setOutput(typed<T>(dst), dst_numel);
+    return prepared(std::move(o), [](auto& x) { gloo::alltoall(x); });
+  });
+}
+
 void gloo_all_to_all(const GlooOpArgs& a) {
   const OpCall& c = a.call;
   if (c.input_splits.empty()) {
     if (c.input.numel == 0) return;
-    void* src = alltoall_source(a);
-    with_element_type(c.input.dtype, [&](auto t) {
-      using T = decltype(t);
-      gloo::AlltoallOptions o(a.ctx);
-      o.setInput(typed<T>(src), c.input.numel);
-      o.setOutput(typed<T>(c.output.data), c.output.numel);
-      set_tag_and_timeout(o, a);
-      gloo::alltoall(o);
-    });
+    run_alltoall(a, alltoall_source(a), c.output.data, c.output.numel);
     return;
   }
   void* src = alltoall_source(a);
-  with_element_type(c.input.dtype, [&](auto t) {
+  GlooOpKey key = key_of(c, src, c.input.nbytes(), c.output.data, c.output.nbytes());
+  key.in_splits.assign(c.input_splits.begin(), c.input_splits.end());
+  key.out_splits.assign(c.output_splits.begin(), c.output_splits.end());
+  run_prepared(a, std::move(key), c.input.dtype, [&](auto t) {
     using T = decltype(t);
-    gloo::AlltoallvOptions o(a.ctx);
-    o.setInput(typed<T>(src), std::vector<int64_t>(c.input_splits.begin(), c.input_splits.end()));
-    o.setOutput(typed<T>(c.output.data),
-                std::vector<int64_t>(c.output_splits.begin(), c.output_splits.end()));
-    set_tag_and_timeout(o, a);
-    gloo::alltoallv(o);
+    auto o = std::make_unique<gloo::AlltoallvOptions>(a.ctx);
+    o->setInput(typed<T>(src), std::vector<int64_t>(c.input_splits.begin(), c.input_splits.end()));
+    o->setOutput(typed<T>(c.output.data),
+                 std::vector<int64_t>(c.output_splits.begin(), c.output_splits.end()));
+    return prepared(std::move(o), [](auto& x) { gloo::alltoallv(x); });
   });
 }
 
@@ -226,14 +256,7 @@ void gloo_reduce_scatter(const GlooOpArgs& a) {
   // Every rank receives its block from every rank, then reduces the blocks in rank order (the
   // same bytes moved as a ring reduce-scatter, and a deterministic reduction order).
   a.scratch.resize(bytes * size);
-  with_element_type(d, [&](auto t) {
-    using T = decltype(t);
-    gloo::AlltoallOptions o(a.ctx);
-    o.setInput(typed<T>(c.input.data), c.input.numel);
-    o.setOutput(typed<T>(a.scratch.data()), n * size);
-    set_tag_and_timeout(o, a);
-    gloo::alltoall(o);
-  });
+  run_alltoall(a, c.input.data, a.scratch.data(), n * size);
   uint8_t* out = static_cast<uint8_t*>(c.output.data);
   const ReduceOp r = combining_op(c.reduce_op);
   for (int i = 0; i < size; ++i) {
@@ -249,9 +272,10 @@ void gloo_reduce_scatter(const GlooOpArgs& a) {
 }
 
 void gloo_barrier(const GlooOpArgs& a) {
-  gloo::BarrierOptions o(a.ctx);
-  set_tag_and_timeout(o, a);
-  gloo::barrier(o);
+  run_prepared(a, key_of(a.call, nullptr, 0, nullptr, 0), DType::UInt8, [&](auto) {
+    return prepared(std::make_unique<gloo::BarrierOptions>(a.ctx),
+                    [](auto& x) { gloo::barrier(x); });
+  });
 }
 
 }  // namespace collie

@@ -1,5 +1,6 @@
 #include "backends/gloo/gloo_p2p.h"
 
+#include <gloo/context.h>
 #include <gloo/transport/unbound_buffer.h>
 
 #include "core/thread_name.h"
@@ -9,6 +10,41 @@ namespace collie {
 uint64_t p2p_slot(int tag) {
   constexpr uint64_t kP2PSlotPrefix = 0x20;  // Gloo's collectives use 0x01-0x08
   return (kP2PSlotPrefix << 56) | static_cast<uint32_t>(tag);
+}
+
+UnboundBufferPool::~UnboundBufferPool() = default;
+
+std::unique_ptr<gloo::transport::UnboundBuffer> UnboundBufferPool::acquire(void* ptr,
+                                                                           size_t bytes) {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    for (auto it = idle_.begin(); it != idle_.end(); ++it) {
+      if ((*it)->ptr == ptr && (*it)->size == bytes) {
+        auto b = std::move(*it);
+        idle_.erase(it);
+        return b;
+      }
+    }
+  }
+  return ctx_->createUnboundBuffer(ptr, bytes);
+}
+
+void UnboundBufferPool::release(std::unique_ptr<gloo::transport::UnboundBuffer> b) {
+  std::unique_ptr<gloo::transport::UnboundBuffer> evicted;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    idle_.push_front(std::move(b));
+    if (idle_.size() > kCapacity) {
+      evicted = std::move(idle_.back());
+      idle_.pop_back();
+    }
+  }
+  // `evicted` is destroyed here, outside the lock (its destructor may wait for the I/O thread).
+}
+
+size_t UnboundBufferPool::idle() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return idle_.size();
 }
 
 P2PWaiterPool::~P2PWaiterPool() { stop(); }
@@ -49,6 +85,8 @@ void P2PWaiterPool::loop() {
     } catch (...) {
       error = std::current_exception();
     }
+    // Back to the pool before the Work completes, so the caller's next op on this memory finds it.
+    if (ok && !error && op->pool != nullptr) op->pool->release(std::move(op->buffer));
     op->done(error, !ok && !error);
     lk.lock();
     active_.erase(op);

@@ -70,6 +70,7 @@ ProcessGroupGloo::ProcessGroupGloo(GroupInfo info, const Env& env)
   }
   auto ctx = connect_full_mesh_bounded(i, device, choice.address, choice.reason);
   context_ = std::move(ctx);
+  buffers_ = std::make_unique<UnboundBufferPool>(context_);
   log(LogLevel::Debug, "gloo: {} connected, {} ranks, device {} ({})", group_label(i), i.size,
       device->str(), choice.reason);
   worker_ = std::thread([this] {
@@ -202,8 +203,18 @@ void ProcessGroupGloo::worker_loop() {
 
 void ProcessGroupGloo::execute(const OpCall& call) {
   // Ops on one context never overlap (see run), so the seq alone keeps slots apart.
-  GlooOpArgs a{context_, call, static_cast<uint32_t>(call.seq), scratch_};
-  switch (call.type) {
+  GlooOpArgs a{context_, call, static_cast<uint32_t>(call.seq), scratch_, prepared_};
+  try {
+    dispatch(a);
+  } catch (...) {
+    // libgloo may still have receives posted into the prepared buffers: never reuse them.
+    prepared_.clear();
+    throw;
+  }
+}
+
+void ProcessGroupGloo::dispatch(const GlooOpArgs& a) {
+  switch (a.call.type) {
     case OpType::Broadcast:
       return gloo_broadcast(a);
     case OpType::AllReduce:
@@ -226,7 +237,7 @@ void ProcessGroupGloo::execute(const OpCall& call) {
     case OpType::Recv:
       break;
   }
-  throw InvalidArgument(fmt::format("gloo: {} is not a collective", op_name(call.type)));
+  throw InvalidArgument(fmt::format("gloo: {} is not a collective", op_name(a.call.type)));
 }
 
 void ProcessGroupGloo::run_p2p(const OpCall& call, const std::shared_ptr<Work>& work) {
@@ -234,7 +245,8 @@ void ProcessGroupGloo::run_p2p(const OpCall& call, const std::shared_ptr<Work>& 
   op->is_send = call.type == OpType::Send;
   op->timeout = call.timeout;
   try {
-    op->buffer = context_->createUnboundBuffer(call.input.data, call.input.nbytes());
+    op->buffer = buffers_->acquire(call.input.data, call.input.nbytes());
+    op->pool = buffers_.get();
     if (op->is_send) {
       op->buffer->send(call.peer, p2p_slot(call.tag));
     } else {

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "backends/gloo/gloo_errors.h"
+#include "backends/gloo/gloo_prepared.h"
 #include "comm/process_group.h"
 
 namespace gloo {
@@ -35,6 +36,8 @@ namespace collie {
 
 class Env;
 class P2PWaiterPool;
+class UnboundBufferPool;
+struct GlooOpArgs;
 
 class ProcessGroupGloo : public ProcessGroup {
  public:
@@ -59,6 +62,7 @@ class ProcessGroupGloo : public ProcessGroup {
   };
   // Runs a collective on this thread; throws collie errors.
   void execute(const OpCall& call);
+  static void dispatch(const GlooOpArgs& a);
   void run_p2p(const OpCall& call, const std::shared_ptr<Work>& work);
   void worker_loop();
   GlooErrorContext error_context(const OpCall& call) const;
@@ -67,6 +71,7 @@ class ProcessGroupGloo : public ProcessGroup {
 
   std::shared_ptr<gloo::Context> context_;
   std::vector<uint8_t> scratch_;  // reduce_scatter staging; only touched by the executing thread
+  PreparedOps prepared_;          // libgloo options reused across calls; executing thread only
 
   std::mutex mu_;
   std::condition_variable cv_;
@@ -75,6 +80,8 @@ class ProcessGroupGloo : public ProcessGroup {
   bool stopping_ = false;
   std::string broken_;  // first fatal error; non-empty = group unusable
   std::thread worker_;
+  std::unique_ptr<UnboundBufferPool>
+      buffers_;  // send/recv buffers; before waiters_ (outlives them)
   std::unique_ptr<P2PWaiterPool> waiters_;
 };
 
