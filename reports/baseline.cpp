@@ -5,7 +5,6 @@
 
 #include "core/error.h"
 #include "reports/json_io.h"
-#include "reports/stats.h"
 
 namespace collie::reports {
 
@@ -18,6 +17,10 @@ std::string describe(const RowKey& k) {
                   std::to_string(k.size_bytes) + " B";
   if (k.root >= 0) s += " root " + std::to_string(k.root);
   return s;
+}
+
+double run_time_of(const ResultRow& r) {
+  return r.samples_us.empty() ? r.time_us : median(r.samples_us);
 }
 
 CombinedRows combine_rows(const std::vector<const ResultRow*>& rows) {
@@ -43,6 +46,8 @@ CombinedRows combine_rows(const std::vector<const ResultRow*>& rows) {
       if (!r->samples_us.empty()) p50.push_back(median(r->samples_us));
       if (r->wrong >= 0) wrong = std::max<int64_t>(wrong, 0) + r->wrong;
     }
+    RowSpread s;
+    for (const ResultRow* r : g) s.run_times_us.push_back(run_time_of(*r));
     row.time_us = median(time);
     row.algbw_gbps = median(algbw);
     row.busbw_gbps = median(busbw);
@@ -51,7 +56,6 @@ CombinedRows combine_rows(const std::vector<const ResultRow*>& rows) {
     // Pooled samples keep the between-run variation visible to the rank test.
     row.samples_us = std::move(samples);
     if (!row.samples_us.empty()) row.iter = compute_iter_stats(row.samples_us);
-    RowSpread s;
     s.runs = static_cast<int>(g.size());
     s.time_min_us = *std::min_element(time.begin(), time.end());
     s.time_max_us = *std::max_element(time.begin(), time.end());
@@ -67,8 +71,15 @@ CombinedRows combine_rows(const std::vector<const ResultRow*>& rows) {
   return out;
 }
 
+std::vector<ResultRow> rows_of_run(const LoadedRun& run) {
+  std::vector<const ResultRow*> rows;
+  for (const auto& r : run.result.rows) rows.push_back(&r);
+  return combine_rows(rows).rows;
+}
+
 LoadedRun make_baseline(const std::vector<LoadedRun>& runs) {
   const RunMeta& first = runs.front().result.meta;
+  std::vector<std::vector<ResultRow>> per_run;
   std::vector<const ResultRow*> rows;
   for (const auto& run : runs) {
     const RunMeta& m = run.result.meta;
@@ -78,8 +89,10 @@ LoadedRun make_baseline(const std::vector<LoadedRun>& runs) {
                             runs.front().path + " (backend " + first.backend + ", world size " +
                             std::to_string(first.world_size) +
                             "); make one baseline per configuration");
-    for (const auto& r : run.result.rows) rows.push_back(&r);
+    per_run.push_back(rows_of_run(run));
   }
+  for (const auto& run_rows : per_run)
+    for (const auto& r : run_rows) rows.push_back(&r);
   LoadedRun b;
   b.path = "baseline";
   b.label = "baseline";
@@ -108,7 +121,8 @@ nlohmann::json baseline_to_json(const LoadedRun& b, const std::vector<std::strin
                                 {"busbw_min_gbps", s.busbw_min_gbps},
                                 {"busbw_max_gbps", s.busbw_max_gbps},
                                 {"p50_min_us", s.p50_min_us},
-                                {"p50_max_us", s.p50_max_us}};
+                                {"p50_max_us", s.p50_max_us},
+                                {"run_times_us", s.run_times_us}};
   }
   return j;
 }

@@ -26,21 +26,31 @@ RowKey key_of(const ResultRow& r);
 // "all_reduce float sum out 1048576 B" (root shown only for rooted collectives).
 std::string describe(const RowKey& k);
 
-// One combined row per key, in first-seen order; spread[i] belongs to rows[i].
+// One run's value for a row, what the CI gate compares: the median iteration time when the row
+// has -I samples (robust to the stalls that move a mean), else its time per call.
+double run_time_of(const ResultRow& r);
+
+// One combined row per key, in first-seen order; spread[i] belongs to rows[i] (its
+// run_times_us holds run_time_of each input row, in input order).
 struct CombinedRows {
   std::vector<ResultRow> rows;
   std::vector<RowSpread> spread;
 };
 CombinedRows combine_rows(const std::vector<const ResultRow*>& rows);
 
-// Combines `runs` into a baseline. Throws InvalidArgument when the runs disagree on backend or
+// The rows of one run with its -N cycles combined: one row per key, in first-seen order.
+std::vector<ResultRow> rows_of_run(const LoadedRun& run);
+
+// Combines `runs` (each first reduced to one row per key, its -N cycles combined) into a
+// baseline whose spread records every run's value per row. Throws InvalidArgument when the runs
+// disagree on backend or
 // world size (a baseline mixing them would gate against the wrong numbers).
 // REQUIRES: !runs.empty().
 LoadedRun make_baseline(const std::vector<LoadedRun>& runs);
 
 // The baseline file: the collie.perf.v1 document (any reader of results reads it) plus a
 // top-level "baseline" object {runs, sources} and per row "baseline" {runs, min/max of time and
-// busbw}.
+// busbw, p50_min/max_us, run_times_us}.
 nlohmann::json baseline_to_json(const LoadedRun& baseline, const std::vector<std::string>& sources);
 
 }  // namespace collie::reports

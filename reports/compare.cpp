@@ -1,10 +1,11 @@
 #include "reports/compare.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <map>
 
 #include "core/error.h"
-#include "reports/stats.h"
 
 namespace collie::reports {
 
@@ -18,6 +19,10 @@ const char* verdict_name(Verdict v) {
       return "improvement";
     case Verdict::Unchanged:
       return "unchanged";
+    case Verdict::Inconclusive:
+      return "inconclusive";
+    case Verdict::WrongData:
+      return "wrong-data";
     case Verdict::Missing:
       return "missing";
     case Verdict::New:
@@ -26,134 +31,227 @@ const char* verdict_name(Verdict v) {
   return "?";
 }
 
+const char* CompareReport::outcome() const {
+  if (failed()) return "FAIL";
+  return inconclusive > 0 ? "INCONCLUSIVE" : "PASS";
+}
+
 namespace {
 
-double metric_of(const ResultRow& r, Metric m) {
-  return m == Metric::BusBw ? r.busbw_gbps : r.time_us;
+// One row's evidence on one side: a representative row and each run's time.
+struct RowRuns {
+  ResultRow row;
+  std::vector<double> times_us;
+  std::string wrong;  // "#wrong 3 in cur.json" when a run reported wrong elements
+};
+
+std::string file_name(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-// Relative worsening from `base` to `cur` of a metric where larger is better (busbw) or worse.
-double worsening(double base, double cur, bool larger_is_better) {
-  if (base <= 0) return 0;
-  return larger_is_better ? (base - cur) / base : (cur - base) / base;
+void note_wrong(RowRuns& rr, const ResultRow& r, const std::string& path) {
+  if (r.wrong <= 0) return;
+  if (!rr.wrong.empty()) rr.wrong += "; ";
+  rr.wrong += fmt::format("#wrong {} in {}", r.wrong, file_name(path));
 }
 
-double spread_of(const RowSpread& s, double base, Metric m) {
-  if (s.runs < 2 || base <= 0) return 0;
-  return m == Metric::BusBw ? (s.busbw_max_gbps - s.busbw_min_gbps) / base
-                            : (s.time_max_us - s.time_min_us) / base;
-}
-
-CombinedRows combined(const LoadedRun& run, std::vector<RowSpread>* spread) {
-  std::vector<const ResultRow*> rows;
-  for (const auto& r : run.result.rows) rows.push_back(&r);
-  CombinedRows c = combine_rows(rows);
-  // A baseline file already holds one row per key with its recorded spread; keep that spread.
-  if (run.baseline_runs > 0 && run.spread.size() == run.result.rows.size()) c.spread = run.spread;
-  *spread = c.spread;
-  return c;
-}
-
-void classify(RowComparison& c, const ResultRow& b, const ResultRow& cur, const RowSpread& bs,
-              const CompareOptions& o) {
-  const Metric m = o.metric;
-  c.base = metric_of(b, m);
-  c.current = metric_of(cur, m);
-  c.change = c.base != 0 ? c.current / c.base - 1 : 0;
-  c.threshold = std::max(o.max_regression, spread_of(bs, c.base, m));
-  const int n = o.min_samples;
-  bool significant = true;
-  if (static_cast<int>(b.samples_us.size()) >= n && static_cast<int>(cur.samples_us.size()) >= n) {
-    // Samples are per-iteration times; busbw is inversely proportional to time at a fixed size,
-    // so the effect on either metric follows from the ratio of the sample medians.
-    c.method = "mann-whitney";
-    const MannWhitney t = mann_whitney_u(cur.samples_us, b.samples_us);
-    c.p = t.p;
-    significant = t.p < o.alpha;
-    const double tb = median(b.samples_us), tc = median(cur.samples_us);
-    c.worse = m == Metric::Time ? worsening(tb, tc, false) : (tc > 0 ? 1 - tb / tc : 0);
-    // Run-to-run spread of the median time, expressed in the metric (a time increase of s is a
-    // bandwidth drop of s / (1 + s)).
-    if (bs.runs >= 2 && tb > 0 && bs.p50_max_us > 0) {
-      const double st = (bs.p50_max_us - bs.p50_min_us) / tb;
-      c.threshold = std::max(o.max_regression, m == Metric::Time ? st : st / (1 + st));
-    }
-  } else {
-    c.method = "threshold";
-    c.worse = worsening(c.base, c.current, m == Metric::BusBw);
+// The baseline's runs per key: the per-run times `collie report baseline` recorded, the min and
+// max of an older baseline file, or the one run of a plain results file.
+std::map<RowKey, RowRuns> baseline_side(const LoadedRun& b, std::vector<RowKey>& order) {
+  std::map<RowKey, const RowSpread*> spread;
+  if (b.baseline_runs > 0 && b.spread.size() == b.result.rows.size()) {
+    for (size_t i = 0; i < b.spread.size(); ++i) spread[key_of(b.result.rows[i])] = &b.spread[i];
   }
-  if (significant && c.worse > c.threshold)
-    c.verdict = Verdict::Regression;
-  else if (significant && -c.worse > c.threshold)
-    c.verdict = Verdict::Improvement;
-  else
-    c.verdict = Verdict::Unchanged;
+  std::map<RowKey, RowRuns> side;
+  for (ResultRow& r : rows_of_run(b)) {
+    const RowKey k = key_of(r);
+    order.push_back(k);
+    RowRuns& rr = side[k];
+    note_wrong(rr, r, b.path);
+    auto s = spread.find(k);
+    if (s != spread.end() && !s->second->run_times_us.empty()) {
+      rr.times_us = s->second->run_times_us;
+    } else if (s != spread.end() && s->second->runs >= 2) {
+      const bool p50 = s->second->p50_max_us > 0;
+      rr.times_us = {p50 ? s->second->p50_min_us : s->second->time_min_us,
+                     p50 ? s->second->p50_max_us : s->second->time_max_us};
+    } else {
+      rr.times_us = {run_time_of(r)};
+    }
+    rr.row = std::move(r);
+  }
+  return side;
 }
 
-}  // namespace
+std::map<RowKey, RowRuns> current_side(const std::vector<LoadedRun>& runs,
+                                       std::vector<RowKey>& order) {
+  std::map<RowKey, RowRuns> side;
+  for (const LoadedRun& run : runs) {
+    for (ResultRow& r : rows_of_run(run)) {
+      const RowKey k = key_of(r);
+      auto [it, added] = side.try_emplace(k);
+      if (added) order.push_back(k);
+      RowRuns& rr = it->second;
+      note_wrong(rr, r, run.path);
+      rr.times_us.push_back(run_time_of(r));
+      if (added) rr.row = std::move(r);
+    }
+  }
+  return side;
+}
 
-CompareReport compare_runs(const LoadedRun& base, const LoadedRun& cur,
-                           const CompareOptions& opts) {
+// The metric of `row` had its time per call been `t_us`.
+double metric_at(const ResultRow& row, double t_us, Metric m) {
+  if (m == Metric::Time) return t_us;
+  return t_us > 0 && row.time_us > 0 ? row.busbw_gbps * row.time_us / t_us : row.busbw_gbps;
+}
+
+// Relative worsening in the metric when the time goes from tb to tc (< 0: better).
+double worsening(double tb, double tc, Metric m) {
+  if (tb <= 0 || tc <= 0) return 0;
+  return m == Metric::Time ? tc / tb - 1 : 1 - tb / tc;
+}
+
+void judge(RowComparison& c, const RowRuns& b, const RowRuns& cur, const CompareOptions& o) {
+  const Metric m = o.metric;
+  const double tb = median(b.times_us), tc = median(cur.times_us);
+  const auto [bmin, bmax] = std::minmax_element(b.times_us.begin(), b.times_us.end());
+  const auto [cmin, cmax] = std::minmax_element(cur.times_us.begin(), cur.times_us.end());
+  c.base_runs = static_cast<int>(b.times_us.size());
+  c.current_runs = static_cast<int>(cur.times_us.size());
+  c.base = metric_at(b.row, tb, m);
+  c.current = metric_at(cur.row, tc, m);
+  c.change = c.base != 0 ? c.current / c.base - 1 : 0;
+  c.worse = worsening(tb, tc, m);
+  c.allowed = o.max_regression;
+  if (!b.wrong.empty() || !cur.wrong.empty()) {
+    c.verdict = Verdict::WrongData;
+    c.note = cur.wrong.empty() ? "baseline: " + b.wrong : cur.wrong;
+    return;
+  }
+  if (std::abs(c.worse) <= c.allowed) {
+    c.verdict = Verdict::Unchanged;
+    return;
+  }
+  const bool worse = c.worse > 0;
+  // The pairing of runs least favourable to a change: best current vs worst baseline run.
+  c.worse_closest = worse ? worsening(*bmax, *cmin, m) : worsening(*bmin, *cmax, m);
+  const bool enough_runs = c.base_runs + c.current_runs >= 3;
+  const bool separated = worse ? c.worse_closest > c.allowed : -c.worse_closest > c.allowed;
+  if (enough_runs && separated) {
+    c.verdict = worse ? Verdict::Regression : Verdict::Improvement;
+    c.note = fmt::format("every run {} by more than allowed", worse ? "worse" : "better");
+    return;
+  }
+  c.verdict = Verdict::Inconclusive;
+  c.note = !enough_runs ? "1 run per side: run-to-run noise unknown, give either side more runs"
+                        : "runs overlap: the change is within the runs' spread, more runs decide";
+}
+
+void check_same_configuration(const LoadedRun& base, const LoadedRun& cur) {
   const RunMeta &bm = base.result.meta, &cm = cur.result.meta;
   auto mismatch = [&](const std::string& what, const std::string& b, const std::string& c) {
-    return InvalidArgument(what + " differs: baseline " + base.path + " has " + b + ", current " +
-                           cur.path + " has " + c + "; compare runs of the same configuration");
+    return InvalidArgument(what + " differs: " + base.path + " has " + b + ", " + cur.path +
+                           " has " + c + "; compare runs of the same configuration");
   };
   if (bm.backend != cm.backend) throw mismatch("backend", bm.backend, cm.backend);
   if (bm.world_size != cm.world_size)
     throw mismatch("world size", std::to_string(bm.world_size), std::to_string(cm.world_size));
+}
 
+std::string incomplete_reason(const LoadedRun& run) {
+  if (!run.result.meta.interrupted_by.empty())
+    return file_name(run.path) + " was interrupted by " + run.result.meta.interrupted_by;
+  if (!run.result.summary) return file_name(run.path) + " did not complete (complete: false)";
+  return "";
+}
+
+void count(CompareReport& rep, Verdict v) {
+  switch (v) {
+    case Verdict::Regression:
+      ++rep.regressions;
+      break;
+    case Verdict::Improvement:
+      ++rep.improvements;
+      break;
+    case Verdict::Unchanged:
+      ++rep.unchanged;
+      break;
+    case Verdict::Inconclusive:
+      ++rep.inconclusive;
+      break;
+    case Verdict::WrongData:
+      ++rep.wrong;
+      break;
+    case Verdict::Missing:
+      ++rep.missing;
+      break;
+    case Verdict::New:
+      ++rep.added;
+      break;
+  }
+}
+
+}  // namespace
+
+CompareReport compare_runs(const LoadedRun& base, const std::vector<LoadedRun>& current,
+                           const CompareOptions& opts) {
+  for (const LoadedRun& cur : current) {
+    check_same_configuration(base, cur);
+    check_same_configuration(current.front(), cur);
+  }
   CompareReport rep;
   rep.baseline_path = base.path;
-  rep.current_path = cur.path;
-  rep.backend = bm.backend;
-  rep.world_size = bm.world_size;
+  for (const LoadedRun& cur : current) {
+    rep.current_paths.push_back(cur.path);
+    if (std::string why = incomplete_reason(cur); !why.empty()) rep.incomplete.push_back(why);
+  }
+  rep.backend = base.result.meta.backend;
+  rep.world_size = base.result.meta.world_size;
   rep.options = opts;
-  std::vector<RowSpread> bspread, cspread;
-  const CombinedRows b = combined(base, &bspread);
-  const CombinedRows c = combined(cur, &cspread);
-  std::map<RowKey, size_t> cur_index;
-  for (size_t i = 0; i < c.rows.size(); ++i) cur_index[key_of(c.rows[i])] = i;
-  std::vector<bool> used(c.rows.size(), false);
+  std::vector<RowKey> border, corder;
+  const std::map<RowKey, RowRuns> b = baseline_side(base, border);
+  const std::map<RowKey, RowRuns> c = current_side(current, corder);
   int matched = 0;
-  for (size_t i = 0; i < b.rows.size(); ++i) {
-    RowComparison rc;
-    rc.key = key_of(b.rows[i]);
-    auto it = cur_index.find(rc.key);
-    if (it != cur_index.end()) used[it->second] = true;
-    if (rc.key.size_bytes < opts.min_size) {
+  for (const RowKey& k : border) {
+    if (k.size_bytes < opts.min_size) {
       ++rep.skipped;
       continue;
     }
-    if (it == cur_index.end()) {
+    RowComparison rc;
+    rc.key = k;
+    auto it = c.find(k);
+    if (it == c.end()) {
       rc.verdict = Verdict::Missing;
-      rc.base = metric_of(b.rows[i], opts.metric);
-      ++rep.missing;
+      rc.base = metric_at(b.at(k).row, median(b.at(k).times_us), opts.metric);
+      rc.base_runs = static_cast<int>(b.at(k).times_us.size());
+      rc.note = "no current run has this row";
     } else {
       ++matched;
-      classify(rc, b.rows[i], c.rows[it->second], bspread[i], opts);
-      if (rc.verdict == Verdict::Regression) ++rep.regressions;
-      if (rc.verdict == Verdict::Improvement) ++rep.improvements;
-      if (rc.verdict == Verdict::Unchanged) ++rep.unchanged;
+      judge(rc, b.at(k), it->second, opts);
     }
-    rep.rows.push_back(rc);
+    count(rep, rc.verdict);
+    rep.rows.push_back(std::move(rc));
   }
-  for (size_t i = 0; i < c.rows.size(); ++i) {
-    if (used[i]) continue;
-    if (c.rows[i].size_bytes < opts.min_size) {
+  for (const RowKey& k : corder) {
+    if (b.count(k)) continue;
+    if (k.size_bytes < opts.min_size) {
       ++rep.skipped;
       continue;
     }
     RowComparison rc;
-    rc.key = key_of(c.rows[i]);
+    rc.key = k;
     rc.verdict = Verdict::New;
-    rc.current = metric_of(c.rows[i], opts.metric);
-    ++rep.added;
-    rep.rows.push_back(rc);
+    rc.current = metric_at(c.at(k).row, median(c.at(k).times_us), opts.metric);
+    rc.current_runs = static_cast<int>(c.at(k).times_us.size());
+    rc.note = "not in the baseline";
+    count(rep, rc.verdict);
+    rep.rows.push_back(std::move(rc));
   }
   if (matched == 0)
-    throw InvalidArgument("no row of " + cur.path + " matches a row of baseline " + base.path +
-                          (opts.min_size > 0 ? " at or above --min-size" : "") +
+    throw InvalidArgument("no row of " + current.front().path + " matches a row of baseline " +
+                          base.path + (opts.min_size > 0 ? " at or above --min-size" : "") +
                           " (same collective, dtype, op, placement, size); run the same sweep");
   return rep;
 }

@@ -1,11 +1,26 @@
 #pragma once
-// The CI gate: matches the rows of a baseline and a current run by key (collective, dtype, op,
-// placement, root, size; the backend and world size must agree) and classifies each as a
-// regression, an improvement or unchanged. Noise-aware: with >= min_samples per-iteration samples
-// on both sides, a change counts only when the Mann-Whitney U test says the two sample sets
-// differ (p < alpha) AND the median moved by more than the allowed effect; otherwise the plain
-// relative threshold on the row values decides. A baseline that recorded its run-to-run spread
-// widens the allowed effect to that spread. Pure functions; thread-safe.
+// The CI gate. Matches the rows of a baseline and of one or more current runs by key
+// (collective, dtype, op, placement, root, size; backend and world size must agree) and gives
+// each row a verdict from RUN-LEVEL values, because on shared machines the variance lives
+// between runs: iterations of one run share its scheduler placement and neighbours, so they are
+// not independent samples (docs/ci.md, "How a row is judged").
+//
+// A run's value for a row is its median iteration time (-I samples) or, without samples, its
+// time per call. The baseline's runs are the runs recorded by `collie report baseline` (one value
+// per run), or the one run of a plain results file; each current file is one run.
+//   worse   = relative worsening of the median run in the metric (busbw: 1 - current/baseline;
+//             time: current/baseline - 1); < 0 is better. One sign convention everywhere.
+//   regression   worse > allowed, and even the closest runs (the best current run against the
+//                worst baseline run) are worse by more than allowed; needs >= 3 runs in all,
+//                so that at least one side shows its run-to-run spread
+//   improvement  the same the other way
+//   unchanged    |worse| <= allowed
+//   inconclusive |worse| > allowed but the runs overlap, or one run per side: the evidence
+//                cannot separate the change from run-to-run noise (more runs decide)
+//   wrong-data   a current (or baseline) run reported wrong elements for the row (#wrong > 0)
+//   missing      a baseline row the current runs do not have;  new: the reverse (informational)
+// A current run that did not complete (interrupted, no summary) makes the whole comparison fail.
+// Pure functions; thread-safe.
 #include <string>
 #include <vector>
 
@@ -14,42 +29,49 @@
 namespace collie::reports {
 
 enum class Metric { BusBw, Time };
-enum class Verdict { Regression, Improvement, Unchanged, Missing, New };
+enum class Verdict { Regression, Improvement, Unchanged, Inconclusive, WrongData, Missing, New };
 
 const char* metric_name(Metric m);    // "busbw" | "time"
-const char* verdict_name(Verdict v);  // "regression", "improvement", "unchanged", "missing", "new"
+const char* verdict_name(Verdict v);  // "regression", ..., "wrong-data", "missing", "new"
 
 struct CompareOptions {
-  double max_regression = 0.05;  // allowed relative worsening (0.05 = 5 %)
+  double max_regression = 0.05;  // allowed relative worsening in the metric (0.05 = 5 %)
   int64_t min_size = 0;          // rows below this size are left out (tiny sizes are noisy)
   Metric metric = Metric::BusBw;
-  double alpha = 0.01;  // significance level of the rank test
-  int min_samples = 8;  // per side, for the rank test to be used
 };
 
 struct RowComparison {
   RowKey key;
   Verdict verdict = Verdict::Unchanged;
-  double base = 0, current = 0;  // the metric (GB/s or us); 0 on the side a row is missing
-  double change = 0;             // current / base - 1
-  double worse = 0;              // relative worsening the verdict used (< 0: better)
-  double threshold = 0;          // allowed worsening after the baseline spread
-  std::string method;            // "mann-whitney" | "threshold" | "" (missing/new)
-  double p = -1;                 // rank-test p-value, -1 when not used
+  double base = 0, current = 0;  // the metric (GB/s or us) of the median run; 0 where absent
+  double change = 0;             // current / base - 1 in the metric (busbw: < 0 is worse)
+  double worse = 0;              // worsening of the median runs (< 0: better)
+  double worse_closest = 0;      // worsening of the closest runs in the verdict's direction
+  double allowed = 0;            // the allowed worsening (max_regression)
+  int base_runs = 0, current_runs = 0;
+  std::string note;  // why: "runs overlap", "1 run per side", "#wrong 3 in cur2.json", ...
 };
 
 struct CompareReport {
-  std::string baseline_path, current_path, backend;
+  std::string baseline_path;
+  std::vector<std::string> current_paths;
+  std::string backend;
   int world_size = 0;
   CompareOptions options;
   std::vector<RowComparison> rows;
-  int regressions = 0, improvements = 0, unchanged = 0, missing = 0, added = 0, skipped = 0;
-  bool passed() const { return regressions == 0; }
+  std::vector<std::string> incomplete;  // current runs that did not complete, with the reason
+  int regressions = 0, improvements = 0, unchanged = 0, inconclusive = 0, wrong = 0, missing = 0,
+      added = 0, skipped = 0;
+  // Fails on a regression, wrong data, a missing row or an incomplete current run.
+  bool failed() const { return regressions + wrong + missing > 0 || !incomplete.empty(); }
+  // "FAIL", "INCONCLUSIVE" (nothing failed, some row could not be decided) or "PASS".
+  const char* outcome() const;
 };
 
-// Throws InvalidArgument (one line naming both files and the next step) when the backends or
-// world sizes differ or when no row of `current` matches the baseline.
-CompareReport compare_runs(const LoadedRun& baseline, const LoadedRun& current,
+// Throws InvalidArgument (one line naming the files and the next step) when backends or world
+// sizes differ, when the current runs disagree with each other, or when no row matches.
+// REQUIRES: !current.empty().
+CompareReport compare_runs(const LoadedRun& baseline, const std::vector<LoadedRun>& current,
                            const CompareOptions& opts);
 
 }  // namespace collie::reports

@@ -15,16 +15,20 @@ int severity(Verdict v) {
   switch (v) {
     case Verdict::Regression:
       return 0;
-    case Verdict::Missing:
+    case Verdict::WrongData:
       return 1;
-    case Verdict::Improvement:
+    case Verdict::Missing:
       return 2;
-    case Verdict::New:
+    case Verdict::Inconclusive:
       return 3;
-    case Verdict::Unchanged:
+    case Verdict::Improvement:
       return 4;
+    case Verdict::New:
+      return 5;
+    case Verdict::Unchanged:
+      return 6;
   }
-  return 5;
+  return 7;
 }
 
 std::vector<RowComparison> by_severity(const CompareReport& r) {
@@ -35,47 +39,106 @@ std::vector<RowComparison> by_severity(const CompareReport& r) {
   return rows;
 }
 
-std::string method_cell(const RowComparison& c) {
-  if (c.method == "mann-whitney") return fmt::format("mann-whitney p={:.2g}", c.p);
-  return c.method.empty() ? "-" : c.method;
+std::string unit(Metric m) { return m == Metric::BusBw ? "GB/s" : "us"; }
+
+bool both_sides(const RowComparison& c) {
+  return c.verdict != Verdict::Missing && c.verdict != Verdict::New;
 }
 
-std::string unit(Metric m) { return m == Metric::BusBw ? "GB/s" : "us"; }
+// "12.3% worse", "4.0% better", "0.0%": the one sign convention of every compare output.
+std::string worse_text(double worse) {
+  if (std::abs(worse) < 0.0005) return "0.0%";
+  return fmt::format("{:.1f}% {}", std::abs(worse) * 100, worse > 0 ? "worse" : "better");
+}
+
+std::string runs_text(const RowComparison& c) {
+  return fmt::format("{} vs {}", c.base_runs, c.current_runs);
+}
+
+std::string current_label(const CompareReport& r) {
+  if (r.current_paths.size() == 1) return r.current_paths.front();
+  return fmt::format("{} runs ({} ...)", r.current_paths.size(), r.current_paths.front());
+}
+
+std::string counts_text(const CompareReport& r) {
+  return fmt::format(
+      "{} regression(s), {} wrong-data, {} missing, {} inconclusive, {} improvement(s), {} "
+      "unchanged, {} new, {} below --min-size",
+      r.regressions, r.wrong, r.missing, r.inconclusive, r.improvements, r.unchanged, r.added,
+      r.skipped);
+}
+
+struct Cells {
+  std::string verdict, row, base, current, change, allowed, runs, note;
+};
+
+Cells cells_of(const RowComparison& c) {
+  const bool both = both_sides(c);
+  return Cells{verdict_name(c.verdict),
+               fmt::format("{} {} {} {} {}{}", c.key.collective, c.key.dtype, c.key.redop,
+                           c.key.placement, size_label(c.key.size_bytes),
+                           c.key.root >= 0 ? fmt::format(" root {}", c.key.root) : ""),
+               c.verdict == Verdict::New ? "-" : num(c.base),
+               c.verdict == Verdict::Missing ? "-" : num(c.current),
+               both ? worse_text(c.worse) : "-",
+               both ? worse_text(c.allowed) : "-",
+               runs_text(c),
+               c.note};
+}
 
 }  // namespace
 
 std::string compare_summary_line(const CompareReport& r) {
-  return fmt::format(
-      "collie report compare: {}: {} regression(s), {} improvement(s), {} unchanged, {} missing, "
-      "{} new, {} below --min-size ({} vs {}, metric {}, max regression {})",
-      r.passed() ? "PASS" : "FAIL", r.regressions, r.improvements, r.unchanged, r.missing, r.added,
-      r.skipped, r.baseline_path, r.current_path, metric_name(r.options.metric),
-      percent(r.options.max_regression));
+  std::string s = fmt::format("collie report compare: {}: {} ({} vs {}, metric {}, allowed {})",
+                              r.outcome(), counts_text(r), r.baseline_path, current_label(r),
+                              metric_name(r.options.metric), worse_text(r.options.max_regression));
+  for (const std::string& why : r.incomplete) s += "; incomplete run: " + why;
+  return s;
+}
+
+std::string compare_text(const CompareReport& r) {
+  std::vector<Cells> rows;
+  rows.push_back({"verdict", "row", "baseline", "current", "change", "allowed", "runs", "note"});
+  for (const auto& c : by_severity(r)) rows.push_back(cells_of(c));
+  size_t w[7] = {};
+  for (const Cells& c : rows) {
+    const std::string* f[7] = {&c.verdict, &c.row,     &c.base, &c.current,
+                               &c.change,  &c.allowed, &c.runs};
+    for (int i = 0; i < 7; ++i) w[i] = std::max(w[i], f[i]->size());
+  }
+  std::string s = fmt::format("collie report compare: {}\n", r.outcome());
+  s += fmt::format("baseline {}; current {}; {} {} ranks; metric {} ({}), allowed {}\n",
+                   r.baseline_path, current_label(r), r.backend, r.world_size,
+                   metric_name(r.options.metric), unit(r.options.metric),
+                   worse_text(r.options.max_regression));
+  for (const std::string& why : r.incomplete) s += "incomplete run: " + why + "\n";
+  s += counts_text(r) + "\n\n";
+  for (const Cells& c : rows) {
+    s += fmt::format("{:<{}}  {:<{}}  {:>{}}  {:>{}}  {:>{}}  {:>{}}  {:>{}}  {}", c.verdict, w[0],
+                     c.row, w[1], c.base, w[2], c.current, w[3], c.change, w[4], c.allowed, w[5],
+                     c.runs, w[6], c.note);
+    while (!s.empty() && s.back() == ' ') s.pop_back();
+    s += "\n";
+  }
+  return s;
 }
 
 std::string compare_markdown(const CompareReport& r) {
   const CompareOptions& o = r.options;
-  std::string s = fmt::format("# collie report compare: {}\n\n", r.passed() ? "PASS" : "FAIL");
+  std::string s = fmt::format("# collie report compare: {}\n\n", r.outcome());
   s += fmt::format(
-      "- baseline: `{}`\n- current: `{}`\n- backend {}, {} ranks; metric {} ({}); max regression "
-      "{}; min size {}; rank test at p < {} with >= {} samples per side\n\n",
-      r.baseline_path, r.current_path, r.backend, r.world_size, metric_name(o.metric),
-      unit(o.metric), percent(o.max_regression), size_label(o.min_size), o.alpha, o.min_samples);
-  s += fmt::format(
-      "**{} regression(s)**, {} improvement(s), {} unchanged, {} missing, {} new, {} below min "
-      "size.\n\n",
-      r.regressions, r.improvements, r.unchanged, r.missing, r.added, r.skipped);
-  s += "| verdict | collective | dtype | op | placement | root | size | baseline | current | "
-       "change | allowed | method |\n";
-  s += "|---|---|---|---|---|---:|---:|---:|---:|---:|---:|---|\n";
+      "- baseline: `{}`\n- current: `{}`\n- backend {}, {} ranks; metric {} ({}); allowed {}; min "
+      "size {}; judged on run-level values (median iteration time per run)\n",
+      r.baseline_path, current_label(r), r.backend, r.world_size, metric_name(o.metric),
+      unit(o.metric), worse_text(o.max_regression), size_label(o.min_size));
+  for (const std::string& why : r.incomplete) s += "- **incomplete run**: " + md_cell(why) + "\n";
+  s += "\n" + counts_text(r) + ".\n\n";
+  s += "| verdict | row | baseline | current | change | allowed | runs | note |\n";
+  s += "|---|---|---:|---:|---:|---:|---:|---|\n";
   for (const auto& c : by_severity(r)) {
-    const bool both = c.verdict != Verdict::Missing && c.verdict != Verdict::New;
-    s += fmt::format(
-        "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", verdict_name(c.verdict),
-        c.key.collective, c.key.dtype, c.key.redop, c.key.placement, c.key.root,
-        size_label(c.key.size_bytes), c.verdict == Verdict::New ? "-" : num(c.base),
-        c.verdict == Verdict::Missing ? "-" : num(c.current), both ? percent(c.change) : "-",
-        both ? percent(c.threshold) : "-", method_cell(c));
+    const Cells x = cells_of(c);
+    s += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n", x.verdict, x.row, x.base,
+                     x.current, x.change, x.allowed, x.runs, md_cell(x.note));
   }
   return s;
 }
@@ -94,25 +157,30 @@ nlohmann::json compare_json(const CompareReport& r) {
                     {"current", c.current},
                     {"change", c.change},
                     {"worse", c.worse},
-                    {"allowed", c.threshold},
-                    {"method", c.method},
-                    {"p", c.p >= 0 ? nlohmann::json(c.p) : nlohmann::json(nullptr)}});
+                    {"worse_closest", c.worse_closest},
+                    {"allowed", c.allowed},
+                    {"baseline_runs", c.base_runs},
+                    {"current_runs", c.current_runs},
+                    {"note", c.note}});
   }
-  return {{"schema", "collie.compare.v1"},
-          {"passed", r.passed()},
+  return {{"schema", "collie.compare.v2"},
+          {"outcome", r.outcome()},
+          {"passed", !r.failed()},
           {"baseline", r.baseline_path},
-          {"current", r.current_path},
+          {"current", r.current_paths},
           {"backend", r.backend},
           {"world_size", r.world_size},
           {"metric", metric_name(r.options.metric)},
           {"max_regression", r.options.max_regression},
           {"min_size", r.options.min_size},
-          {"alpha", r.options.alpha},
+          {"incomplete", r.incomplete},
           {"counts",
            {{"regression", r.regressions},
+            {"wrong_data", r.wrong},
+            {"missing", r.missing},
+            {"inconclusive", r.inconclusive},
             {"improvement", r.improvements},
             {"unchanged", r.unchanged},
-            {"missing", r.missing},
             {"new", r.added},
             {"skipped", r.skipped}}},
           {"rows", rows}};
@@ -122,27 +190,43 @@ std::string compare_junit(const CompareReport& r) {
   JunitSuite su;
   su.name = "collie.compare." + r.backend;
   su.properties = {{"baseline", r.baseline_path},
-                   {"current", r.current_path},
+                   {"current", current_label(r)},
                    {"metric", metric_name(r.options.metric)},
-                   {"max_regression", percent(r.options.max_regression)}};
+                   {"allowed", worse_text(r.options.max_regression)}};
+  for (const std::string& why : r.incomplete) {
+    JunitCase& t = su.cases.emplace_back();
+    t.name = "run complete";
+    t.classname = "collie.compare.runs";
+    t.outcome = JunitCase::Outcome::Failure;
+    t.type = "incomplete";
+    t.message = "incomplete run: " + why;
+  }
   for (const auto& c : r.rows) {
     JunitCase& t = su.cases.emplace_back();
     t.name = describe(c.key);
     t.classname = "collie.compare." + c.key.collective;
+    const Cells x = cells_of(c);
     const std::string detail =
-        fmt::format("{} {} -> {} {} ({}, allowed {}, {})", metric_name(r.options.metric),
-                    num(c.base), num(c.current), unit(r.options.metric), percent(c.change),
-                    percent(c.threshold), method_cell(c));
-    if (c.verdict == Verdict::Regression) {
-      t.outcome = JunitCase::Outcome::Failure;
-      t.message = "regression: " + detail;
-      t.type = "regression";
-    } else if (c.verdict == Verdict::Missing || c.verdict == Verdict::New) {
-      t.outcome = JunitCase::Outcome::Skipped;
-      t.message = c.verdict == Verdict::Missing ? "row missing in the current run"
-                                                : "row not in the baseline";
-    } else {
-      t.system_out = std::string(verdict_name(c.verdict)) + ": " + detail;
+        fmt::format("{} {} -> {} {} ({}, allowed {}, runs {}){}", metric_name(r.options.metric),
+                    x.base, x.current, unit(r.options.metric), x.change, x.allowed, x.runs,
+                    c.note.empty() ? "" : "; " + c.note);
+    switch (c.verdict) {
+      case Verdict::Regression:
+      case Verdict::WrongData:
+      case Verdict::Missing:
+        t.outcome = JunitCase::Outcome::Failure;
+        t.type = verdict_name(c.verdict);
+        t.message = std::string(verdict_name(c.verdict)) + ": " + detail;
+        break;
+      case Verdict::Inconclusive:
+      case Verdict::New:
+        t.outcome = JunitCase::Outcome::Skipped;
+        t.message = std::string(verdict_name(c.verdict)) + ": " + detail;
+        break;
+      case Verdict::Improvement:
+      case Verdict::Unchanged:
+        t.system_out = std::string(verdict_name(c.verdict)) + ": " + detail;
+        break;
     }
   }
   return junit_xml("collie report compare", {su});

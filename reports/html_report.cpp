@@ -7,7 +7,6 @@
 
 #include "reports/markup.h"
 #include "reports/render.h"
-#include "reports/stats.h"
 #include "reports/svg_plot.h"
 
 namespace collie::reports {

@@ -16,7 +16,6 @@
 #include "reports/junit.h"
 #include "reports/markup.h"
 #include "reports/row_writers.h"
-#include "reports/stats.h"
 #include "reports/table.h"
 
 namespace collie::reports {

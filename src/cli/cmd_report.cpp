@@ -1,15 +1,17 @@
 // `collie report render|compare|baseline`: reads result files and writes reports or gates a CI
 // job. Thin: flag parsing and exit codes here, everything else in reports/. Exit codes: 0 pass,
-// 1 regression (compare), 2 unusable input or bad flags (one line on stderr).
+// 1 fail (compare: regression, wrong data, missing rows, an incomplete run), 2 unusable input or
+// bad flags (one line on stderr), 6 inconclusive (compare: more runs decide).
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "cli/command.h"
+#include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/exit_codes.h"
 #include "core/size.h"
 #include "reports/baseline.h"
 #include "reports/compare_writers.h"
@@ -25,8 +27,8 @@ using namespace collie::reports;
 struct ReportFlags {
   std::vector<std::string> inputs;
   std::string format, output;
-  std::string baseline, current, max_regression = "5%", min_size = "0", metric = "busbw";
-  double alpha = 0.01;
+  std::string baseline, max_regression = "5%", min_size = "0", metric = "busbw";
+  std::vector<std::string> current;
 };
 
 void write_output(const std::string& path, const std::string& text) {
@@ -34,10 +36,7 @@ void write_output(const std::string& path, const std::string& text) {
     std::fwrite(text.data(), 1, text.size(), stdout);
     return;
   }
-  std::ofstream f(path, std::ios::trunc | std::ios::binary);
-  f << text;
-  f.flush();
-  if (!f) throw Error("cannot write " + path + " (check the directory exists and is writable)");
+  write_file_atomic(path, text);
 }
 
 // "5%" or "5" = 5 percent; the fraction 0.05 is returned.
@@ -72,18 +71,21 @@ int run_compare(const ReportFlags& f) {
   o.max_regression = parse_percent(f.max_regression);
   o.min_size = parse_byte_size(f.min_size, "--min-size");
   o.metric = f.metric == "time" ? Metric::Time : Metric::BusBw;
-  o.alpha = check_finite(f.alpha, "--alpha", 1e-9, 0.5);  // CLI::Range lets NaN through
   const LoadedRun base = load_run(f.baseline);
-  const LoadedRun cur = load_run(f.current);
+  std::vector<LoadedRun> cur;
+  for (const std::string& p : f.current) cur.push_back(load_run(p));
   const CompareReport rep = compare_runs(base, cur, o);
   if (f.format == "json")
     write_output(f.output, compare_json(rep).dump(2) + "\n");
   else if (f.format == "junit")
     write_output(f.output, compare_junit(rep));
-  else
+  else if (f.format == "md")
     write_output(f.output, compare_markdown(rep));
+  else
+    write_output(f.output, compare_text(rep));
   std::fprintf(stderr, "%s\n", compare_summary_line(rep).c_str());
-  return rep.passed() ? kExitOk : kExitFailure;
+  if (rep.failed()) return kExitFailure;
+  return rep.inconclusive > 0 ? kExitInconclusive : kExitOk;
 }
 
 int run_baseline(const ReportFlags& f) {
@@ -111,20 +113,20 @@ COLLIE_COMMAND(Command{
       render->callback([chosen] { *chosen = "render"; });
 
       CLI::App* compare = app.add_subcommand(
-          "compare", "compare CURRENT against BASELINE; exit 1 on a regression, 2 on bad input");
-      compare->add_option("baseline", f->baseline, "baseline results or baseline file")->required();
-      compare->add_option("current", f->current, "current results")->required();
+          "compare",
+          "compare CURRENT runs against BASELINE; exit 1 on a regression, wrong data, a missing "
+          "row or an incomplete run, 6 when more runs are needed to decide, 2 on bad input");
+      compare
+          ->add_option("baseline", f->baseline, "baseline file (collie report baseline) or results")
+          ->required();
+      compare->add_option("current", f->current, "current results, one file per run")->required();
       compare->add_option("--max-regression", f->max_regression,
                           "allowed worsening per row, e.g. 5% (default 5%)");
       compare->add_option("--min-size", f->min_size, "ignore rows below this size (K/M/G)");
       compare->add_option("--metric", f->metric, "busbw (default) | time")
           ->check(CLI::IsMember({"busbw", "time"}));
-      compare
-          ->add_option("--alpha", f->alpha,
-                       "significance level of the Mann-Whitney test (default 0.01)")
-          ->check(CLI::Range(1e-9, 0.5));
-      compare->add_option("--format", f->format, "md (default) | json | junit")
-          ->check(CLI::IsMember({"md", "json", "junit"}));
+      compare->add_option("--format", f->format, "text (default) | md | json | junit")
+          ->check(CLI::IsMember({"text", "md", "json", "junit"}));
       compare->add_option("-o,--output", f->output, "output file (default: stdout)");
       compare->callback([chosen] { *chosen = "compare"; });
 

@@ -10,5 +10,8 @@ inline constexpr int kExitUsage = 2;    // bad flags or unusable input
 inline constexpr int kExitTimeout = 3;  // a deadline expired
 inline constexpr int kExitRuntime = 4;  // backend / network / store error
 inline constexpr int kExitWarn = 5;     // acceptance passed with warnings (probes/verdict.h)
+// The evidence could not decide (report compare: a row whose change may be run-to-run noise;
+// accept: a check nothing could separate). Neither a pass nor a failure: more runs decide.
+inline constexpr int kExitInconclusive = 6;
 
 }  // namespace collie

@@ -5,8 +5,8 @@
 # html:     the HTML report opens in headless Chromium without console errors; the screenshot is
 #           not blank and the DOM holds the busbw/latency plots and the per-rank view; the golden
 #           acceptance report opens cleanly too, with its verdict and perf chart
-# gate:     two real runs of one configuration pass compare; a run slowed down through
-#           COLLIE_PERF_TEST_DELAY_US fails it with exit 1
+# gate:     a third real run of one configuration passes compare against a baseline of two;
+#           a run slowed down through COLLIE_PERF_TEST_DELAY_US fails it with exit 1
 # badinput: empty / truncated / corrupt / mismatched inputs exit 2 with one line on stderr
 set -euo pipefail
 COLLIE=$1
@@ -68,12 +68,11 @@ html)
     fail "the accept report's perf chart is missing"
   ;;
 gate)
-  # One small size and 2 ranks keep each run to a few seconds; -I 1 records per-iteration samples
-  # so the rank test is used. On this shared 2-core machine the median iteration time of one
-  # build moves by up to ~7x between runs (other processes take the cores), so the test gates on
-  # time with a 10x allowance, and the injected slowdown (40x the slowest run's median, at least
-  # 250 ms per call on every rank) is far above it. The baseline combines two runs, and their spread
-  # widens the allowance further where this machine was noisy.
+  # The injected-slowdown check (docs/ci.md "Checking the gate itself"): a baseline of two real
+  # runs, a third run of the same build passes, a run slowed down through
+  # COLLIE_PERF_TEST_DELAY_US fails with exit 1. The allowance is wide (this shared 2-core
+  # machine moves one build's run-level time by several times under load) and the slowdown far
+  # above it. The documented gate settings on real reruns are tests/reports/gate_reruns_test.sh.
   run() { "$COLLIE" perf all_reduce -b 16K -e 16K -w 2 -I 1 --np 2 -J "$W/$1.json" "${@:2}" \
     > "$W/$1.log" 2>&1 || fail "collie perf $1 failed: $(tail -3 "$W/$1.log")"; }
   gate=(--metric time --max-regression 1000%)
@@ -82,20 +81,20 @@ gate)
   run c -n 30
   "$COLLIE" report baseline "$W/a.json" "$W/b.json" -o "$W/base.json" 2>/dev/null
   rc=0
-  "$COLLIE" report compare "$W/base.json" "$W/c.json" "${gate[@]}" > "$W/same.md" 2> "$W/same.err" || rc=$?
-  cat "$W/same.md"
+  "$COLLIE" report compare "$W/base.json" "$W/c.json" "${gate[@]}" > "$W/same.txt" 2> "$W/same.err" || rc=$?
+  cat "$W/same.txt"
   [ "$rc" = 0 ] || fail "same configuration flagged (exit $rc): $(cat "$W/same.err")"
-  grep -q 'mann-whitney' "$W/same.md" || fail "the rank test was not used although -I samples exist"
+  grep -q '2 vs 1' "$W/same.txt" || fail "the rows were not judged on 2 baseline runs vs 1"
   # The slowdown must stay far above the 10x allowance however loaded this machine is: 40x the
   # slowest median the three runs saw, and at least 250 ms per call.
   delay=$(python3 -c 'import json,sys; t=max(r["time_us"] for f in sys.argv[1:] for r in json.load(open(f))["rows"]); print(max(250000, int(40*t)))' "$W/a.json" "$W/b.json" "$W/c.json")
   echo "injected delay: $delay us per call"
   COLLIE_ENABLE_TEST_HOOKS=1 COLLIE_PERF_TEST_DELAY_US=$delay run slow -n 8
   rc=0
-  "$COLLIE" report compare "$W/base.json" "$W/slow.json" "${gate[@]}" > "$W/slow.md" 2> "$W/slow.err" || rc=$?
-  cat "$W/slow.md"
+  "$COLLIE" report compare "$W/base.json" "$W/slow.json" "${gate[@]}" > "$W/slow.txt" 2> "$W/slow.err" || rc=$?
+  cat "$W/slow.txt"
   [ "$rc" = 1 ] || fail "a $delay us/call slowdown was not flagged (exit $rc)"
-  grep -q '^| regression |' "$W/slow.md" || fail "no regression row in the table"
+  grep -q '^regression ' "$W/slow.txt" || fail "no regression row in the table"
   grep -q 'FAIL' "$W/slow.err" || fail "no FAIL line on stderr"
   ;;
 badinput)

@@ -1,5 +1,7 @@
-// Unit tests of the CI gate: the rank test, row classification (both methods), baselines and
-// the one-line errors for unusable input files.
+// Unit tests of the CI gate: run-level verdicts (regression only when every run is worse by more
+// than allowed, inconclusive when runs overlap or one run per side, wrong data, missing rows,
+// incomplete runs), one sign convention, baselines that keep each run's value, and the one-line
+// errors for unusable input files.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -11,33 +13,20 @@
 #include "reports/baseline.h"
 #include "reports/compare.h"
 #include "reports/json_io.h"
-#include "reports/stats.h"
 
 namespace collie::reports {
 namespace {
 
-TEST(ReportStats, MannWhitneyMatchesHandComputedValues) {
-  // a = {1,2,3}, b = {4,5,6}: U_a = 0, z = (|0-4.5|-0.5)/sqrt(5.25) = 1.7457, p = 0.0809.
-  const MannWhitney t = mann_whitney_u({1, 2, 3}, {4, 5, 6});
-  EXPECT_DOUBLE_EQ(t.u, 0);
-  EXPECT_NEAR(t.z, -1.7457, 1e-4);
-  EXPECT_NEAR(t.p, 0.0809, 1e-4);
-  // Ties share ranks; identical samples carry no evidence.
-  EXPECT_DOUBLE_EQ(mann_whitney_u({2, 2, 2}, {2, 2, 2}).p, 1.0);
-  EXPECT_NEAR(mann_whitney_u({1, 2, 2, 3}, {2, 3, 3, 4}).u, 3.0,
-              1e-12);  // 0 + 2 x 0.5 + (1 + 2 x 0.5)
-  EXPECT_DOUBLE_EQ(median({5, 1, 3, 2}), 2.5);
-  EXPECT_NEAR(relative_spread({90, 100, 110}), 0.2, 1e-12);
-}
-
+// Per-iteration samples around `center` us, skewed like real iteration times.
 std::vector<double> noisy(double center, int n, unsigned seed) {
   std::mt19937 gen(seed);
-  std::lognormal_distribution<double> d(0, 0.15);  // skewed like real iteration times
+  std::lognormal_distribution<double> d(0, 0.15);
   std::vector<double> v;
   for (int i = 0; i < n; ++i) v.push_back(center * d(gen));
   return v;
 }
 
+// A complete run with one row per entry of `samples` (1 MiB, 2 MiB, ...).
 LoadedRun make_run(const std::string& name, std::vector<std::vector<double>> samples,
                    const std::string& backend = "gloo", int world = 2) {
   LoadedRun run;
@@ -54,98 +43,179 @@ LoadedRun make_run(const std::string& name, std::vector<std::vector<double>> sam
     r.count = size / 4;
     r.dtype = "float";
     r.redop = "sum";
+    r.wrong = 0;
     r.time_us = s.empty() ? 100 : median(s);
     r.busbw_gbps = static_cast<double>(size) / 1e3 / r.time_us;
     r.samples_us = std::move(s);
     run.result.rows.push_back(r);
     size *= 2;
   }
+  run.result.summary = summarize(run.result.rows, world);
   return run;
 }
 
-TEST(ReportCompare, RankTestSeparatesNoiseFromARealSlowdown) {
-  const LoadedRun base = make_run("base", {noisy(100, 40, 1), noisy(200, 40, 2)});
-  const LoadedRun same = make_run("same", {noisy(100, 40, 3), noisy(200, 40, 4)});
-  const LoadedRun slow = make_run("slow", {noisy(130, 40, 5), noisy(200, 40, 6)});
-  CompareReport ok = compare_runs(base, same, {});
-  EXPECT_TRUE(ok.passed());
-  EXPECT_EQ(ok.unchanged, 2);
-  EXPECT_EQ(ok.rows[0].method, "mann-whitney");
-  CompareReport bad = compare_runs(base, slow, {});
-  EXPECT_FALSE(bad.passed());
-  EXPECT_EQ(bad.regressions, 1);
-  EXPECT_EQ(bad.rows[0].verdict, Verdict::Regression);
-  EXPECT_LT(bad.rows[0].p, 0.01);
-  EXPECT_EQ(bad.rows[1].verdict, Verdict::Unchanged);
-  // A 30 % slowdown passes when 40 % is allowed, and improvements are reported as such.
-  CompareOptions loose;
-  loose.max_regression = 0.4;
-  EXPECT_TRUE(compare_runs(base, slow, loose).passed());
-  EXPECT_EQ(compare_runs(slow, base, {}).improvements, 1);
+// `n` runs of one row whose median iteration time is centers[i].
+std::vector<LoadedRun> runs_at(const std::string& name, const std::vector<double>& centers) {
+  std::vector<LoadedRun> v;
+  for (size_t i = 0; i < centers.size(); ++i)
+    v.push_back(make_run(name + std::to_string(i), {noisy(centers[i], 40, 17 + i)}));
+  return v;
 }
 
-TEST(ReportCompare, ThresholdWithoutSamplesAndMetricTime) {
+const RowComparison& only_row(const CompareReport& r) {
+  EXPECT_EQ(r.rows.size(), 1u);
+  return r.rows.front();
+}
+
+TEST(ReportCompare, IterationsOfOneRunAreNotEvidence) {
+  // Two runs whose iterations separate perfectly (the scheduler mode of a whole run): one run
+  // per side cannot tell that from a change, so it is inconclusive, never a regression.
+  const LoadedRun a = make_run("a", {noisy(100, 200, 1)});
+  const LoadedRun b = make_run("b", {noisy(180, 200, 2)});
+  CompareOptions o;
+  o.max_regression = 0.25;
+  const CompareReport r = compare_runs(a, {b}, o);
+  EXPECT_EQ(only_row(r).verdict, Verdict::Inconclusive);
+  EXPECT_NE(only_row(r).note.find("1 run per side"), std::string::npos);
+  EXPECT_FALSE(r.failed());
+  EXPECT_STREQ(r.outcome(), "INCONCLUSIVE");
+  // Within the allowance it is unchanged, whatever the iterations say.
+  o.max_regression = 0.5;
+  EXPECT_EQ(only_row(compare_runs(a, {b}, o)).verdict, Verdict::Unchanged);
+  EXPECT_STREQ(compare_runs(a, {b}, o).outcome(), "PASS");
+}
+
+TEST(ReportCompare, RegressionNeedsEveryRunWorseByMoreThanAllowed) {
+  const LoadedRun base = make_baseline(runs_at("b", {100, 104, 110}));
+  CompareOptions o;
+  o.max_regression = 0.25;
+  o.metric = Metric::Time;
+  // Every current run at least 40 % slower than the slowest baseline run: a regression.
+  CompareReport r = compare_runs(base, runs_at("slow", {160, 170, 155}), o);
+  EXPECT_EQ(only_row(r).verdict, Verdict::Regression);
+  EXPECT_TRUE(r.failed());
+  EXPECT_GT(only_row(r).worse, 0.4);
+  EXPECT_GT(only_row(r).worse_closest, 0.25);
+  EXPECT_EQ(only_row(r).base_runs, 3);
+  EXPECT_EQ(only_row(r).current_runs, 3);
+  // One current run against the three-run baseline decides too.
+  EXPECT_EQ(only_row(compare_runs(base, runs_at("one", {160}), o)).verdict, Verdict::Regression);
+  // The median moved by more than allowed, but one current run is as fast as the baseline:
+  // inconclusive, not a regression (this is how a noisy machine looks).
+  r = compare_runs(base, runs_at("mixed", {100, 160, 170}), o);
+  EXPECT_EQ(only_row(r).verdict, Verdict::Inconclusive);
+  EXPECT_NE(only_row(r).note.find("runs overlap"), std::string::npos);
+  // A baseline whose own runs spread widely needs a larger change.
+  const LoadedRun wide = make_baseline(runs_at("w", {100, 105, 150}));
+  EXPECT_EQ(only_row(compare_runs(wide, runs_at("c", {170}), o)).verdict, Verdict::Inconclusive);
+  EXPECT_EQ(only_row(compare_runs(wide, runs_at("c", {200}), o)).verdict, Verdict::Regression);
+  // The other way: improvements need the same separation.
+  EXPECT_EQ(only_row(compare_runs(base, runs_at("fast", {50, 55, 52}), o)).verdict,
+            Verdict::Improvement);
+}
+
+TEST(ReportCompare, OneSignConventionInBothMetrics) {
+  const LoadedRun base = make_baseline(runs_at("b", {100, 101, 102}));
+  const std::vector<LoadedRun> slow = runs_at("s", {200, 201, 202});
+  CompareOptions o;
+  o.max_regression = 0.25;
+  o.metric = Metric::BusBw;
+  const RowComparison bw = only_row(compare_runs(base, slow, o));
+  EXPECT_EQ(bw.verdict, Verdict::Regression);
+  EXPECT_NEAR(bw.worse, 0.5, 0.02);    // half the bandwidth: 50 % worse
+  EXPECT_NEAR(bw.change, -0.5, 0.02);  // the metric itself went down
+  EXPECT_LT(bw.current, bw.base);
+  EXPECT_DOUBLE_EQ(bw.allowed, 0.25);  // the allowance is a worsening too, never "+5 %" vs "-40 %"
+  o.metric = Metric::Time;
+  const RowComparison t = only_row(compare_runs(base, slow, o));
+  EXPECT_NEAR(t.worse, 1.0, 0.03);  // twice the time: 100 % worse
+  EXPECT_NEAR(t.change, 1.0, 0.03);
+  EXPECT_GT(t.current, t.base);
+}
+
+TEST(ReportCompare, WrongDataMissingRowsAndIncompleteRunsFail) {
+  const LoadedRun base = make_baseline(runs_at("b", {100, 100, 100}));
+  std::vector<LoadedRun> cur = runs_at("c", {100, 100, 100});
+  EXPECT_FALSE(compare_runs(base, cur, {}).failed());
+  cur[1].result.rows[0].wrong = 3;  // one run saw wrong elements
+  CompareReport r = compare_runs(base, cur, {});
+  EXPECT_EQ(only_row(r).verdict, Verdict::WrongData);
+  EXPECT_NE(only_row(r).note.find("#wrong 3 in c1.json"), std::string::npos);
+  EXPECT_TRUE(r.failed());
+  // A run that did not complete fails the gate even if its rows look fine.
+  cur = runs_at("c", {100, 100, 100});
+  cur[2].result.summary.reset();
+  r = compare_runs(base, cur, {});
+  EXPECT_TRUE(r.failed());
+  ASSERT_EQ(r.incomplete.size(), 1u);
+  EXPECT_NE(r.incomplete[0].find("c2.json"), std::string::npos);
+  cur[2].result.summary = summarize(cur[2].result.rows, 2);
+  cur[2].result.meta.interrupted_by = "SIGINT";
+  EXPECT_TRUE(compare_runs(base, cur, {}).failed());
+  // A baseline row the current runs lack fails; a row only the current runs have does not.
+  const LoadedRun two = make_run("two", {noisy(100, 40, 3), noisy(100, 40, 4)});
+  r = compare_runs(two, {make_run("one", {noisy(100, 40, 5)})}, {});
+  EXPECT_EQ(r.missing, 1);
+  EXPECT_TRUE(r.failed());
+  r = compare_runs(make_run("one", {noisy(100, 40, 5)}), {two}, {});
+  EXPECT_EQ(r.added, 1);
+  EXPECT_FALSE(r.failed());
+}
+
+TEST(ReportCompare, NoSamplesUsesTheTimePerCallAndMinSizeSkips) {
   LoadedRun base = make_run("base", {{}, {}});
   LoadedRun cur = make_run("cur", {{}, {}});
-  cur.result.rows[0].time_us = 110;  // 10 % slower
-  cur.result.rows[0].busbw_gbps = base.result.rows[0].busbw_gbps / 1.1;
+  cur.result.rows[0].time_us = 200;
+  cur.result.rows[0].busbw_gbps = base.result.rows[0].busbw_gbps / 2;
   CompareOptions o;
-  CompareReport r = compare_runs(base, cur, o);
-  EXPECT_EQ(r.rows[0].method, "threshold");
-  EXPECT_EQ(r.rows[0].verdict, Verdict::Regression);
-  EXPECT_NEAR(r.rows[0].worse, 1 - 1 / 1.1, 1e-9);
   o.metric = Metric::Time;
-  r = compare_runs(base, cur, o);
-  EXPECT_NEAR(r.rows[0].worse, 0.10, 1e-9);
-  EXPECT_EQ(r.regressions, 1);
+  EXPECT_EQ(compare_runs(base, {cur, cur}, o).rows[0].verdict, Verdict::Regression);
   o.min_size = 2 << 20;  // drops the slow row
-  r = compare_runs(base, cur, o);
-  EXPECT_TRUE(r.passed());
+  const CompareReport r = compare_runs(base, {cur}, o);
+  EXPECT_FALSE(r.failed());
   EXPECT_EQ(r.skipped, 1);
 }
 
 TEST(ReportCompare, MismatchesAreUnusableInput) {
   const LoadedRun base = make_run("base", {{}});
-  EXPECT_THROW(compare_runs(base, make_run("mpi", {{}}, "mpi"), {}), InvalidArgument);
-  EXPECT_THROW(compare_runs(base, make_run("w4", {{}}, "gloo", 4), {}), InvalidArgument);
+  EXPECT_THROW(compare_runs(base, {make_run("mpi", {{}}, "mpi")}, {}), InvalidArgument);
+  EXPECT_THROW(compare_runs(base, {make_run("w4", {{}}, "gloo", 4)}, {}), InvalidArgument);
+  EXPECT_THROW(compare_runs(base, {base, make_run("w4", {{}}, "gloo", 4)}, {}), InvalidArgument);
   LoadedRun other = make_run("other", {{}});
   other.result.rows[0].dtype = "double";
   try {
-    compare_runs(base, other, {});
+    compare_runs(base, {other}, {});
     FAIL() << "no common rows must throw";
   } catch (const InvalidArgument& e) {
     EXPECT_NE(std::string(e.what()).find("no row of other.json matches"), std::string::npos);
   }
-  LoadedRun extra = make_run("extra", {{}, {}});
-  const CompareReport r = compare_runs(extra, base, {});
-  EXPECT_EQ(r.missing, 1);
-  EXPECT_TRUE(r.passed());
 }
 
-TEST(ReportBaseline, MedianPerRowSpreadAndPooledSamples) {
-  LoadedRun a = make_run("a", {noisy(100, 10, 7)});
-  LoadedRun b = make_run("b", {noisy(120, 10, 8)});
-  LoadedRun c = make_run("c", {noisy(200, 10, 9)});
-  a.result.rows[0].time_us = 100, b.result.rows[0].time_us = 120, c.result.rows[0].time_us = 200;
-  const LoadedRun base = make_baseline({a, b, c});
+TEST(ReportBaseline, KeepsEveryRunsValueAndCombinesCyclesFirst) {
+  std::vector<LoadedRun> runs = runs_at("r", {100, 120, 200});
+  // A run with two -N cycles of the same row is still one run.
+  ResultRow cycle = runs[1].result.rows[0];
+  cycle.cycle = 1;
+  cycle.samples_us = noisy(120, 40, 99);
+  runs[1].result.rows.push_back(cycle);
+  const LoadedRun base = make_baseline(runs);
   ASSERT_EQ(base.result.rows.size(), 1u);
-  EXPECT_DOUBLE_EQ(base.result.rows[0].time_us, 120);
-  EXPECT_EQ(base.result.rows[0].samples_us.size(), 30u);
   EXPECT_EQ(base.spread[0].runs, 3);
-  EXPECT_DOUBLE_EQ(base.spread[0].time_min_us, 100);
-  EXPECT_DOUBLE_EQ(base.spread[0].time_max_us, 200);
-  EXPECT_GT(base.spread[0].p50_max_us, base.spread[0].p50_min_us);
-  EXPECT_THROW(make_baseline({a, make_run("m", {{}}, "mpi")}), InvalidArgument);
-  // Round trip through the file keeps the spread, and the spread widens the allowed change.
+  ASSERT_EQ(base.spread[0].run_times_us.size(), 3u);
+  EXPECT_NEAR(base.spread[0].run_times_us[0], 100, 10);
+  EXPECT_NEAR(base.spread[0].run_times_us[2], 200, 20);
+  EXPECT_THROW(make_baseline({runs[0], make_run("m", {{}}, "mpi")}), InvalidArgument);
+  // Round trip through the file keeps each run's value.
   const std::string path = ::testing::TempDir() + "report_baseline_rt.json";
   std::ofstream(path) << baseline_to_json(base, {"a", "b", "c"}).dump();
   const LoadedRun back = load_run(path);
   EXPECT_EQ(back.baseline_runs, 3);
   ASSERT_EQ(back.spread.size(), 1u);
-  EXPECT_DOUBLE_EQ(back.spread[0].time_max_us, 200);
-  LoadedRun cur = make_run("cur", {noisy(125, 10, 10)});
-  const CompareReport r = compare_runs(back, cur, {});
-  EXPECT_GT(r.rows[0].threshold, 0.05);
+  EXPECT_EQ(back.spread[0].run_times_us, base.spread[0].run_times_us);
+  CompareOptions o;
+  o.metric = Metric::Time;
+  o.max_regression = 0.25;
+  EXPECT_EQ(only_row(compare_runs(back, runs_at("c", {150}), o)).base_runs, 3);
   std::remove(path.c_str());
 }
 

@@ -63,18 +63,33 @@ TEST_F(ReportGolden, Csv) {
   std::remove(out.c_str());
 }
 
+// `run` with row `i`'s samples and times scaled by `f`.
+LoadedRun scaled(LoadedRun run, const std::string& path, size_t i, double f) {
+  run.path = path;
+  ResultRow& r = run.result.rows[i];
+  for (double& s : r.samples_us) s *= f;
+  r.time_us *= f;
+  r.busbw_gbps /= f;
+  r.algbw_gbps /= f;
+  return run;
+}
+
 TEST_F(ReportGolden, CompareFormats) {
-  const LoadedRun base = load_run("report_input_gloo4.json");
-  LoadedRun cur = base;
-  cur.path = "report_input_gloo4_slow.json";
-  // Row 0 4x slower (samples and mean): the only regression.
-  ResultRow& r = cur.result.rows[0];
-  for (double& s : r.samples_us) s *= 4;
-  r.time_us *= 4;
-  r.busbw_gbps /= 4;
-  r.algbw_gbps /= 4;
-  const CompareReport rep = compare_runs(base, cur, {});
+  const LoadedRun one = load_run("report_input_gloo4.json");
+  LoadedRun base = make_baseline({one, scaled(one, "b2.json", 0, 1.05)});
+  base.path = "baseline.json";
+  // Two current runs: row 0 4x slower in both (a regression), row 1 2x slower in one run
+  // only (inconclusive), row 2 with wrong elements in one run.
+  LoadedRun c1 = scaled(one, "cur1.json", 0, 4);
+  LoadedRun c2 = scaled(scaled(one, "cur2.json", 0, 4.2), "cur2.json", 1, 2);
+  c2.result.rows[2].wrong = 2;
+  CompareOptions o;
+  o.max_regression = 0.25;
+  const CompareReport rep = compare_runs(base, {c1, c2}, o);
   EXPECT_EQ(rep.regressions, 1);
+  EXPECT_EQ(rep.inconclusive, 1);
+  EXPECT_EQ(rep.wrong, 1);
+  check("report_compare.txt", compare_text(rep));
   check("report_compare.md", compare_markdown(rep));
   check("report_compare.json", compare_json(rep).dump(2) + "\n");
   check("report_compare.junit.xml", compare_junit(rep));

@@ -85,11 +85,13 @@ void P2PWaiterPool::loop() {
     } catch (...) {
       error = std::current_exception();
     }
+    lk.lock();
+    active_.erase(op);  // stop() aborts only waits still in progress
+    lk.unlock();
     // Back to the pool before the Work completes, so the caller's next op on this memory finds it.
     if (ok && !error && op->pool != nullptr) op->pool->release(std::move(op->buffer));
     op->done(error, !ok && !error);
     lk.lock();
-    active_.erase(op);
   }
 }
 

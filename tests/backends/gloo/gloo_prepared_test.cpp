@@ -3,12 +3,14 @@
 // arguments: every op run twice on the same buffers with new contents, more distinct buffers than
 // the cache holds, memory freed and allocated again at the same address, the same send buffer in
 // two sends at once.
+#include "backends/gloo/gloo_prepared.h"
+
 #include <gtest/gtest.h>
 
 #include <memory>
 #include <vector>
 
-#include "backends/gloo/gloo_prepared.h"
+#include "comm/init.h"
 #include "support/multiprocess.h"
 
 namespace collie::testing {
@@ -94,7 +96,8 @@ TEST(GlooPrepared, EveryOpReusedOnTheSameBuffersSeesTheNewContents) {
       ro.root = root;
       ro.op = ReduceOp::Max;
       pg.reduce(i64(one), ro)->wait();
-      if (me == root) check(one[0] == base + w - 1, "rank {} round {}: reduce {}", me, round, one[0]);
+      if (me == root)
+        check(one[0] == base + w - 1, "rank {} round {}: reduce {}", me, round, one[0]);
       std::fill(part.begin(), part.end(), base + me);
       pg.all_gather(i64(part), i64(all))->wait();
       for (int r = 0; r < w; ++r)
@@ -107,7 +110,8 @@ TEST(GlooPrepared, EveryOpReusedOnTheSameBuffersSeesTheNewContents) {
         for (int r = 0; r < w; ++r)
           check(out[r * n] == base + r, "rank {} round {}: gather from {}", me, round, r);
       }
-      for (int r = 0; r < w; ++r) std::fill(all.begin() + r * n, all.begin() + (r + 1) * n, base + r);
+      for (int r = 0; r < w; ++r)
+        std::fill(all.begin() + r * n, all.begin() + (r + 1) * n, base + r);
       ScatterOptions so;
       so.root = root;
       pg.scatter(i64(all), i64(part), so)->wait();
@@ -142,8 +146,8 @@ TEST(GlooPrepared, ManyBuffersAndReallocatedMemoryStayCorrect) {
       for (size_t b = 0; b < nbuf; ++b) {
         ctx.pg->all_reduce(i64(*bufs[b]))->wait();
         const int64_t want = 2 * (pass * 100 + static_cast<int64_t>(b)) + 1;
-        check((*bufs[b])[0] == want && bufs[b]->back() == want, "rank {} pass {} buffer {}: {}",
-              me, pass, b, (*bufs[b])[0]);
+        check((*bufs[b])[0] == want && bufs[b]->back() == want, "rank {} pass {} buffer {}: {}", me,
+              pass, b, (*bufs[b])[0]);
       }
     }
   });
@@ -178,6 +182,26 @@ TEST(GlooPrepared, PooledSendRecvBuffersCarryTheCurrentContents) {
         }
       }
     }
+  });
+  EXPECT_TRUE(result.ok()) << result.summary();
+}
+
+// A group shut down the moment its last send/recv completed, many times: the waiter that
+// returned the op's buffer to the pool must not be seen (buffer gone) by shutdown's abort of the
+// waits still in progress (it was: SIGSEGV in P2PWaiterPool::stop in probe connectivity).
+TEST(GlooPrepared, ShutdownRightAfterSendRecvCompletes) {
+  auto result = run_ranks(2, [](RankContext& ctx) {
+    for (int round = 0; round < 20; ++round) {
+      auto sub = new_group(*ctx.pg, {0, 1});
+      std::vector<int64_t> v(16, ctx.rank);
+      if (ctx.rank == 0) {
+        sub->send(i64(v), 1)->wait();
+      } else {
+        sub->recv(i64(v), 0)->wait();
+      }
+      sub->shutdown();
+    }
+    ctx.pg->barrier()->wait();
   });
   EXPECT_TRUE(result.ok()) << result.summary();
 }
