@@ -26,9 +26,14 @@ struct AnalyzeArgs {
   int world = -1;
   std::string live;  // STORE_HOST:PORT
   std::string timeout = "2s";
-  std::string stall = "10s";
+  std::string stall;  // "" = automatic (AnalyzeOptions::stall_after_s)
   std::string token;
 };
+
+// --stall in seconds, or -1 (automatic) when not given.
+double stall_of(const AnalyzeArgs& a) {
+  return a.stall.empty() ? -1 : parse_duration(a.stall).count() / 1000.0;
+}
 
 // Prints the report; exit status 0 when nothing was found, 1 otherwise.
 int report(const Analysis& res, bool json) {
@@ -53,7 +58,7 @@ int run_live(const AnalyzeArgs& f) {
         f.live));
   }
   const Millis timeout = parse_duration(f.timeout);
-  const double stall_s = parse_duration(f.stall).count() / 1000.0;
+  const double stall_s = stall_of(f);
   TcpStoreOptions o;
   o.host = f.live.substr(0, colon);
   o.port = static_cast<uint16_t>(port);
@@ -92,7 +97,10 @@ int run_analyze(const AnalyzeArgs& a) {
         a.dir.c_str());
     return kExitUsage;
   }
-  return report(analyze(dumps, a.world), a.json);
+  AnalyzeOptions o;
+  o.expected_world = a.world;
+  o.stall_after_s = stall_of(a);
+  return report(analyze(dumps, o), a.json);
 }
 
 COLLIE_COMMAND(Command{
@@ -106,8 +114,9 @@ COLLIE_COMMAND(Command{
       live->excludes(dir);
       sub.add_option("--timeout", args->timeout, "--live: per-rank timeout")->capture_default_str();
       sub.add_option("--stall", args->stall,
-                     "--live: how long ranks must have waited in an op before it is a problem")
-          ->capture_default_str();
+                     "how long an op must have been in flight (and a rank idle) before it is a "
+                     "problem; default: 10s live, 1s for dumps requested from a running job "
+                     "(POST /v1/dump, SIGUSR1), 0 for dumps written on a failure");
       sub.add_option("--token", args->token, "--live: bearer token (COLLIE_DEBUG_TOKEN)");
       sub.add_flag("--json", args->json, "machine-readable output");
       sub.add_option("--world-size", args->world,

@@ -18,6 +18,11 @@ class Clock {
   virtual void sleep_for(std::chrono::nanoseconds d) = 0;
   // Nanoseconds since the Unix epoch (wall clock), for timestamps in records and dumps.
   virtual int64_t wall_ns() const;
+  // now() in nanoseconds: monotonic, for timestamps whose differences must stay true when the
+  // wall clock steps (the flight recorder records these and converts them when it dumps).
+  int64_t mono_ns() const {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(now().time_since_epoch()).count();
+  }
   // How long a thread waiting on a condition variable for a deadline on this clock may sleep in
   // real time before it must read now() again. The system clock: no limit (sleep until the
   // deadline). FakeClock: time jumps without notice, so a few milliseconds.

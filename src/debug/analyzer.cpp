@@ -40,15 +40,34 @@ struct GroupView {
   std::map<int, std::vector<const DumpEntry*>> p2p;
   std::map<int, const RankDump*> dumps;
   double stall_after_s = 0;
+  const std::map<int, double>* idle_s = nullptr;  // per rank, see rank_idle_s
 
-  // Seconds `e` had existed when rank r dumped; unknown times count as old enough.
+  // Seconds `e` had existed when rank r dumped; unknown times (and a time after the dump: the
+  // rank's clock stepped back) count as old enough.
   double age_s(int r, const DumpEntry& e) const {
     const int64_t at = dumps.at(r)->dump_time_ns;
-    if (at == 0 || e.time_created_ns == 0) return std::numeric_limits<double>::infinity();
+    if (at == 0 || e.time_created_ns == 0 || e.time_created_ns > at)
+      return std::numeric_limits<double>::infinity();
     return (static_cast<double>(at) - static_cast<double>(e.time_created_ns)) / 1e9;
   }
   bool old_enough(int r, const DumpEntry& e) const { return age_s(r, e) >= stall_after_s; }
+  // Rank r had done nothing for stall_after_s when it dumped: not merely behind.
+  bool idle(int r) const {
+    auto it = idle_s->find(r);
+    return it == idle_s->end() || it->second >= stall_after_s;
+  }
 };
+
+// Seconds between a rank's last recorded activity (an op created, started or completed, in any
+// group) and its dump; infinity when unknown (no dump time, no entries, a clock that stepped).
+double rank_idle_s(const RankDump& d) {
+  int64_t last = 0;
+  for (const DumpEntry& e : d.entries)
+    last = std::max({last, e.time_created_ns, e.time_started_ns, e.time_completed_ns});
+  if (d.dump_time_ns == 0 || last == 0 || last > d.dump_time_ns)
+    return std::numeric_limits<double>::infinity();
+  return static_cast<double>(d.dump_time_ns - last) / 1e9;
+}
 
 std::string age_text(double s) { return std::isfinite(s) ? fmt::format(" for {:.1f} s", s) : ""; }
 
@@ -168,11 +187,37 @@ SeqParticipants participants(const GroupView& g, uint64_t s,
 
 // `s` is the first seq some ranks never reached; later ones are younger, so if the ranks that
 // joined have not waited stall_after_s here, nobody is late yet.
+// An absent rank is to blame only when it sat idle: one still moving when it dumped is behind,
+// and one still in flight in an earlier op of this group is blocked there (waiting for someone
+// else, e.g. a frozen rank that left no dump); both are named in the message, not blamed. When
+// every absent rank is moving nothing is reported here (the joined ranks' wait shows as STUCK).
 void report_not_all_joined(const GroupView& g, uint64_t s, const SeqParticipants& p,
                            std::vector<Finding>& out) {
   bool waited = false;
   for (const auto& [r, e] : p.at) waited = waited || g.old_enough(r, *e);
-  if (waited) out.push_back(not_all_joined(g, s, p.at, p.absent));
+  if (!waited) return;
+  std::vector<int> idle, moving, blocked;
+  for (int r : p.absent) {
+    const auto& m = g.coll.at(r);
+    const bool in_flight = !m.empty() && m.rbegin()->second->state != "completed";
+    (in_flight ? blocked : g.idle(r) ? idle : moving).push_back(r);
+  }
+  if (idle.empty() && blocked.empty()) return;
+  std::vector<int> named = idle;
+  named.insert(named.end(), blocked.begin(), blocked.end());
+  std::sort(named.begin(), named.end());
+  Finding f = not_all_joined(g, s, p.at, named);
+  f.culprits = idle;
+  if (!blocked.empty()) {
+    f.message += fmt::format("\n  {} blocked in an earlier op of this group (not blamed)",
+                             rank_word(blocked));
+  }
+  if (!moving.empty()) {
+    f.message += fmt::format(
+        "\n  also behind but still moving (active within {:.1f} s of their dumps, not blamed): {}",
+        g.stall_after_s, rank_word(moving));
+  }
+  out.push_back(std::move(f));
 }
 
 // The fields of collective `s` that differ between the ranks that recorded it: the type first,
@@ -380,17 +425,75 @@ std::string Analysis::summary() const {
   return s;
 }
 
+namespace {
+
+double automatic_stall_s(const std::vector<RankDump>& dumps, bool live) {
+  if (live) return kAutoStallLiveS;
+  const bool requested = !dumps.empty() && std::all_of(dumps.begin(), dumps.end(), [](auto& d) {
+    return d.trigger == "request";
+  });
+  return requested ? kAutoStallRequestedS : 0;
+}
+
+// How far apart the dumps were taken, the threshold in force, and clocks that stepped back.
+void note_dump_times(const std::vector<RankDump>& dumps, Analysis& a) {
+  const RankDump *first = nullptr, *last = nullptr;
+  for (const RankDump& d : dumps) {
+    if (d.dump_time_ns == 0) continue;
+    if (!first || d.dump_time_ns < first->dump_time_ns) first = &d;
+    if (!last || d.dump_time_ns > last->dump_time_ns) last = &d;
+    int stepped = 0;
+    int64_t by = 0;
+    for (const DumpEntry& e : d.entries) {
+      if (e.time_created_ns > d.dump_time_ns) {
+        ++stepped;
+        by = std::max(by, e.time_created_ns - d.dump_time_ns);
+      }
+    }
+    if (stepped > 0) {
+      a.notes.push_back(fmt::format(
+          "rank {}'s clock stepped back: {} op(s) recorded up to {:.3f} ms after its dump time; "
+          "their ages are unknown and count as old",
+          d.rank, stepped, static_cast<double>(by) / 1e6));
+    }
+  }
+  if (first && last && first != last) {
+    a.dump_spread_ms = static_cast<double>(last->dump_time_ns - first->dump_time_ns) / 1e6;
+    a.first_dump_rank = first->rank;
+    a.last_dump_rank = last->rank;
+    a.notes.push_back(fmt::format(
+        "dumps taken {:.3f} ms apart (rank {} first, rank {} last; wall clocks, so across hosts "
+        "they include the clocks' skew)",
+        a.dump_spread_ms, first->rank, last->rank));
+  }
+  if (a.stall_after_s > 0) {
+    a.notes.push_back(fmt::format(
+        "ops in flight under {:.1f} s, and ranks active within {:.1f} s of their dump, are not "
+        "counted as stuck ({}; --stall to change)",
+        a.stall_after_s, a.stall_after_s,
+        a.live ? "a live job" : "every dump was requested from a running job"));
+  }
+}
+
+}  // namespace
+
 Analysis analyze(const std::vector<RankDump>& dumps, int expected_world) {
   AnalyzeOptions o;
   o.expected_world = expected_world;
   return analyze(dumps, o);
 }
 
-Analysis analyze(const std::vector<RankDump>& dumps, const AnalyzeOptions& o) {
+Analysis analyze(const std::vector<RankDump>& dumps, const AnalyzeOptions& opts) {
+  AnalyzeOptions o = opts;
   Analysis a;
   a.world_size = o.expected_world;
   a.live = o.live;
   a.unreachable = o.unreachable;
+  if (o.stall_after_s < 0) o.stall_after_s = automatic_stall_s(dumps, o.live);
+  a.stall_after_s = o.stall_after_s;
+  std::map<int, double> idle;
+  for (const RankDump& d : dumps) idle[d.rank] = rank_idle_s(d);
+  note_dump_times(dumps, a);
   std::map<std::string, GroupView> groups;
   for (const RankDump& d : dumps) {
     a.ranks_with_dumps.push_back(d.rank);
@@ -413,6 +516,7 @@ Analysis analyze(const std::vector<RankDump>& dumps, const AnalyzeOptions& o) {
       }
     }
   }
+  for (auto& [id, v] : groups) v.idle_s = &idle;
   std::sort(a.ranks_with_dumps.begin(), a.ranks_with_dumps.end());
   for (const UnreachableRank& u : o.unreachable) a.world_size = std::max(a.world_size, u.rank + 1);
   std::map<int, const UnreachableRank*> unreachable;
@@ -460,16 +564,18 @@ Analysis analyze(const std::vector<RankDump>& dumps, const AnalyzeOptions& o) {
                     "share COLLIE_FR_DUMP_DIR); check its log and exit status",
                     r, r)});
   }
-  // A running job's rings wrap all the time; only in files is the lost history worth a note.
+  // A running job's rings wrap all the time: for live views and requested dumps that is a note;
+  // in dumps written on a failure the lost history is evidence that is missing.
   for (const RankDump& d : dumps) {
-    if (d.wrapped && !o.live) {
-      a.findings.push_back(
-          Finding{.kind = "RING_WRAPPED",
-                  .ranks = {d.rank},
-                  .message = fmt::format(
-                      "rank {}'s ring wrapped: it kept the last {} of {} ops, older evidence is "
-                      "lost (raise COLLIE_FR_BUFFER_SIZE)",
-                      d.rank, d.buffer_size, d.total_recorded)});
+    if (!d.wrapped || o.live) continue;
+    const std::string what = fmt::format(
+        "rank {}'s ring wrapped: it kept the last {} of {} ops, older evidence is lost (raise "
+        "COLLIE_FR_BUFFER_SIZE)",
+        d.rank, d.buffer_size, d.total_recorded);
+    if (d.trigger == "request") {
+      a.notes.push_back(what);
+    } else {
+      a.findings.push_back(Finding{.kind = "RING_WRAPPED", .ranks = {d.rank}, .message = what});
     }
   }
   for (auto& [id, g] : groups) {
@@ -487,6 +593,7 @@ std::string to_text(const Analysis& a) {
                         a.ranks_with_dumps.size(), a.world_size, format_ranks(a.ranks_with_dumps))
           : fmt::format("collie analyze: {} of {} ranks left dumps ({})\n",
                         a.ranks_with_dumps.size(), a.world_size, format_ranks(a.ranks_with_dumps));
+  for (const std::string& n : a.notes) out += "Note: " + n + "\n";
   if (a.findings.empty()) {
     return out + (a.live ? fmt::format("No problem found: all {} ranks in step.\n", a.world_size)
                          : "No problem found: every rank agrees on every recorded op.\n");
@@ -510,6 +617,9 @@ nlohmann::json to_json_value(const Analysis& a) {
   json j;
   j["world_size"] = a.world_size;
   j["live"] = a.live;
+  j["stall_after_s"] = a.stall_after_s;
+  j["dump_spread_ms"] = a.dump_spread_ms < 0 ? json(nullptr) : json(a.dump_spread_ms);
+  j["notes"] = a.notes;
   j["ranks_with_dumps"] = a.ranks_with_dumps;
   j["unreachable"] = json::array();
   for (const UnreachableRank& u : a.unreachable) {

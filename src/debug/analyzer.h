@@ -31,7 +31,9 @@ struct DumpEntry {
   bool is_p2p = false;
   int root = -1;
   int peer = -1;
-  int64_t time_created_ns = 0;  // wall clock of the dumping rank
+  int64_t time_created_ns = 0;    // wall clock of the dumping rank (0 = unknown)
+  int64_t time_started_ns = 0;    // 0 = not started, or unknown
+  int64_t time_completed_ns = 0;  // 0 = not completed, or unknown
 };
 
 struct RankDump {
@@ -41,6 +43,7 @@ struct RankDump {
   uint64_t buffer_size = 0;
   uint64_t total_recorded = 0;
   std::string reason;
+  std::string trigger;       // "request" | "failure" | "" (unknown: older or PyTorch dumps)
   int64_t dump_time_ns = 0;  // wall clock of the dumping rank; 0 = unknown (ages unknown)
   struct Group {
     std::string desc;
@@ -86,16 +89,23 @@ struct UnreachableRank {
 
 struct AnalyzeOptions {
   int expected_world = -1;  // < 0: take it from the dumps
-  // Dumps taken from running ranks: every rank without a dump is in `unreachable`, rings that
-  // wrapped are normal, and an op counts as a problem only once it has been in flight for
-  // stall_after_s (a collective not every rank joined, an unmatched send/recv, a stuck op).
+  // Dumps taken from running ranks: every rank without a dump is in `unreachable` and rings
+  // that wrapped are normal.
   bool live = false;
   std::vector<UnreachableRank> unreachable;
-  // Ops in flight (age = dump time - time created) for less than this are not reported.
-  // 0 reports every op that had not completed when its rank dumped (files: the job had already
-  // gone wrong when the dumps were written).
-  double stall_after_s = 0;
+  // An op counts as a problem only once it has been in flight this long when its rank dumped
+  // (a collective not every rank joined, an unmatched send/recv, a stuck op), and a rank that
+  // did not join counts as the culprit only when it had done nothing for this long before its
+  // dump (a rank that is behind but still moving is not to blame). Ages are differences of one
+  // rank's own times, monotonic in collie's dumps. < 0: automatic, kAutoStall*.
+  double stall_after_s = -1;
 };
+
+// The automatic stall_after_s: dumps of a running job (live, or every dump file "request") may
+// catch ranks microseconds apart, so ops must be this old; dumps written on a failure (or of
+// unknown trigger) were written after the job had gone wrong: every op in flight counts.
+inline constexpr double kAutoStallLiveS = 10;
+inline constexpr double kAutoStallRequestedS = 1;
 
 // Per-rank verdict derived from the findings, worst first:
 // unreachable > culprit (mismatch, unmatched p2p) > straggler (did not join) > stalled
@@ -109,6 +119,12 @@ struct RankVerdict {
 struct Analysis {
   int world_size = 0;
   bool live = false;
+  double stall_after_s = 0;  // the threshold used (after resolving "automatic")
+  // When the ranks' dumps were taken: the first and the last (wall clocks; -1 when < 2 known).
+  double dump_spread_ms = -1;
+  int first_dump_rank = -1, last_dump_rank = -1;
+  // Facts the findings rest on (how far apart the dumps are, the threshold, clock trouble).
+  std::vector<std::string> notes;
   std::vector<int> ranks_with_dumps;
   std::vector<UnreachableRank> unreachable;
   std::vector<Finding> findings;

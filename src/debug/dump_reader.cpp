@@ -63,6 +63,12 @@ int64_t get_i64(const json& j, const char* key, const std::string& where) {
   bad(fmt::format("{}{} is {}, not an integer", where, key, v->dump()));
 }
 
+// get_i64, with null read as 0 (PyTorch and collie write null for "not yet").
+int64_t get_i64_or_null(const json& j, const char* key, const std::string& where) {
+  const json* v = find(j, key);
+  return v == nullptr || v->is_null() ? 0 : get_i64(j, key, where);
+}
+
 // An integer in [lo, hi], or nullopt (not an integer, or out of range).
 std::optional<int64_t> int_in(const json& v, int64_t lo, int64_t hi) {
   if (v.is_number_unsigned()) {
@@ -124,6 +130,8 @@ DumpEntry to_entry(const json& e, size_t index) {
   x.root = get_rank_or(e, "root", -1, -1, where);
   x.peer = get_rank_or(e, "peer", -1, -1, where);
   x.time_created_ns = get_i64(e, "time_created_ns", where);
+  x.time_started_ns = get_i64_or_null(e, "time_discovered_started_ns", where);
+  x.time_completed_ns = get_i64_or_null(e, "time_discovered_completed_ns", where);
   return x;
 }
 
@@ -174,6 +182,8 @@ RankDump parse(std::istream* in, const std::string* text) {
     d.buffer_size = get_u64(j, "buffer_size", "");
     d.total_recorded = get_u64(j, "total_recorded", "");
     d.reason = get_str(j, "reason", "", false);
+    d.trigger = get_str(j, "trigger", "", false);
+    if (d.trigger != "request" && d.trigger != "failure") d.trigger.clear();
     d.dump_time_ns = get_i64(j, "dump_time_ns", "");
     const json& config = j.at("pg_config");
     const json* status = find(j, "pg_status");

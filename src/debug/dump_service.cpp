@@ -66,9 +66,9 @@ DumpService::DumpService(FlightRecorder& fr, std::string dump_dir, FrDumpFormat 
 
 std::string dump_request_key(int64_t n) { return fmt::format("{}/{}", kDumpRequestKey, n); }
 
-int64_t request_cluster_dump(Store& store) {
+int64_t request_cluster_dump(Store& store, DumpTrigger trigger) {
   const int64_t n = store.add(kDumpRequestKey, 1);
-  store.set(dump_request_key(n), "1");
+  store.set(dump_request_key(n), dump_trigger_name(trigger));
   return n;
 }
 
@@ -96,7 +96,7 @@ DumpService::~DumpService() {
 void DumpService::wake() {
   const int fd = wake_write_.load();
   if (fd >= 0) [[maybe_unused]]
-    const ssize_t n = write(fd, "w", 1);
+    const ssize_t n = ::write(fd, "w", 1);
 }
 
 DumpService& DumpService::global() {
@@ -182,6 +182,14 @@ void DumpService::request_dump(const std::string& reason, bool all_ranks) {
   wake();
 }
 
+void DumpService::request_fresh_dump(const std::string& reason) {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (pending_request_.empty()) pending_request_ = reason;
+  }
+  wake();
+}
+
 void DumpService::ask_all_ranks() {
   std::shared_ptr<Store> s;
   {
@@ -194,7 +202,7 @@ void DumpService::ask_all_ranks() {
     // it will read is seen before the key that wakes it is set.
     const int64_t n = s->add(kDumpRequestKey, 1);
     raise_max(seen_request_, n);
-    s->set(dump_request_key(n), "1");
+    s->set(dump_request_key(n), dump_trigger_name(DumpTrigger::Failure));
   } catch (const std::exception& e) {
     log(LogLevel::Warning, "flight recorder: could not ask the other ranks to dump: {}", e.what());
   }
@@ -206,13 +214,13 @@ void DumpService::flush(std::chrono::milliseconds timeout) {
     {
       std::lock_guard<std::mutex> lk(mu_);
       if (!thread_.joinable()) return;  // not started: nothing will write it
-      if (pending_.empty() && !busy_ && !g_sigusr1.load()) return;
+      if (pending_.empty() && pending_request_.empty() && !busy_ && !g_sigusr1.load()) return;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
 }
 
-std::string DumpService::dump_now(const std::string& reason) {
+std::string DumpService::write(const std::string& reason, DumpTrigger trigger) {
   if (dir_.empty()) {
     log(LogLevel::Warning,
         "flight recorder: not dumped ({}); set COLLIE_FR_DUMP_DIR to keep the last {} ops", reason,
@@ -221,8 +229,7 @@ std::string DumpService::dump_now(const std::string& reason) {
   }
   std::lock_guard<std::mutex> lk(dump_mu_);
   try {
-    std::string path = fr_.dump_to_dir(dir_, rank_.load() < 0 ? 0 : rank_.load(), reason, format_);
-    dumps_.fetch_add(1);
+    std::string path = write_locked(reason, trigger);
     log(LogLevel::Warning, "flight recorder dumped to {} ({}); run `collie analyze {}`", path,
         reason, dir_);
     return path;
@@ -232,6 +239,24 @@ std::string DumpService::dump_now(const std::string& reason) {
   }
 }
 
+// The first failure's dump also goes to first-failure/, which later dumps never overwrite.
+// REQUIRES: dump_mu_ held, dir_ set.
+std::string DumpService::write_locked(const std::string& reason, DumpTrigger trigger) {
+  std::vector<std::string> dirs = {dir_};
+  if (trigger == DumpTrigger::Failure && !failure_kept_.exchange(true))
+    dirs.push_back(first_failure_dir());
+  std::string path =
+      fr_.dump_to_dir(dirs, rank_.load() < 0 ? 0 : rank_.load(), reason, format_, trigger);
+  dumps_.fetch_add(1);
+  return path;
+}
+
+std::string DumpService::first_failure_dir() const { return dir_ + "/first-failure"; }
+
+std::string DumpService::dump_now(const std::string& reason) {
+  return write(reason, DumpTrigger::Request);
+}
+
 std::string DumpService::dump_on_crash(const std::string& reason) {
   if (dir_.empty()) return "";
   std::unique_lock<std::mutex> lk(dump_mu_, std::defer_lock);
@@ -239,20 +264,21 @@ std::string DumpService::dump_on_crash(const std::string& reason) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   try {
-    std::string path = fr_.dump_to_dir(dir_, rank_.load() < 0 ? 0 : rank_.load(), reason, format_);
-    dumps_.fetch_add(1);
-    return path;
+    return write_locked(reason, DumpTrigger::Failure);
   } catch (const std::exception&) {
     return "";
   }
 }
 
 void DumpService::automatic_dump(const std::string& reason) {
-  if (dumps_.load() > 0) {
-    log(LogLevel::Info, "flight recorder: not dumped again ({}); the first dump is kept", reason);
+  if (failure_kept_.load()) {
+    // A failure cascades into more errors; their dumps would bury the first one's evidence in
+    // the main folder. Requests (SIGUSR1, POST /v1/dump) still write fresh dumps.
+    log(LogLevel::Info, "flight recorder: not dumped again ({}); the first failure's dump is in {}",
+        reason, first_failure_dir());
     return;
   }
-  dump_now(reason);
+  write(reason, DumpTrigger::Failure);
 }
 
 void DumpService::stop_store_watch() {
@@ -291,8 +317,20 @@ void DumpService::watch_store(StoreWatch& w) {
     } catch (const std::exception&) {
       return;
     }
-    if (raise_max(seen_request_, v) < v)
-      request_dump("dump_request set in the store by another rank");
+    if (raise_max(seen_request_, v) < v) {
+      // The request's key says whether another rank failed or someone asked for a dump.
+      std::string kind;  // stays "" for a bump without its key: a tool asking
+      try {
+        const std::string key = dump_request_key(v);
+        if (client->check({key})) kind = client->get_string(key);
+      } catch (const std::exception&) {
+      }
+      if (kind == dump_trigger_name(DumpTrigger::Failure)) {
+        request_dump("another rank failed (dump_request in the store)");
+      } else {
+        request_fresh_dump("dump_request set in the store (POST /v1/dump or a tool)");
+      }
+    }
   }
 }
 
@@ -301,16 +339,22 @@ void DumpService::watch_store(StoreWatch& w) {
 void DumpService::loop() {
   std::unique_lock<std::mutex> lk(mu_);
   while (true) {
-    std::string reason;
+    std::string reason, requested;
     reason.swap(pending_);
+    requested.swap(pending_request_);
     const bool all = std::exchange(pending_all_, false);
     const bool signaled = g_sigusr1.exchange(false);
     const bool stopping = stop_;
-    busy_ = !reason.empty() || signaled;
+    busy_ = !reason.empty() || !requested.empty() || signaled;
     lk.unlock();
     if (all) ask_all_ranks();
     if (!reason.empty()) automatic_dump(reason);
-    if (signaled) dump_now("SIGUSR1");
+    // A SIGUSR1 and a store request arriving together are one moment: one fresh dump.
+    if (signaled) {
+      dump_now("SIGUSR1");
+    } else if (!requested.empty()) {
+      dump_now(requested);
+    }
     lk.lock();
     busy_ = false;
     lk.unlock();

@@ -1,13 +1,18 @@
 #pragma once
 // DumpService: decides when the flight recorder is written to COLLIE_FR_DUMP_DIR.
-// Triggers: a timeout or an error (request_dump), SIGUSR1 (the handler only sets a flag and
-// writes a byte to the thread's wake pipe; the service thread dumps), and the store key
+// Triggers: a timeout or an error (request_dump: a failure), SIGUSR1 (the handler only sets a
+// flag and writes a byte to the thread's wake pipe; the service thread dumps), and the store key
 // `dump_request` of the world group: a counter that a rank bumps (request_dump with all_ranks, or
-// the debug server's POST /v1/dump) and marks with the key `dump_request/<n>` of the new value n
-// (request_cluster_dump). Every rank has a thread (`collie-dump-req`) parked in a store wait for
-// the next such key on a store connection of its own, so all ranks dump the same moment. A bump
-// without its key (a tool that only adds to the counter) is still seen when that wait is re-armed
-// (every 30 s). No thread of the service wakes on a tick: without requests they sleep.
+// the debug server's POST /v1/dump) and marks with the key `dump_request/<n>` of the new value n,
+// whose value says "failure" or "request" (request_cluster_dump).
+// Every request (SIGUSR1, POST /v1/dump, a tool's dump_request, dump_now) writes a fresh dump of
+// that moment. Failures are different: the first failure's dump is written to the folder and
+// kept in <folder>/first-failure/, and the failures that follow it (errors cascade) are not
+// dumped again, so its evidence is never buried. Every rank has a thread (`collie-dump-req`) parked
+// in a store wait for the next such key on a store connection of its own, so all ranks dump the
+// same moment. A bump without its key (a tool that only adds to the counter) is still seen when
+// that wait is re-armed (every 30 s). No thread of the service wakes on a tick: without requests
+// they sleep.
 //
 // Ownership: global() lives for the process; its thread is started by start() and joined at exit
 // (a pending request is written before the thread ends).
@@ -46,14 +51,16 @@ class DumpService {
   // handlers of crash_dump.h (idempotent). `world_store` (the world
   // group's store, may be null) is watched for `dump_request`; `rank` names the dump file.
   void start(int rank, std::shared_ptr<Store> world_store);
-  // Asks the thread to dump soon; never blocks. With all_ranks the thread also sets
-  // `dump_request` in the world store so every rank dumps. Automatic dumps (this, and a store
-  // request) are written once per process: the first failure's evidence is not overwritten by
-  // the errors that follow it. SIGUSR1 and dump_now always write.
+  // A failure: asks the thread to dump soon; never blocks. With all_ranks the thread also sets
+  // `dump_request` (marked "failure") in the world store so every rank dumps. Written once per
+  // process, also into first-failure/ (see above).
   void request_dump(const std::string& reason, bool all_ranks = false);
+  // A request: asks the thread for a fresh dump soon (always written); never blocks.
+  void request_fresh_dump(const std::string& reason);
   // Waits until no requested dump is pending (bounded); for processes about to _exit().
   void flush(std::chrono::milliseconds timeout);
-  // Dumps on the calling thread; returns the file(s) written, or "" when no dump dir is set.
+  // A request dumped on the calling thread; returns the file(s) written, or "" when no dump dir
+  // is set.
   std::string dump_now(const std::string& reason);
   // The crash handlers' dump (crash_dump.h): like dump_now, but waits at most 1 s for a dump in
   // progress (its thread may be the one that crashed), and logs nothing.
@@ -71,6 +78,9 @@ class DumpService {
   void stop_store_watch();
   void ask_all_ranks();
   void automatic_dump(const std::string& reason);
+  std::string write(const std::string& reason, DumpTrigger trigger);
+  std::string write_locked(const std::string& reason, DumpTrigger trigger);
+  std::string first_failure_dir() const;
   FlightRecorder& fr_;
   const std::string dir_;
   const FrDumpFormat format_;
@@ -83,8 +93,10 @@ class DumpService {
   std::atomic<int> wake_write_{-1};
   std::mutex mu_;  // guards the fields below and serializes dumps
   bool stop_ = false;
-  std::string pending_;  // reason of a requested dump, "" = none
-  bool busy_ = false;    // the thread is writing a dump
+  std::string pending_;                    // reason of a failure's dump, "" = none
+  std::string pending_request_;            // reason of a requested (fresh) dump, "" = none
+  std::atomic<bool> failure_kept_{false};  // the first failure's dump was written
+  bool busy_ = false;                      // the thread is writing a dump
   bool pending_all_ = false;
   std::shared_ptr<Store> store_;
   std::atomic<int64_t> seen_request_{0};
@@ -99,9 +111,9 @@ class DumpService {
 inline constexpr const char* kDumpRequestKey = "dump_request";
 
 // Asks every rank's DumpService watching `store` for a dump: bumps kDumpRequestKey and sets
-// `dump_request/<n>` for the new value n, which wakes the watchers at once. Returns n; throws
-// what the store throws.
-int64_t request_cluster_dump(Store& store);
+// `dump_request/<n>` for the new value n to the trigger's name, which wakes the watchers at once.
+// Returns n; throws what the store throws.
+int64_t request_cluster_dump(Store& store, DumpTrigger trigger = DumpTrigger::Request);
 // "dump_request/<n>": the key that marks request n.
 std::string dump_request_key(int64_t n);
 

@@ -160,7 +160,7 @@ uint64_t FlightRecorder::record(const GroupTrace& g, uint64_t op_id, const OpCal
                                 int64_t now_ns) {
   if (slots_.empty()) return 0;
   const ThreadIdentity& self = this_thread_identity();
-  const int64_t now = now_ns != 0 ? now_ns : clock_->wall_ns();
+  const int64_t now = now_ns != 0 ? now_ns : clock_->mono_ns();
   auto global = [&](int group_rank) {
     return group_rank >= 0 && group_rank < static_cast<int>(g.global_ranks.size())
                ? g.global_ranks[group_rank]
@@ -215,7 +215,7 @@ FrEntry* FlightRecorder::slot_for(uint64_t id) {
 
 void FlightRecorder::mark_started(uint64_t id) {
   if (id == 0) return;
-  const int64_t now = clock_->wall_ns();
+  const int64_t now = clock_->mono_ns();
   std::lock_guard<std::mutex> lk(mu_);
   if (FrEntry* e = slot_for(id); e && e->state == FrState::Scheduled) {
     e->state = FrState::Started;
@@ -225,7 +225,7 @@ void FlightRecorder::mark_started(uint64_t id) {
 
 void FlightRecorder::mark_completed(uint64_t id, bool failed, int64_t now_ns) {
   if (id == 0) return;
-  const int64_t now = now_ns != 0 ? now_ns : clock_->wall_ns();
+  const int64_t now = now_ns != 0 ? now_ns : clock_->mono_ns();
   std::lock_guard<std::mutex> lk(mu_);
   if (FrEntry* e = slot_for(id)) {
     if (e->time_discovered_started_ns == 0) e->time_discovered_started_ns = now;
@@ -241,15 +241,26 @@ uint64_t FlightRecorder::total_recorded() const {
   return next_id_ - 1;
 }
 
-std::vector<FrEntry> FlightRecorder::snapshot() const {
+std::vector<FrEntry> FlightRecorder::snapshot(int64_t* time_ns) const {
   std::vector<FrEntry> out;
   out.reserve(slots_.size());
+  int64_t mono = 0, wall = 0;
   {
     std::lock_guard<std::mutex> lk(mu_);
+    mono = clock_->mono_ns();
+    wall = clock_->wall_ns();
     for (const FrEntry& e : slots_) {
       if (e.record_id != 0) out.push_back(e);
     }
   }
+  // One offset for the whole snapshot: ages (dump time - creation) are monotonic differences.
+  const int64_t offset = wall - mono;
+  for (FrEntry& e : out) {
+    for (int64_t* t :
+         {&e.time_created_ns, &e.time_discovered_started_ns, &e.time_discovered_completed_ns})
+      if (*t != 0) *t += offset;
+  }
+  if (time_ns != nullptr) *time_ns = wall;
   std::sort(out.begin(), out.end(),
             [](const FrEntry& a, const FrEntry& b) { return a.record_id < b.record_id; });
   return out;
@@ -257,10 +268,11 @@ std::vector<FrEntry> FlightRecorder::snapshot() const {
 
 std::string FlightRecorder::dump_json(int rank, const std::string& reason,
                                       size_t max_entries) const {
-  std::vector<FrEntry> entries = snapshot();
+  int64_t time_ns = 0;
+  std::vector<FrEntry> entries = snapshot(&time_ns);
   const bool cut = entries.size() > max_entries;
   if (cut) entries.erase(entries.begin(), entries.end() - static_cast<ptrdiff_t>(max_entries));
-  return dump_json(rank, reason, FrSnapshot{std::move(entries), groups_snapshot()}, cut);
+  return dump_json(rank, reason, FrSnapshot{std::move(entries), groups_snapshot(), time_ns}, cut);
 }
 
 std::vector<FrGroupSnapshot> FlightRecorder::groups_snapshot() const {
@@ -278,16 +290,26 @@ std::vector<FrGroupSnapshot> FlightRecorder::groups_snapshot() const {
   return out;
 }
 
-FrSnapshot FlightRecorder::full_snapshot() const { return {snapshot(), groups_snapshot()}; }
+FrSnapshot FlightRecorder::full_snapshot() const {
+  FrSnapshot s;
+  s.entries = snapshot(&s.time_ns);
+  s.groups = groups_snapshot();
+  return s;
+}
+
+const char* dump_trigger_name(DumpTrigger t) {
+  return t == DumpTrigger::Failure ? "failure" : "request";
+}
 
 std::string FlightRecorder::dump_json(int rank, const std::string& reason, const FrSnapshot& snap,
-                                      bool cut) const {
+                                      bool cut, DumpTrigger trigger) const {
   const std::vector<FrEntry>& entries = snap.entries;
   nlohmann::json j;
   j["version"] = kFrDumpVersion;
   j["rank"] = rank;
   j["reason"] = reason;
-  j["dump_time_ns"] = clock_->wall_ns();
+  j["trigger"] = dump_trigger_name(trigger);
+  j["dump_time_ns"] = snap.time_ns != 0 ? snap.time_ns : clock_->wall_ns();
   j["buffer_size"] = slots_.size();
   const uint64_t total = total_recorded();
   j["total_recorded"] = total;
@@ -317,20 +339,21 @@ std::string FlightRecorder::dump_json(int rank, const std::string& reason, const
   return j.dump(1);
 }
 
-std::string FlightRecorder::dump_to_dir(const std::string& dir, int rank, const std::string& reason,
-                                        const FrDumpFormat& format) const {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
+std::string FlightRecorder::dump_to_dir(const std::vector<std::string>& dirs, int rank,
+                                        const std::string& reason, const FrDumpFormat& format,
+                                        DumpTrigger trigger) const {
   std::string paths;
   auto add = [&](const std::string& p) { paths += (paths.empty() ? "" : " and ") + p; };
-  // One snapshot for every format: the files of one dump tell the same story.
+  // One snapshot for every format and folder: the files of one dump tell the same story.
   const FrSnapshot snap = full_snapshot();
-  if (format.json) {
-    add(write_atomically(dir, fr_dump_file_name(rank), dump_json(rank, reason, snap, false), rank));
-  }
-  if (format.torch) {
-    add(write_atomically(dir, fmt::format("{}{}", format.torch_prefix, rank),
-                         torch_dump_pickle(snap, format.torch_backend), rank));
+  const std::string json = format.json ? dump_json(rank, reason, snap, false, trigger) : "";
+  const std::string torch = format.torch ? torch_dump_pickle(snap, format.torch_backend) : "";
+  for (const std::string& dir : dirs) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (format.json) add(write_atomically(dir, fr_dump_file_name(rank), json, rank));
+    if (format.torch)
+      add(write_atomically(dir, fmt::format("{}{}", format.torch_prefix, rank), torch, rank));
   }
   return paths;
 }

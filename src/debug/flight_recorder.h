@@ -89,10 +89,22 @@ struct FrGroupSnapshot {
 };
 
 // What one dump shows, taken once so that every format of the dump tells the same story.
+// Entry times are wall-clock nanoseconds derived from the recorder's monotonic clock at the
+// moment of the snapshot (time_ns): differences within one snapshot, such as an op's age at the
+// dump, stay true when the wall clock steps; the absolute times are as right as the wall clock
+// was at time_ns.
 struct FrSnapshot {
   std::vector<FrEntry> entries;  // oldest first
   std::vector<FrGroupSnapshot> groups;
+  int64_t time_ns = 0;  // wall clock when the snapshot was taken (the dump time)
 };
+
+// Why a dump was taken. Request: a person or a tool asked (SIGUSR1, POST /v1/dump, a store
+// dump_request, a live view) while the job may be running fine. Failure: collie saw something go
+// wrong (a timeout, a desync, an error, a crash). Written as "trigger" into the JSON dump, so the
+// analyzer knows whether young ops in flight are a hang or a snapshot of a running job.
+enum class DumpTrigger { Request, Failure };
+const char* dump_trigger_name(DumpTrigger t);  // "request" | "failure"
 
 // Which files a dump writes: COLLIE_FR_DUMP_FORMAT = json (default) | torch | json,torch;
 // COLLIE_FR_DUMP_PREFIX names torch's files (default nccl_trace_rank_, as torch's own);
@@ -121,7 +133,8 @@ class FlightRecorder {
   void add_group(std::shared_ptr<GroupTrace> g);
 
   // Records `call` as scheduled; returns its record id (0 when disabled). `now_ns`: the time of
-  // creation when the caller has just read clock().wall_ns() (0 = read it here).
+  // creation when the caller has just read clock().mono_ns() (0 = read it here). The recorder
+  // keeps monotonic times; snapshots convert them to the wall clock.
   uint64_t record(const GroupTrace& g, uint64_t op_id, const OpCall& call, int64_t now_ns = 0);
   // Marks are ignored when the slot has since been reused (ring wrapped). `now_ns` as above.
   void mark_started(uint64_t id);
@@ -129,8 +142,9 @@ class FlightRecorder {
 
   size_t capacity() const { return slots_.size(); }
   uint64_t total_recorded() const;
-  // Entries oldest first (a copy; the recorder keeps running).
-  std::vector<FrEntry> snapshot() const;
+  // Entries oldest first (a copy; the recorder keeps running), their times converted to the wall
+  // clock as FrSnapshot says; *time_ns (when given) receives the snapshot's wall-clock time.
+  std::vector<FrEntry> snapshot(int64_t* time_ns = nullptr) const;
   std::vector<std::shared_ptr<GroupTrace>> groups() const;
   std::vector<FrGroupSnapshot> groups_snapshot() const;
   FrSnapshot full_snapshot() const;  // snapshot() and groups_snapshot()
@@ -141,13 +155,19 @@ class FlightRecorder {
   // the dump then says "wrapped": true, as when the ring itself lost older entries.
   std::string dump_json(int rank, const std::string& reason, size_t max_entries = SIZE_MAX) const;
   // The same of a snapshot taken earlier; `cut`: older entries were left out.
-  std::string dump_json(int rank, const std::string& reason, const FrSnapshot& snap,
-                        bool cut) const;
-  // Writes the dump in each format of `format` into dir, each file atomically (temp file +
-  // rename). Returns the paths written, joined by " and ". Throws Error when the directory
-  // cannot be written.
+  std::string dump_json(int rank, const std::string& reason, const FrSnapshot& snap, bool cut,
+                        DumpTrigger trigger = DumpTrigger::Request) const;
+  // Writes the dump in each format of `format` into each of `dirs` (the same snapshot), each
+  // file atomically (temp file + rename). Returns the paths written, joined by " and ". Throws
+  // Error when a directory cannot be written.
+  std::string dump_to_dir(const std::vector<std::string>& dirs, int rank, const std::string& reason,
+                          const FrDumpFormat& format = {},
+                          DumpTrigger trigger = DumpTrigger::Request) const;
   std::string dump_to_dir(const std::string& dir, int rank, const std::string& reason,
-                          const FrDumpFormat& format = {}) const;
+                          const FrDumpFormat& format = {},
+                          DumpTrigger trigger = DumpTrigger::Request) const {
+    return dump_to_dir(std::vector<std::string>{dir}, rank, reason, format, trigger);
+  }
 
  private:
   FrEntry* slot_for(uint64_t id);

@@ -156,7 +156,8 @@ json convert(const json& t, int rank) {
     }
     json x;
     x["pg_id"] = name;
-    for (const char* k : {"record_id", "profiling_name", "state", "time_created_ns"}) {
+    for (const char* k : {"record_id", "profiling_name", "state", "time_created_ns",
+                          "time_discovered_started_ns", "time_discovered_completed_ns"}) {
       if (e.contains(k)) x[k] = e[k];
     }
     x["collective_seq_id"] = seq_id(e.value("collective_seq_id", json()));

@@ -51,7 +51,7 @@ TracingProcessGroup::TracingProcessGroup(std::shared_ptr<ProcessGroup> inner,
 void TracingProcessGroup::before(const OpCall& call) {
   GroupTrace& t = *shared_->trace;
   current_ = InFlight{};
-  current_.created_ns = shared_->fr->clock().wall_ns();
+  current_.created_ns = shared_->fr->clock().mono_ns();
   if (is_p2p(call.type)) {
     raise_max(t.last_enqueued_p2p, call.seq, std::memory_order_relaxed);
   } else {
@@ -90,7 +90,7 @@ void TracingProcessGroup::Done::finish(std::exception_ptr error) const {
   } else if (!failed) {
     raise_max(t.last_completed_collective, seq, std::memory_order_relaxed);
   }
-  const int64_t done_ns = shared->fr->clock().wall_ns();  // one read for the record and observers
+  const int64_t done_ns = shared->fr->clock().mono_ns();  // one read for the record and observers
   shared->fr->mark_completed(f.record, failed, done_ns);
   shared->watchdog->unwatch(f.token);
   if (!shared->observers.empty()) {

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -50,7 +51,10 @@ struct Rank {
       fr.mark_started(id);
     }
   }
-  RankDump dump() const { return parse_dump(fr.dump_json(rank, "test")); }
+  // Most cases model dumps written after something went wrong (trigger "failure").
+  RankDump dump(DumpTrigger t = DumpTrigger::Failure) const {
+    return parse_dump(fr.dump_json(rank, "test", fr.full_snapshot(), false, t));
+  }
 };
 
 Analysis run(std::vector<Rank*> ranks, int world = -1) {
@@ -202,6 +206,119 @@ TEST(Analyzer, LiveDataSeparatesSkewFromAHangAndNamesUnreachableRanks) {
   EXPECT_EQ(j["unreachable"][0]["rank"], 3);
 }
 
+// Rank 1 froze (it left no dump); rank 2 joined #2 and waits; rank 0 is still in #1, whose data
+// from rank 1 never came. Rank 0 is blocked, not the one that failed to join #2: only the rank
+// without a dump is blamed (both used to be).
+TEST(Analyzer, ARankBlockedInAnEarlierOpIsNotBlamedForTheNext) {
+  FakeClock clock;
+  Rank a(0, 3, 16, &clock), c(2, 3, 16, &clock);
+  a.call(OpType::AllReduce, 1024, true);
+  c.call(OpType::AllReduce);
+  c.call(OpType::AllReduce, 1024, true);
+  clock.advance(std::chrono::seconds(10));
+  const Analysis res = analyze({a.dump(), c.dump()}, AnalyzeOptions{});
+  EXPECT_EQ(res.culprits(), std::vector<int>{1}) << to_text(res);
+  EXPECT_NE(to_text(res).find("rank 0 blocked in an earlier op of this group (not blamed)"),
+            std::string::npos)
+      << to_text(res);
+  EXPECT_EQ(res.verdicts()[0].state, "stalled") << to_text(res);
+}
+
+// A FakeClock whose wall clock can step (NTP): wall = monotonic + offset.
+class SteppingClock : public FakeClock {
+ public:
+  int64_t wall_ns() const override { return FakeClock::wall_ns() + offset.load(); }
+  std::atomic<int64_t> offset{1'700'000'000'000'000'000};
+};
+
+// POST /v1/dump on a healthy running job: the two snapshots are 8 ms apart, rank 0 has just
+// entered #263 and rank 1 has just finished #262. Not a hang (it was reported as "Culprit rank
+// 1"); the same picture written on a failure 30 s into the wait is one.
+TEST(Analyzer, RequestedSnapshotsOfARunningJobAreNotAHang) {
+  SteppingClock clock;
+  Rank a(0, 2, 8, &clock), b(1, 2, 8, &clock);
+  for (int k = 0; k < 262; ++k) {
+    for (auto* r : {&a, &b}) r->call(OpType::AllReduce);
+    clock.advance(std::chrono::microseconds(300));
+  }
+  a.call(OpType::AllReduce, 1024, true);
+  const RankDump da = a.dump(DumpTrigger::Request);
+  clock.advance(std::chrono::milliseconds(8));
+  const RankDump db = b.dump(DumpTrigger::Request);
+  const Analysis snap = analyze({da, db}, AnalyzeOptions{});
+  EXPECT_TRUE(snap.findings.empty()) << to_text(snap);
+  EXPECT_DOUBLE_EQ(snap.stall_after_s, kAutoStallRequestedS);
+  EXPECT_NEAR(snap.dump_spread_ms, 8.0, 1e-6);
+  EXPECT_NE(to_text(snap).find("Note: dumps taken 8.000 ms apart (rank 0 first, rank 1 last"),
+            std::string::npos)
+      << to_text(snap);
+  clock.advance(std::chrono::seconds(30));
+  const Analysis hang = analyze({a.dump(), b.dump()}, AnalyzeOptions{});
+  EXPECT_EQ(hang.culprits(), std::vector<int>{1}) << to_text(hang);
+  EXPECT_DOUBLE_EQ(hang.stall_after_s, 0);
+}
+
+// A rank that has not joined #N but did something else moments before its dump is behind, not
+// stuck: it is not blamed, and the rank waiting in #N for 5 s is reported as stalled (never "No
+// problem found").
+TEST(Analyzer, ARankBehindButMovingIsNotTheCulprit) {
+  FakeClock clock;
+  Rank a(0, 2, 16, &clock), b(1, 2, 16, &clock);
+  for (auto* r : {&a, &b}) r->call(OpType::AllReduce);
+  a.call(OpType::AllReduce, 1024, true);
+  clock.advance(std::chrono::seconds(5));
+  b.call(OpType::Send, 16, false, 0);  // rank 1 is busy elsewhere
+  clock.advance(std::chrono::milliseconds(100));
+  const Analysis res =
+      analyze({a.dump(DumpTrigger::Request), b.dump(DumpTrigger::Request)}, AnalyzeOptions{});
+  EXPECT_TRUE(res.culprits().empty()) << to_text(res);
+  const auto v = res.verdicts();
+  EXPECT_EQ(v[0].state, "stalled") << to_text(res);
+  EXPECT_EQ(v[1].state, "ok") << to_text(res);
+  EXPECT_EQ(to_text(res).find("No problem found"), std::string::npos) << to_text(res);
+  // Idle for the same 5 s instead: the culprit.
+  Rank c(0, 2, 16, &clock), d(1, 2, 16, &clock);
+  for (auto* r : {&c, &d}) r->call(OpType::AllReduce);
+  c.call(OpType::AllReduce, 1024, true);
+  clock.advance(std::chrono::seconds(5));
+  const Analysis idle =
+      analyze({c.dump(DumpTrigger::Request), d.dump(DumpTrigger::Request)}, AnalyzeOptions{});
+  EXPECT_EQ(idle.culprits(), std::vector<int>{1}) << to_text(idle);
+}
+
+// The recorder keeps monotonic times: a wall clock that steps back 2 ms between an op and the
+// dump leaves the op's age true (it used to come out negative, "not old", and a real hang read
+// "No problem found").
+TEST(Analyzer, AgesStayTrueWhenTheWallClockStepsBack) {
+  SteppingClock clock;
+  Rank a(0, 2, 8, &clock), b(1, 2, 8, &clock);
+  for (auto* r : {&a, &b}) r->call(OpType::AllReduce);
+  a.call(OpType::AllReduce, 1024, true);
+  clock.advance(std::chrono::seconds(30));
+  clock.offset -= 2'000'000;
+  const RankDump da = a.dump();
+  EXPECT_EQ(da.dump_time_ns - da.entries.back().time_created_ns, 30'000'000'000);
+  const Analysis res = analyze({da, b.dump()}, AnalyzeOptions{});
+  EXPECT_EQ(res.culprits(), std::vector<int>{1}) << to_text(res);
+  EXPECT_NE(to_text(res).find("waited for 30.0 s"), std::string::npos) << to_text(res);
+}
+
+// Dumps whose entry times are after the dump time (older collie, or PyTorch, with wall-clock
+// times from a clock that stepped back): ages unknown, counted as old, and said so.
+TEST(Analyzer, EntriesAfterTheDumpTimeCountAsOldAndAreNoted) {
+  Rank a(0, 2), b(1, 2);
+  for (auto* r : {&a, &b}) r->call(OpType::AllReduce);
+  a.call(OpType::AllReduce, 1024, true);
+  nlohmann::json j = nlohmann::json::parse(a.fr.dump_json(0, "test"));
+  j["trigger"] = "failure";
+  for (auto& e : j["entries"]) e["time_created_ns"] = j["dump_time_ns"].get<int64_t>() + 2'000'000;
+  const Analysis res = analyze({parse_dump(j.dump()), b.dump()}, AnalyzeOptions{});
+  EXPECT_EQ(res.culprits(), std::vector<int>{1}) << to_text(res);
+  EXPECT_NE(to_text(res).find("rank 0's clock stepped back: 2 op(s) recorded up to 2.000 ms"),
+            std::string::npos)
+      << to_text(res);
+}
+
 }  // namespace
 }  // namespace collie
 
@@ -226,7 +343,8 @@ TEST(AnalyzeCli, NamesTheCulpritFromADumpDirectory) {
   for (auto* r : {&a, &b, &c}) r->call(OpType::AllReduce);
   a.call(OpType::AllReduce, 1024, true);
   c.call(OpType::AllReduce, 1024, true);
-  for (auto* r : {&a, &b, &c}) r->fr.dump_to_dir(dir.string(), r->rank, "test");
+  for (auto* r : {&a, &b, &c})
+    r->fr.dump_to_dir(dir.string(), r->rank, "test", {}, DumpTrigger::Failure);
   auto [code, out] = run_cli(dir.string());
   EXPECT_EQ(code, 1) << out;
   EXPECT_NE(out.find("Not all ranks joining collective, sequence number: 2"), std::string::npos)

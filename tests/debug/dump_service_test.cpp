@@ -36,10 +36,13 @@ bool wait_for(const std::function<bool()>& cond, std::chrono::milliseconds limit
   return cond();
 }
 
-std::string reason_of(const fs::path& file) {
+nlohmann::json dump_of(const fs::path& file) {
   std::ifstream f(file);
-  return nlohmann::json::parse(f)["reason"].get<std::string>();
+  return nlohmann::json::parse(f);
 }
+std::string reason_of(const fs::path& file) { return dump_of(file)["reason"].get<std::string>(); }
+std::string trigger_of(const fs::path& file) { return dump_of(file)["trigger"].get<std::string>(); }
+int64_t dump_time_of(const fs::path& file) { return dump_of(file)["dump_time_ns"].get<int64_t>(); }
 
 TEST(DumpService, Sigusr1IsHandledByTheThread) {
   FlightRecorder fr(4);
@@ -65,14 +68,49 @@ TEST(DumpService, StoreDumpRequestMakesEveryRankDump) {
   EXPECT_EQ(reason_of(da / "collie_fr_rank_0.json"), "rank 0 saw a timeout");
   ASSERT_TRUE(wait_for([&] { return b.dumps_written() == 1; }, std::chrono::seconds(3)));
   EXPECT_EQ(reason_of(db / "collie_fr_rank_1.json"),
-            "dump_request set in the store by another rank");
+            "another rank failed (dump_request in the store)");
+  EXPECT_EQ(trigger_of(db / "collie_fr_rank_1.json"), "failure");
   EXPECT_EQ(a.dumps_written(), 1);  // its own request does not make it dump twice
   a.request_dump("a later error");  // the first failure's evidence is kept
   a.flush(std::chrono::seconds(2));
   EXPECT_EQ(a.dumps_written(), 1);
   EXPECT_EQ(reason_of(da / "collie_fr_rank_0.json"), "rank 0 saw a timeout");
+  EXPECT_EQ(reason_of(da / "first-failure" / "collie_fr_rank_0.json"), "rank 0 saw a timeout");
   fs::remove_all(da);
   fs::remove_all(db);
+}
+
+// Every request writes a fresh dump of its moment (a second POST /v1/dump, or SIGUSR1 then a
+// POST, used to leave the first file in place); the first failure's dump stays in
+// first-failure/ whatever is requested after it.
+TEST(DumpService, EveryRequestWritesAFreshDumpAndTheFirstFailureIsKept) {
+  FlightRecorder fr(4);
+  auto store = std::make_shared<HashStore>();
+  const auto dir = temp_dir("fresh");
+  DumpService ds(fr, dir.string());
+  ds.start(3, store);
+  const fs::path main = dir / "collie_fr_rank_3.json",
+                 kept = dir / "first-failure" / "collie_fr_rank_3.json";
+  EXPECT_EQ(request_cluster_dump(*store), 1);
+  ASSERT_TRUE(wait_for([&] { return ds.dumps_written() == 1; }, std::chrono::seconds(3)));
+  EXPECT_EQ(trigger_of(main), "request");
+  const int64_t first_time = dump_time_of(main);
+  EXPECT_EQ(request_cluster_dump(*store), 2);
+  ASSERT_TRUE(wait_for([&] { return ds.dumps_written() == 2; }, std::chrono::seconds(3)));
+  EXPECT_GT(dump_time_of(main), first_time) << "the second request left the first dump";
+  EXPECT_FALSE(fs::exists(kept)) << "a request is not a failure";
+  ds.request_dump("timeout on rank 3");
+  ASSERT_TRUE(wait_for([&] { return ds.dumps_written() == 3; }, std::chrono::seconds(3)));
+  EXPECT_EQ(reason_of(kept), "timeout on rank 3");
+  EXPECT_EQ(trigger_of(kept), "failure");
+  std::raise(SIGUSR1);
+  ASSERT_TRUE(wait_for([&] { return ds.dumps_written() == 4; }, std::chrono::seconds(3)));
+  EXPECT_EQ(reason_of(main), "SIGUSR1");
+  request_cluster_dump(*store);
+  ASSERT_TRUE(wait_for([&] { return ds.dumps_written() == 5; }, std::chrono::seconds(3)));
+  EXPECT_EQ(reason_of(main), "dump_request set in the store (POST /v1/dump or a tool)");
+  EXPECT_EQ(reason_of(kept), "timeout on rank 3");  // never overwritten
+  fs::remove_all(dir);
 }
 
 // The watcher is parked in a store wait, so a request reaches a rank that has been idle for
@@ -89,7 +127,7 @@ TEST(DumpService, AStoreRequestReachesAnIdleRankAtOnce) {
   ASSERT_TRUE(wait_for([&] { return ds.dumps_written() == 1; }, std::chrono::seconds(3)));
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(500));
   EXPECT_EQ(reason_of(dir / "collie_fr_rank_1.json"),
-            "dump_request set in the store by another rank");
+            "dump_request set in the store (POST /v1/dump or a tool)");
   fs::remove_all(dir);
 }
 
@@ -104,7 +142,7 @@ TEST(DumpService, ABumpWithoutItsKeyIsSeenAtTheRearm) {
   store->add(kDumpRequestKey, 1);
   ASSERT_TRUE(wait_for([&] { return ds.dumps_written() == 1; }, std::chrono::seconds(3)));
   EXPECT_EQ(reason_of(dir / "collie_fr_rank_2.json"),
-            "dump_request set in the store by another rank");
+            "dump_request set in the store (POST /v1/dump or a tool)");
   fs::remove_all(dir);
 }
 
