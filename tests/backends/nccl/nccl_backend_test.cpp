@@ -55,8 +55,9 @@ TEST(NcclBackend, WithoutDeviceRaisesOneLineDeviceError) {
   } catch (const DeviceError& e) {
     const std::string msg = e.what();
     EXPECT_NE(msg.find("[Rank 0] nccl"), std::string::npos) << msg;
-    // Names what is missing (driver or device), never a bare CUDA error code.
-    const bool names_it = msg.find("no CUDA driver") != std::string::npos ||
+    // Names what is missing (a library, the driver or a device), never a bare CUDA error code.
+    const bool names_it = msg.find("could not be loaded") != std::string::npos ||
+                          msg.find("no CUDA driver") != std::string::npos ||
                           msg.find("no visible CUDA device") != std::string::npos ||
                           msg.find("CUDA driver ") != std::string::npos;
     EXPECT_TRUE(names_it) << msg;
