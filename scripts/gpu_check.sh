@@ -15,7 +15,8 @@
 #   5. NVIDIA nccl-tests (built by hand, kept in the git-ignored third_party-local/) with the
 #      flags of step 2, busbw side by side with collie's
 # Every step runs under `timeout` within a total budget (GPU_CHECK_BUDGET_S, default 450 s: the
-# script ends within 8 minutes). A step that needs a GPU when none is usable is one line saying
+# script ends within 8 minutes); step 5 runs after step 2, so the host-only step 4 is what a slow
+# machine loses first. A step that needs a GPU when none is usable is one line saying
 # why (the reason `collie info` gives). Results: $OUT/summary.md, one log per step, and
 # results.tar.gz (JSON results, dumps, raw outputs): 8 files at most.
 #   usage: scripts/gpu_check.sh [BUNDLE_DIR]     (default: the bundle this script is in, else
@@ -156,6 +157,29 @@ if needs_gpu "$log" "2 collie perf --backend nccl (sweep -M 1, -G 1, -d all -o a
     "$collie" perf all --backend nccl -np 1 -b 1K -e 1M -f 32 -c 1 -n 5 -w 1 -d all -o all
 fi
 
+# ---- 5. nccl-tests, the anchor: right after step 2, whose rows it is compared with -----------
+log=$OUT/5-nccl-tests.log
+nt=""
+for d in "${NCCL_TESTS_DIR:-}" "$PWD/third_party-local/nccl-tests/build" \
+  "$here/../third_party-local/nccl-tests/build"; do
+  [[ -n $d && -x $d/all_reduce_perf ]] && { nt=$(cd "$d" && pwd); break; }
+done
+nt_colls=(all_reduce all_gather broadcast reduce reduce_scatter alltoall gather scatter sendrecv)
+if [[ -z $nt ]]; then
+  note "$log" "5 nccl-tests" "not run: no nccl-tests build in \$NCCL_TESTS_DIR or third_party-local/nccl-tests/build (docs/gpu.md says how to build it by hand)"
+elif ((gpus == 0)); then
+  # Show that the binaries are found and start; without a GPU they stop at CUDA's first call.
+  EXPECT_RC=any run "$log" 20 "5 nccl-tests found at $nt: all_reduce_perf without a GPU" \
+    "$nt/all_reduce_perf" -b 8 -e 8 -g 1
+  note "$log" "5 nccl-tests vs collie" "not run: no GPU: $gpu_why (all_reduce_perf said: $(first_error))"
+else
+  for c in "${nt_colls[@]}"; do
+    [[ -x $nt/${c}_perf ]] || { note "$log" "5 ${c}_perf" "not run: not in $nt"; continue; }
+    run "$log" 40 "5 nccl-tests ${c}_perf ${sweep[*]} -g 1" \
+      "$nt/${c}_perf" "${sweep[@]}" -g 1 -J "$work/nccl-tests-$c.json"
+  done
+fi
+
 # ---- 3. probe env, timeout/abort, multi-rank cases ----------------------------------------------
 log=$OUT/3-probe-timeout-ranks.log
 EXPECT_TEXT='gpu\.cuda' run "$log" 30 "3 collie probe env --backend nccl" \
@@ -249,29 +273,6 @@ if torch_err=$(py -c 'import torch.distributed.flight_recorder.fr_trace' 2>&1); 
 else
   note "$log" "4 torch fr_trace and torch.distributed vs collie" \
     "not run: torch cannot be imported: $(echo "$torch_err" | tail -1 | cut -c1-160)"
-fi
-
-# ---- 5. nccl-tests, the anchor --------------------------------------------------------------------
-log=$OUT/5-nccl-tests.log
-nt=""
-for d in "${NCCL_TESTS_DIR:-}" "$PWD/third_party-local/nccl-tests/build" \
-  "$here/../third_party-local/nccl-tests/build"; do
-  [[ -n $d && -x $d/all_reduce_perf ]] && { nt=$(cd "$d" && pwd); break; }
-done
-nt_colls=(all_reduce all_gather broadcast reduce reduce_scatter alltoall gather scatter sendrecv)
-if [[ -z $nt ]]; then
-  note "$log" "5 nccl-tests" "not run: no nccl-tests build in \$NCCL_TESTS_DIR or third_party-local/nccl-tests/build (docs/gpu.md says how to build it by hand)"
-elif ((gpus == 0)); then
-  # Show that the binaries are found and start; without a GPU they stop at CUDA's first call.
-  EXPECT_RC=any run "$log" 20 "5 nccl-tests found at $nt: all_reduce_perf without a GPU" \
-    "$nt/all_reduce_perf" -b 8 -e 8 -g 1
-  note "$log" "5 nccl-tests vs collie" "not run: no GPU: $gpu_why (all_reduce_perf said: $(first_error))"
-else
-  for c in "${nt_colls[@]}"; do
-    [[ -x $nt/${c}_perf ]] || { note "$log" "5 ${c}_perf" "not run: not in $nt"; continue; }
-    run "$log" 40 "5 nccl-tests ${c}_perf ${sweep[*]} -g 1" \
-      "$nt/${c}_perf" "${sweep[@]}" -g 1 -J "$work/nccl-tests-$c.json"
-  done
 fi
 
 # ---- summary --------------------------------------------------------------------------------------

@@ -33,7 +33,7 @@ mirror() {
 mkdir -p "$cache"
 exec 9>"$cache/.debian-$suite.lock"
 flock 9  # one maker at a time; the others wait and reuse its root
-if [ "${COLLIE_DEBIAN_ROOT_REFRESH:-0}" = 1 ] && [ -z "${_COLLIE_REFRESHED:-}" ]; then
+if [ "${COLLIE_DEBIAN_ROOT_REFRESH:-0}" = 1 ]; then
   rm -rf "$root"
 fi
 if [ -f "$stamp" ]; then
