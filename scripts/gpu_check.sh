@@ -121,17 +121,21 @@ env_log=$OUT/0-env.log
   if command -v nvidia-smi >/dev/null; then nvidia-smi 2>&1; else echo "nvidia-smi: not installed"; fi
 } >"$env_log"
 
-gpus=0
-command -v nvidia-smi >/dev/null && gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
 # One line: why the nccl backend cannot run here (libraries, driver, device), empty when it can.
 gpu_why=$("$collie" info 2>/dev/null | sed -n '/^Cannot run on this host:/,/^$/s/^  nccl *//p')
-[[ -z $gpu_why && $gpus -eq 0 ]] && gpu_why="nvidia-smi lists no GPU"
-[[ -n $gpu_why ]] && gpus=0
+"$collie" info 2>/dev/null | grep -Eq '^  nccl +not built' &&
+  gpu_why="this collie was built without CUDA (no nccl backend)"
+gpus=0
+if [[ -z $gpu_why ]]; then  # usable: how many GPUs (CUDA's count, as the env probe reports it)
+  gpus=$("$collie" probe env --backend nccl -np 1 2>/dev/null | awk '$2 == "gpu.count" {print $3}')
+  [[ $gpus =~ ^[0-9]+$ ]] || gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+  ((gpus > 0)) || gpu_why="collie sees no GPU"
+fi
 gpu_model=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
 echo "gpus usable by collie: $gpus${gpu_why:+ ($gpu_why)}" >>"$env_log"
 needs_gpu() {  # needs_gpu LOG NAME: true when a GPU is usable, else the one-line note
   ((gpus > 0)) && return 0
-  note "$1" "$2" "not run: no GPU: $gpu_why"
+  note "$1" "$2" "not run: nccl cannot run here: $gpu_why"
   return 1
 }
 
@@ -171,7 +175,7 @@ elif ((gpus == 0)); then
   # Show that the binaries are found and start; without a GPU they stop at CUDA's first call.
   EXPECT_RC=any run "$log" 20 "5 nccl-tests found at $nt: all_reduce_perf without a GPU" \
     "$nt/all_reduce_perf" -b 8 -e 8 -g 1
-  note "$log" "5 nccl-tests vs collie" "not run: no GPU: $gpu_why (all_reduce_perf said: $(first_error))"
+  note "$log" "5 nccl-tests vs collie" "not run: nccl cannot run here: $gpu_why (all_reduce_perf said: $(first_error))"
 else
   for c in "${nt_colls[@]}"; do
     [[ -x $nt/${c}_perf ]] || { note "$log" "5 ${c}_perf" "not run: not in $nt"; continue; }
@@ -241,7 +245,7 @@ export -f mismatch hang torch_dumps
 export bundle
 EXPECT_RC=4 EXPECT_TEXT='Detected mismatch between collectives' \
   run "$log" 60 "3 DETAIL mismatch across ranks ($mlabel)" bash -c 'mismatch "$@"' _ "$collie" $mb
-EXPECT_RC=1 EXPECT_TEXT='Culprit rank: 1' run "$log" 60 "3 hang across ranks, dumps, analyze ($mlabel)" \
+EXPECT_RC=1 EXPECT_TEXT='rank 1 left no flight-recorder dump' run "$log" 60 "3 hang across ranks, dumps, analyze ($mlabel)" \
   bash -c 'hang "$@"' _ "$collie" $mb "$work/dumps-hang-$mb"
 
 # ---- 4. host CPUs ---------------------------------------------------------------------------------

@@ -5,7 +5,8 @@
 # namespaces (only loopback), the root itself mounted read-only. There:
 #   - collie info prints the backend table, and says nccl cannot run: libcudart is not there;
 #   - collie perf -np 2 (gloo) validates every size;
-#   - collie perf --backend nccl is refused in one line naming libcudart and LD_LIBRARY_PATH;
+#   - collie perf --backend nccl is refused in one line naming libcudart and LD_LIBRARY_PATH (or,
+#     from a build without CUDA, saying nccl is not in this build);
 #   - a hang (rank 1 of 3 frozen by scripts/frozen_rank_job.sh) leaves the other ranks'
 #     flight-recorder dumps, and collie analyze on them names rank 1.
 #   usage: bundle_test.sh SOURCE_DIR BUILD_DIR
@@ -80,9 +81,15 @@ echo "in the root: $(($(date +%s) - run_start)) s"
 
 [ "$(cat "$out/info.rc")" = 0 ] || fail "collie info exited $(cat "$out/info.rc")"
 grep -Eq '^all_reduce +yes' "$out/info.txt" || fail "collie info printed no backend table"
-grep -Eq '^  nccl +libcudart\.so\.[0-9]+ could not be loaded' "$out/info.txt" ||
-  fail "collie info does not say that nccl cannot run without libcudart"
-echo "collie info: ok; $(grep -E '^  nccl +libcudart' "$out/info.txt" | cut -c1-90)..."
+# A build without CUDA (no toolkit on the build host) has no nccl backend to refuse.
+if sed -n '/^Not built:/,$p' "$out/info.txt" | grep -Eq '^  nccl '; then
+  nccl_line='backend .nccl. is not available in this build'
+else
+  nccl_line='libcudart\.so\.[0-9]+ could not be loaded.*LD_LIBRARY_PATH'
+  grep -Eq '^  nccl +libcudart\.so\.[0-9]+ could not be loaded' "$out/info.txt" ||
+    fail "collie info does not say that nccl cannot run without libcudart"
+fi
+echo "collie info: ok; $(grep -E '^  nccl +(libcudart|not built)' "$out/info.txt" | cut -c1-90)..."
 
 [ "$(cat "$out/perf.rc")" = 0 ] || fail "collie perf -np 2 exited $(cat "$out/perf.rc")"
 grep -q 'Out of bounds values : 0 OK' "$out/perf.txt" || fail "collie perf found wrong values"
@@ -90,8 +97,7 @@ echo "collie perf -np 2: $(grep -c '^ *[0-9]' "$out/perf.txt") sizes, $(grep 'Av
 
 [ "$(cat "$out/nccl.rc")" = 2 ] || fail "--backend nccl exited $(cat "$out/nccl.rc"), expected 2"
 [ "$(wc -l <"$out/nccl.err")" = 1 ] || fail "--backend nccl: not one line on stderr"
-grep -Eq 'libcudart\.so\.[0-9]+ could not be loaded.*LD_LIBRARY_PATH' "$out/nccl.err" ||
-  fail "--backend nccl does not name libcudart and LD_LIBRARY_PATH"
+grep -Eq "$nccl_line" "$out/nccl.err" || fail "--backend nccl does not say /$nccl_line/"
 echo "--backend nccl: exit 2, $(cut -c1-100 "$out/nccl.err")..."
 
 case "$(cat "$out/hang.rc")" in
@@ -103,6 +109,10 @@ grep -q 'collie_fr_rank_0.json' "$out/dumps.txt" && grep -q 'collie_fr_rank_2.js
   fail "no dump from ranks 0 and 2: $(cat "$out/dumps.txt")"
 [ "$(cat "$out/analyze.rc")" = 1 ] ||
   fail "collie analyze exited $(cat "$out/analyze.rc"), expected 1 (a problem found)"
-grep -q 'Culprit rank: 1' "$out/analyze.txt" || fail "collie analyze does not name rank 1"
+# Rank 1's missing dump is the evidence; under load another rank caught one op behind the
+# frozen one may be named beside it ("Culprit ranks: 0, 1").
+grep -q 'rank 1 left no flight-recorder dump' "$out/analyze.txt" &&
+  grep -Eq '^Culprit ranks?: ([0-9]+, )*1(,|$)' "$out/analyze.txt" ||
+  fail "collie analyze does not name rank 1"
 echo "hang: dumps $(tr '\n' ' ' <"$out/dumps.txt"); analyze: $(grep 'Culprit' "$out/analyze.txt")"
 echo "PASS in $(($(date +%s) - start)) s"
