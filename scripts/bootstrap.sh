@@ -12,6 +12,7 @@ PKGS=(
   prometheus chromium iproute2 procps curl python3 libxml2-utils
   clang libclang-rt-dev llvm   # sanitizer + libFuzzer stage: runtimes, llvm-symbolizer
   clang-format                 # scripts/format.sh --check in the test command
+  patchelf debootstrap         # scripts/bundle.sh (rpath) and its test in a bare Debian root
 )
 
 SUDO=""

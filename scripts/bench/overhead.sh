@@ -8,17 +8,25 @@
 # for collie), so neither pays for a launcher the other lacks. PIN=1 pins rank r of both sides
 # to CPU r mod nproc: on a 2-vCPU VM the scheduler's thread placement alone moves an 8 B op
 # between ~75 and ~155 us, and pinning takes that coin flip out of the comparison.
+# BUILD_DIR may also be a bundle (scripts/bundle.sh: bin/collie, libexec/), the default
+# when this script runs from inside one (scripts/gpu_check.sh does).
 #   scripts/bench/overhead.sh [BUILD_DIR]   env: NP=2 MIN=8 MAX=16777216 FACTOR=8 ITERS=300
 #                                                WARMUP=20 ROUNDS=2 DEBUG=OFF (collie's level)
 #                                                PIN=0
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-build=${1:-$here/../../build}
+default=$here/../../build
+[[ -x $here/../../bin/collie ]] && default=$here/../..
+build=${1:-$default}
 collie=$build/src/cli/collie
+raw=$build/scripts/bench/raw_gloo_allreduce
+if [[ -x $build/bin/collie ]]; then  # a bundle
+  collie=$build/bin/collie
+  raw=$build/libexec/raw_gloo_allreduce
+fi
 NP=${NP:-2} MIN=${MIN:-8} MAX=${MAX:-16777216} FACTOR=${FACTOR:-8}
 ITERS=${ITERS:-300} WARMUP=${WARMUP:-20} ROUNDS=${ROUNDS:-2} DEBUG=${DEBUG:-OFF} PIN=${PIN:-0}
 [[ -x $collie ]] || { echo "overhead.sh: $collie not built (cmake --build $build)" >&2; exit 2; }
-raw=$build/scripts/bench/raw_gloo_allreduce
 [[ -x $raw ]] || { echo "overhead.sh: $raw not built (cmake --build $build)" >&2; exit 2; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

@@ -1,7 +1,8 @@
 // `collie info`: what this build can do. For each backend built in, which ops run on CPU and on
 // GPU (like the backend table in the torch.distributed docs), the dtypes and reduce ops it
-// declares, the library versions found, and which backends were not built and why. Everything
-// comes from the backends' own registrations (comm/registry.h).
+// declares, the library versions found, which built backends cannot run on this host and why
+// (nccl without libcudart/libnccl, a driver or a device), and which backends were not built and
+// why. Everything comes from the backends' own registrations (comm/registry.h).
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -35,7 +36,9 @@ nlohmann::json to_json(const std::vector<const BackendRegistration*>& regs) {
   nlohmann::json j;
   j["backends"] = nlohmann::json::array();
   for (const auto* r : regs) {
-    nlohmann::json b{{"name", r->name}, {"version", r->version}};
+    nlohmann::json b{{"name", r->name},
+                     {"version", r->version},
+                     {"unavailable", backend_unavailable_reason(r->name)}};
     for (OpType t : kAllOpTypes) {
       const OpCapability& c = r->capabilities.at(t);
       nlohmann::json op{{"cpu", c.cpu}, {"cuda", c.cuda}, {"dtypes", dtype_names(c.dtypes)}};
@@ -91,6 +94,14 @@ int run_info(bool json) {
     for (const auto* r : regs) {
       std::printf("  %-6s %s\n", r->name.c_str(), r->version.empty() ? "?" : r->version.c_str());
     }
+  }
+  bool header = false;
+  for (const auto* r : regs) {
+    const std::string why = backend_unavailable_reason(r->name);
+    if (why.empty()) continue;
+    if (!header) std::printf("\nCannot run on this host:\n");
+    header = true;
+    std::printf("  %-6s %s\n", r->name.c_str(), why.c_str());
   }
   const auto missing = missing_backends();
   if (!missing.empty()) {

@@ -16,6 +16,7 @@ std::string visible_note(const std::optional<std::string>& v) {
 std::string cuda_version_string(int v) { return fmt::format("{}.{}", v / 1000, (v % 1000) / 10); }
 
 std::string cuda_unavailable_line(const CudaState& s) {
+  if (!s.library_error.empty()) return s.library_error;
   if (s.driver_version == 0) {
     return "no CUDA driver: libcuda could not be loaded on this host; run on a node with an "
            "NVIDIA GPU and its driver, or use --backend gloo";

@@ -10,6 +10,9 @@ namespace collie::device {
 // What the CUDA runtime said when asked for devices (cudaDriverGetVersion,
 // cudaRuntimeGetVersion, cudaGetDeviceCount).
 struct CudaState {
+  // One line when libcudart or libnccl could not be loaded (backends/nccl/dynload.h); when set,
+  // the rest was not asked and this is the reason CUDA is unavailable.
+  std::string library_error;
   int driver_version = 0;   // 0: no driver installed (libcuda could not be loaded)
   int runtime_version = 0;  // the runtime collie was built with, e.g. 13000
   bool count_ok = false;    // cudaGetDeviceCount returned cudaSuccess
@@ -20,7 +23,8 @@ struct CudaState {
 };
 
 // Empty when CUDA has at least one visible device; otherwise one line naming what is missing
-// (no driver, a driver older than the runtime, no visible device) and what to do — never a bare
+// (libcudart or libnccl, no driver, a driver older than the runtime, no visible device) and what
+// to do — never a bare
 // CUDA error code.
 std::string cuda_unavailable_line(const CudaState& s);
 

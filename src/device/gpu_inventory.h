@@ -3,7 +3,8 @@
 // backend) registers a provider at static initialization; gpu_inventory() calls it. Fields
 // ("gpu.cuda", "gpu.count", "gpu.models", "gpu.bus_ids", "gpu.ecc", "gpu.cuda_driver",
 // "gpu.cuda_runtime", "gpu.nccl") are compared across ranks like every other env field.
-// Never throws: a host without a driver reports gpu.cuda = "no CUDA driver".
+// Never throws: a host without a driver reports gpu.cuda = "no CUDA driver", one without libcudart
+// or libnccl the loader's line (backends/nccl/dynload.h).
 // Thread safety: registration during static initialization; calls are read-only.
 #include <functional>
 #include <map>

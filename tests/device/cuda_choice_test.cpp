@@ -26,6 +26,16 @@ TEST(CudaChoice, NoDriverIsOneLineNamingTheDriver) {
   EXPECT_EQ(line.find("cudaError"), std::string::npos) << line;
 }
 
+TEST(CudaChoice, AMissingLibraryComesFirst) {
+  // The loader's line (backends/nccl/dynload.h) is the reason; nothing else was asked.
+  CudaState s;
+  s.library_error = "libnccl.so.2 could not be loaded: not found; ...";
+  EXPECT_EQ(cuda_unavailable_line(s), s.library_error);
+  s = with_devices(2);
+  s.library_error = "libcudart.so.13 could not be loaded: not found; ...";
+  EXPECT_EQ(cuda_unavailable_line(s), s.library_error);
+}
+
 TEST(CudaChoice, OldDriverNamesBothVersions) {
   CudaState s = with_devices(0);
   s.driver_version = 12040;

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "backends/nccl/dynload.h"
 #include "core/atomic_max.h"
 #include "core/error.h"
 
@@ -75,6 +76,11 @@ void check_cuda(cudaError_t e, const char* what, int dev) {
 
 device::CudaState query_cuda_state() {
   device::CudaState s;
+  // Both libraries first: the CUDA calls below would only say "shared object" errors without.
+  for (auto lib : {dynload::Library::CudaRuntime, dynload::Library::Nccl}) {
+    if (s.library_error.empty()) s.library_error = dynload::missing_line(lib);
+  }
+  if (!s.library_error.empty()) return s;
   cudaDriverGetVersion(&s.driver_version);
   cudaRuntimeGetVersion(&s.runtime_version);
   int n = 0;

@@ -35,6 +35,9 @@ class CudaRuntime final : public device::DeviceRuntime {
   bool supports_graphs() const override { return true; }
   void begin_capture() override;
   std::unique_ptr<device::CapturedGraph> end_capture() override;
+  // The group's stream, for work a caller must order with the group's ops (tests hold it with a
+  // host function to make an op that cannot complete).
+  cudaStream_t stream() const { return stream_; }
 
  protected:
   void release(void* data, size_t bytes) noexcept override;

@@ -24,10 +24,14 @@ std::string join_or_one(const std::vector<std::string>& v) {
 
 device::GpuInventory inventory() {
   device::GpuInventory f;
+  const device::CudaState s = query_cuda_state();
+  if (!s.library_error.empty()) {  // libcudart or libnccl not found on this host
+    f["gpu.cuda"] = s.library_error;
+    return f;
+  }
   int nccl = 0;
   if (ncclGetVersion(&nccl) == ncclSuccess)
     f["gpu.nccl"] = fmt::format("{}.{}.{}", nccl / 10000, (nccl % 10000) / 100, nccl % 100);
-  const device::CudaState s = query_cuda_state();
   f["gpu.cuda_runtime"] = device::cuda_version_string(s.runtime_version);
   if (s.driver_version == 0) {
     f["gpu.cuda"] = "no CUDA driver";
