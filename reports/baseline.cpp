@@ -19,8 +19,11 @@ std::string describe(const RowKey& k) {
   return s;
 }
 
-double run_time_of(const ResultRow& r) {
-  return r.samples_us.empty() ? r.time_us : median(r.samples_us);
+const char* run_statistic_name(RunStatistic s) { return s == RunStatistic::P10 ? "p10" : "p50"; }
+
+double run_value_of(const ResultRow& r, RunStatistic s) {
+  if (r.samples_us.empty()) return r.time_us;
+  return s == RunStatistic::P10 ? percentile(r.samples_us, 0.10) : median(r.samples_us);
 }
 
 CombinedRows combine_rows(const std::vector<const ResultRow*>& rows) {
@@ -47,7 +50,10 @@ CombinedRows combine_rows(const std::vector<const ResultRow*>& rows) {
       if (r->wrong >= 0) wrong = std::max<int64_t>(wrong, 0) + r->wrong;
     }
     RowSpread s;
-    for (const ResultRow* r : g) s.run_times_us.push_back(run_time_of(*r));
+    for (const ResultRow* r : g) {
+      s.run_p10_us.push_back(run_value_of(*r, RunStatistic::P10));
+      s.run_p50_us.push_back(run_value_of(*r, RunStatistic::P50));
+    }
     row.time_us = median(time);
     row.algbw_gbps = median(algbw);
     row.busbw_gbps = median(busbw);
@@ -122,7 +128,8 @@ nlohmann::json baseline_to_json(const LoadedRun& b, const std::vector<std::strin
                                 {"busbw_max_gbps", s.busbw_max_gbps},
                                 {"p50_min_us", s.p50_min_us},
                                 {"p50_max_us", s.p50_max_us},
-                                {"run_times_us", s.run_times_us}};
+                                {"run_p10_us", s.run_p10_us},
+                                {"run_p50_us", s.run_p50_us}};
   }
   return j;
 }

@@ -58,7 +58,8 @@ void note_wrong(RowRuns& rr, const ResultRow& r, const std::string& path) {
 
 // The baseline's runs per key: the per-run times `collie report baseline` recorded, the min and
 // max of an older baseline file, or the one run of a plain results file.
-std::map<RowKey, RowRuns> baseline_side(const LoadedRun& b, std::vector<RowKey>& order) {
+std::map<RowKey, RowRuns> baseline_side(const LoadedRun& b, RunStatistic st,
+                                        std::vector<RowKey>& order) {
   std::map<RowKey, const RowSpread*> spread;
   if (b.baseline_runs > 0 && b.spread.size() == b.result.rows.size()) {
     for (size_t i = 0; i < b.spread.size(); ++i) spread[key_of(b.result.rows[i])] = &b.spread[i];
@@ -70,21 +71,24 @@ std::map<RowKey, RowRuns> baseline_side(const LoadedRun& b, std::vector<RowKey>&
     RowRuns& rr = side[k];
     note_wrong(rr, r, b.path);
     auto s = spread.find(k);
-    if (s != spread.end() && !s->second->run_times_us.empty()) {
-      rr.times_us = s->second->run_times_us;
+    const std::vector<double>* recorded = nullptr;
+    if (s != spread.end())
+      recorded = st == RunStatistic::P10 ? &s->second->run_p10_us : &s->second->run_p50_us;
+    if (recorded != nullptr && !recorded->empty()) {
+      rr.times_us = *recorded;
     } else if (s != spread.end() && s->second->runs >= 2) {
       const bool p50 = s->second->p50_max_us > 0;
       rr.times_us = {p50 ? s->second->p50_min_us : s->second->time_min_us,
                      p50 ? s->second->p50_max_us : s->second->time_max_us};
     } else {
-      rr.times_us = {run_time_of(r)};
+      rr.times_us = {run_value_of(r, st)};
     }
     rr.row = std::move(r);
   }
   return side;
 }
 
-std::map<RowKey, RowRuns> current_side(const std::vector<LoadedRun>& runs,
+std::map<RowKey, RowRuns> current_side(const std::vector<LoadedRun>& runs, RunStatistic st,
                                        std::vector<RowKey>& order) {
   std::map<RowKey, RowRuns> side;
   for (const LoadedRun& run : runs) {
@@ -94,7 +98,7 @@ std::map<RowKey, RowRuns> current_side(const std::vector<LoadedRun>& runs,
       if (added) order.push_back(k);
       RowRuns& rr = it->second;
       note_wrong(rr, r, run.path);
-      rr.times_us.push_back(run_time_of(r));
+      rr.times_us.push_back(run_value_of(r, st));
       if (added) rr.row = std::move(r);
     }
   }
@@ -137,7 +141,9 @@ void judge(RowComparison& c, const RowRuns& b, const RowRuns& cur, const Compare
   const bool worse = c.worse > 0;
   // The pairing of runs least favourable to a change: best current vs worst baseline run.
   c.worse_closest = worse ? worsening(*bmax, *cmin, m) : worsening(*bmin, *cmax, m);
-  const bool enough_runs = c.base_runs + c.current_runs >= 3;
+  // Each side needs runs of its own: one run, however far off, may have sat in a noisy moment
+  // (a busy neighbour for the whole row), and nothing on its side shows it.
+  const bool enough_runs = c.base_runs >= 2 && c.current_runs >= 2;
   const bool separated = worse ? c.worse_closest > c.allowed : -c.worse_closest > c.allowed;
   if (enough_runs && separated) {
     c.verdict = worse ? Verdict::Regression : Verdict::Improvement;
@@ -145,7 +151,10 @@ void judge(RowComparison& c, const RowRuns& b, const RowRuns& cur, const Compare
     return;
   }
   c.verdict = Verdict::Inconclusive;
-  c.note = !enough_runs ? "1 run per side: run-to-run noise unknown, give either side more runs"
+  c.note = !enough_runs ? fmt::format(
+                              "{} vs {} runs: a side with one run cannot show its noise; give each "
+                              "side 2 or more runs",
+                              c.base_runs, c.current_runs)
                         : "runs overlap: the change is within the runs' spread, more runs decide";
 }
 
@@ -211,8 +220,8 @@ CompareReport compare_runs(const LoadedRun& base, const std::vector<LoadedRun>& 
   rep.world_size = base.result.meta.world_size;
   rep.options = opts;
   std::vector<RowKey> border, corder;
-  const std::map<RowKey, RowRuns> b = baseline_side(base, border);
-  const std::map<RowKey, RowRuns> c = current_side(current, corder);
+  const std::map<RowKey, RowRuns> b = baseline_side(base, opts.statistic, border);
+  const std::map<RowKey, RowRuns> c = current_side(current, opts.statistic, corder);
   int matched = 0;
   for (const RowKey& k : border) {
     if (k.size_bytes < opts.min_size) {

@@ -5,17 +5,18 @@
 // between runs: iterations of one run share its scheduler placement and neighbours, so they are
 // not independent samples (docs/ci.md, "How a row is judged").
 //
-// A run's value for a row is its median iteration time (-I samples) or, without samples, its
-// time per call. The baseline's runs are the runs recorded by `collie report baseline` (one value
-// per run), or the one run of a plain results file; each current file is one run.
+// A run's value for a row is a statistic of its -I samples (CompareOptions::statistic: the 10th
+// percentile by default, see baseline.h) or, without samples, its time per call. The baseline's
+// runs are the runs recorded by `collie report baseline` (their values per row), or the one run
+// of a plain results file; each current file is one run.
 //   worse   = relative worsening of the median run in the metric (busbw: 1 - current/baseline;
 //             time: current/baseline - 1); < 0 is better. One sign convention everywhere.
 //   regression   worse > allowed, and even the closest runs (the best current run against the
-//                worst baseline run) are worse by more than allowed; needs >= 3 runs in all,
-//                so that at least one side shows its run-to-run spread
+//                worst baseline run) are worse by more than allowed; needs >= 2 runs on each
+//                side (a single run may have sat in a noisy moment, and nothing shows it)
 //   improvement  the same the other way
 //   unchanged    |worse| <= allowed
-//   inconclusive |worse| > allowed but the runs overlap, or one run per side: the evidence
+//   inconclusive |worse| > allowed but the runs overlap, or a side has one run: the evidence
 //                cannot separate the change from run-to-run noise (more runs decide)
 //   wrong-data   a current (or baseline) run reported wrong elements for the row (#wrong > 0)
 //   missing      a baseline row the current runs do not have;  new: the reverse (informational)
@@ -38,6 +39,7 @@ struct CompareOptions {
   double max_regression = 0.05;  // allowed relative worsening in the metric (0.05 = 5 %)
   int64_t min_size = 0;          // rows below this size are left out (tiny sizes are noisy)
   Metric metric = Metric::BusBw;
+  RunStatistic statistic = RunStatistic::P10;
 };
 
 struct RowComparison {

@@ -107,10 +107,12 @@ std::string compare_text(const CompareReport& r) {
     for (int i = 0; i < 7; ++i) w[i] = std::max(w[i], f[i]->size());
   }
   std::string s = fmt::format("collie report compare: {}\n", r.outcome());
-  s += fmt::format("baseline {}; current {}; {} {} ranks; metric {} ({}), allowed {}\n",
-                   r.baseline_path, current_label(r), r.backend, r.world_size,
-                   metric_name(r.options.metric), unit(r.options.metric),
-                   worse_text(r.options.max_regression));
+  s += fmt::format(
+      "baseline {}; current {}; {} {} ranks; metric {} ({}) of each run's {} iteration, allowed "
+      "{}\n",
+      r.baseline_path, current_label(r), r.backend, r.world_size, metric_name(r.options.metric),
+      unit(r.options.metric), run_statistic_name(r.options.statistic),
+      worse_text(r.options.max_regression));
   for (const std::string& why : r.incomplete) s += "incomplete run: " + why + "\n";
   s += counts_text(r) + "\n\n";
   for (const Cells& c : rows) {
@@ -128,9 +130,10 @@ std::string compare_markdown(const CompareReport& r) {
   std::string s = fmt::format("# collie report compare: {}\n\n", r.outcome());
   s += fmt::format(
       "- baseline: `{}`\n- current: `{}`\n- backend {}, {} ranks; metric {} ({}); allowed {}; min "
-      "size {}; judged on run-level values (median iteration time per run)\n",
+      "size {}; judged on run-level values (each run's {} iteration)\n",
       r.baseline_path, current_label(r), r.backend, r.world_size, metric_name(o.metric),
-      unit(o.metric), worse_text(o.max_regression), size_label(o.min_size));
+      unit(o.metric), worse_text(o.max_regression), size_label(o.min_size),
+      run_statistic_name(o.statistic));
   for (const std::string& why : r.incomplete) s += "- **incomplete run**: " + md_cell(why) + "\n";
   s += "\n" + counts_text(r) + ".\n\n";
   s += "| verdict | row | baseline | current | change | allowed | runs | note |\n";
@@ -171,6 +174,7 @@ nlohmann::json compare_json(const CompareReport& r) {
           {"backend", r.backend},
           {"world_size", r.world_size},
           {"metric", metric_name(r.options.metric)},
+          {"statistic", run_statistic_name(r.options.statistic)},
           {"max_regression", r.options.max_regression},
           {"min_size", r.options.min_size},
           {"incomplete", r.incomplete},

@@ -18,9 +18,9 @@ struct RowSpread {
   // Range of the per-run median iteration time (0 when the runs had no -I samples); robust to
   // the outliers that move the mean time of a row on a busy machine.
   double p50_min_us = 0, p50_max_us = 0;
-  // Each run's value (run_time_of, baseline.h), in run order; what the gate judges. Empty in
-  // baseline files written before it was recorded.
-  std::vector<double> run_times_us;
+  // Each run's values (run_value_of, baseline.h), in run order; what the gate judges. Empty in
+  // baseline files written before they were recorded.
+  std::vector<double> run_p10_us, run_p50_us;
 };
 
 struct LoadedRun {

@@ -18,6 +18,7 @@ struct LaunchFlags {
   std::string timeout;  // "" = no limit
   std::string grace = "3s";
   bool no_prefix = false;
+  std::string bind = "auto";
   std::vector<std::string> command;
 };
 
@@ -40,6 +41,10 @@ COLLIE_COMMAND(Command{
                      "within min(3s, this))")
           ->capture_default_str();
       sub.add_flag("--no-prefix", f->no_prefix, "do not prefix output lines with [rank]");
+      sub.add_option("--bind", f->bind,
+                     "auto: each rank on its own share of the CPUs (one CPU each, round-robin, "
+                     "when ranks outnumber them), as mpirun binds; none: not bound")
+          ->capture_default_str();
       sub.add_option("command", f->command, "command and arguments, after --")->required();
       sub.footer("Example: collie launch -np 4 -- ./my_app --size 1M");
       return [f] {
@@ -52,6 +57,7 @@ COLLIE_COMMAND(Command{
         spec.kill_grace = parse_duration(f->grace);
         spec.failure_grace = std::min(spec.failure_grace, spec.kill_grace);
         spec.prefix_output = !f->no_prefix;
+        spec.bind = launch::parse_binding(f->bind);
         const launch::LaunchResult r = launch::run(spec);
         return r.timed_out && r.signal == 0 ? kExitTimeout : r.exit_code;
       };

@@ -27,7 +27,7 @@ using namespace collie::reports;
 struct ReportFlags {
   std::vector<std::string> inputs;
   std::string format, output;
-  std::string baseline, max_regression = "5%", min_size = "0", metric = "busbw";
+  std::string baseline, max_regression = "5%", min_size = "0", metric = "busbw", statistic = "p10";
   std::vector<std::string> current;
 };
 
@@ -71,6 +71,7 @@ int run_compare(const ReportFlags& f) {
   o.max_regression = parse_percent(f.max_regression);
   o.min_size = parse_byte_size(f.min_size, "--min-size");
   o.metric = f.metric == "time" ? Metric::Time : Metric::BusBw;
+  o.statistic = f.statistic == "p50" ? RunStatistic::P50 : RunStatistic::P10;
   const LoadedRun base = load_run(f.baseline);
   std::vector<LoadedRun> cur;
   for (const std::string& p : f.current) cur.push_back(load_run(p));
@@ -125,6 +126,11 @@ COLLIE_COMMAND(Command{
       compare->add_option("--min-size", f->min_size, "ignore rows below this size (K/M/G)");
       compare->add_option("--metric", f->metric, "busbw (default) | time")
           ->check(CLI::IsMember({"busbw", "time"}));
+      compare
+          ->add_option("--statistic", f->statistic,
+                       "each run's value: p10 (default: what the build can do, robust to a "
+                       "shared machine's noise) | p50 (also sees stalls in some iterations)")
+          ->check(CLI::IsMember({"p10", "p50"}));
       compare->add_option("--format", f->format, "text (default) | md | json | junit")
           ->check(CLI::IsMember({"text", "md", "json", "junit"}));
       compare->add_option("-o,--output", f->output, "output file (default: stdout)");

@@ -64,6 +64,7 @@ int launch_local(const RunFlags& f, const RunCommand& c) {
   spec.prefix_output = false;       // rank 0's stdout is the report, as nccl-tests prints it
   spec.kill_grace = c.stop_grace;
   spec.extra_env = c.extra_env;
+  spec.bind = launch::parse_binding(f.bind);
   return launch::run(spec).exit_code;
 }
 
@@ -82,6 +83,10 @@ void add_run_flags(CLI::App& app, RunFlags& f, const std::string& timeout_help,
   app.add_option("--debug-port", f.debug_port,
                  "start each rank's debug server on PORT + local rank (0 = ephemeral; "
                  "overrides $COLLIE_DEBUG_PORT)");
+  app.add_option("--bind", f.bind,
+                 "-np: auto binds each local rank to its own share of the CPUs, as mpirun does "
+                 "(one CPU each, round-robin, when ranks outnumber them); none: not bound")
+      ->check(CLI::IsMember({"auto", "none"}));
 }
 
 void check_run_flags(const RunFlags& f) {

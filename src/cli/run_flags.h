@@ -27,9 +27,10 @@ struct RunFlags {
   std::string backend = "gloo";
   // False for a command that creates no group of the backend (probe env): no availability check.
   bool uses_backend = true;
-  int timeout_s = 0;    // -T: seconds bounding every step; 0 = the command's default
-  std::string json;     // -J: results JSON (rank 0)
-  int debug_port = -1;  // --debug-port: per-rank debug server base port (-1 = off)
+  int timeout_s = 0;          // -T: seconds bounding every step; 0 = the command's default
+  std::string json;           // -J: results JSON (rank 0)
+  int debug_port = -1;        // --debug-port: per-rank debug server base port (-1 = off)
+  std::string bind = "auto";  // --bind: CPU binding of the local ranks (-np; launch/cpu_binding.h)
 };
 
 // What the commands using launch_or_run differ in.
@@ -49,7 +50,7 @@ struct RunCommand {
   std::map<std::string, std::string> extra_env;  // set in every local rank
 };
 
-// Adds --np (-np), --backend, -T/--timeout, -J/--output_file and --debug-port to `app`.
+// Adds --np (-np), --backend, -T/--timeout, -J/--output_file, --debug-port and --bind to `app`.
 void add_run_flags(CLI::App& app, RunFlags& f, const std::string& timeout_help,
                    const std::string& json_help);
 

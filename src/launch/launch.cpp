@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -18,6 +19,8 @@
 #include <optional>
 
 #include "core/error.h"
+#include "core/log.h"
+#include "launch/cpu_binding.h"
 #include "launch/line_buffer.h"
 #include "store/socket_util.h"
 #include "store/store_secret.h"
@@ -130,6 +133,17 @@ class Launcher {
     // A secret the user exported (to attach `collie analyze --live` later) is the job's;
     // otherwise a new one per job.
     if (secret_.empty()) secret_ = new_store_secret();
+    const std::vector<int> cpus = allowed_cpus();
+    cpus_ = rank_cpus(spec.nprocs, cpus, spec.bind);
+    if (!cpus.empty() && spec.nprocs > static_cast<int>(cpus.size())) {
+      const std::string note = fmt::format(
+          "collie launch: {} ranks on {} CPUs: the ranks take turns on the cores, so times include "
+          "waiting for a CPU (use -np {} or fewer to measure the collective alone)\n",
+          spec.nprocs, cpus.size(), cpus.size());
+      [[maybe_unused]] const ssize_t w = write(spec.err_fd, note.data(), note.size());
+    }
+    if (const std::string b = describe_binding(cpus_, static_cast<int>(cpus.size())); !b.empty())
+      log(LogLevel::Info, "launch: bound (--bind auto): {}", b);
     devnull_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (devnull_ < 0) throw Error(fmt::format("launch: /dev/null: {}", std::strerror(errno)));
   }
@@ -194,6 +208,10 @@ class Launcher {
     std::vector<std::string> env = child_env(spec_, rank, port_, secret_);
     std::vector<std::string> args = spec_.argv;
     std::vector<char*> envp = c_strings(env), argv = c_strings(args);
+    cpu_set_t cpus;
+    CPU_ZERO(&cpus);
+    for (int c : cpus_[rank]) CPU_SET(c, &cpus);
+    const bool bind = !cpus_[rank].empty();
     const std::string exec_fail =
         fmt::format("collie launch: rank {}: cannot run '{}': ", rank, spec_.argv[0]);
     // The child must not run our handlers (they write to our signal pipe) between fork and
@@ -211,6 +229,8 @@ class Launcher {
       // If the launcher itself dies (SIGKILL, OOM), the ranks must not run on unsupervised.
       prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (getppid() != launcher_pid) _exit(128 + SIGKILL);
+      // A failed binding leaves the rank unbound: it still runs, as it would without --bind.
+      if (bind) sched_setaffinity(0, sizeof cpus, &cpus);
       // Ranks live in background process groups: reading the terminal would stop them
       // (SIGTTIN), so stdin is /dev/null, as mpirun gives every rank but rank 0.
       dup2(devnull_, STDIN_FILENO);
@@ -375,7 +395,8 @@ class Launcher {
 
   const LaunchSpec& spec_;
   uint16_t port_;
-  std::string secret_;  // this job's COLLIE_STORE_SECRET, handed to every rank
+  std::string secret_;                  // this job's COLLIE_STORE_SECRET, handed to every rank
+  std::vector<std::vector<int>> cpus_;  // each rank's CPUs (launch/cpu_binding.h); empty: unbound
   int devnull_ = -1;
   std::vector<Child> children_;
   LaunchResult result_;

@@ -11,7 +11,9 @@
 // received by the launcher are forwarded to every child. When a rank exits non-zero (or is killed),
 // the others get SIGTERM at once, then SIGKILL after failure_grace; run() returns that first
 // rank's status. Forwarded user signals get kill_grace instead.
-// Ranks are killed if the launcher process dies (PR_SET_PDEATHSIG).
+// Ranks are killed if the launcher process dies (PR_SET_PDEATHSIG). Each rank is bound to its
+// share of the CPUs this process may use (`bind`, launch/cpu_binding.h), as mpirun binds; with
+// more ranks than CPUs the launcher also says so on err_fd, in one line.
 // Thread safety: run() installs SIGINT/SIGTERM/SIGCHLD handlers for its duration and restores
 // the old ones; only one run() may be active per process. It never waits forever when timeout
 // is set; without one it waits as long as the children run (like mpirun).
@@ -23,6 +25,7 @@
 #include <vector>
 
 #include "core/timeout.h"
+#include "launch/cpu_binding.h"
 
 namespace collie::launch {
 
@@ -41,6 +44,7 @@ struct LaunchSpec {
   // or wedged rank cannot hold the job (the others have written their dumps by then).
   Millis failure_grace{std::chrono::seconds(3)};
   bool prefix_output = true;
+  Binding bind = Binding::Auto;
   std::map<std::string, std::string> extra_env;  // set in every child
   int out_fd = STDOUT_FILENO;
   int err_fd = STDERR_FILENO;

@@ -6,7 +6,8 @@
 #           not blank and the DOM holds the busbw/latency plots and the per-rank view; the golden
 #           acceptance report opens cleanly too, with its verdict and perf chart
 # gate:     a third real run of one configuration passes compare against a baseline of two;
-#           a run slowed down through COLLIE_PERF_TEST_DELAY_US fails it with exit 1
+#           one run slowed down through COLLIE_PERF_TEST_DELAY_US is inconclusive (exit 6),
+#           two such runs fail it with exit 1
 # badinput: empty / truncated / corrupt / mismatched inputs exit 2 with one line on stderr
 set -euo pipefail
 COLLIE=$1
@@ -69,8 +70,8 @@ html)
   ;;
 gate)
   # The injected-slowdown check (docs/ci.md "Checking the gate itself"): a baseline of two real
-  # runs, a third run of the same build passes, a run slowed down through
-  # COLLIE_PERF_TEST_DELAY_US fails with exit 1. The allowance is wide (this shared 2-core
+  # runs, a third run of the same build passes, one run slowed down through
+  # COLLIE_PERF_TEST_DELAY_US is inconclusive (exit 6) and two of them fail it (exit 1). The allowance is wide (this shared 2-core
   # machine moves one build's run-level time by several times under load) and the slowdown far
   # above it. The documented gate settings on real reruns are tests/reports/gate_reruns_test.sh.
   run() { "$COLLIE" perf all_reduce -b 16K -e 16K -w 2 -I 1 --np 2 -J "$W/$1.json" "${@:2}" \
@@ -86,14 +87,20 @@ gate)
   [ "$rc" = 0 ] || fail "same configuration flagged (exit $rc): $(cat "$W/same.err")"
   grep -q '2 vs 1' "$W/same.txt" || fail "the rows were not judged on 2 baseline runs vs 1"
   # The slowdown must stay far above the 10x allowance however loaded this machine is: 40x the
-  # slowest median the three runs saw, and at least 250 ms per call.
-  delay=$(python3 -c 'import json,sys; t=max(r["time_us"] for f in sys.argv[1:] for r in json.load(open(f))["rows"]); print(max(250000, int(40*t)))' "$W/a.json" "$W/b.json" "$W/c.json")
+  # slowest mean time the three runs saw, and at least 100 ms per call.
+  delay=$(python3 -c 'import json,sys; t=max(r["time_us"] for f in sys.argv[1:] for r in json.load(open(f))["rows"]); print(max(100000, int(40*t)))' "$W/a.json" "$W/b.json" "$W/c.json")
   echo "injected delay: $delay us per call"
-  COLLIE_ENABLE_TEST_HOOKS=1 COLLIE_PERF_TEST_DELAY_US=$delay run slow -n 8
+  COLLIE_ENABLE_TEST_HOOKS=1 COLLIE_PERF_TEST_DELAY_US=$delay run slow1 -n 4
+  COLLIE_ENABLE_TEST_HOOKS=1 COLLIE_PERF_TEST_DELAY_US=$delay run slow2 -n 4
+  # One slow run is not enough evidence (it may have sat in a noisy moment): inconclusive.
   rc=0
-  "$COLLIE" report compare "$W/base.json" "$W/slow.json" "${gate[@]}" > "$W/slow.txt" 2> "$W/slow.err" || rc=$?
+  "$COLLIE" report compare "$W/base.json" "$W/slow1.json" "${gate[@]}" > "$W/one.txt" 2>&1 || rc=$?
+  [ "$rc" = 6 ] || { cat "$W/one.txt"; fail "one slow run against two: exit $rc, expected 6 (inconclusive)"; }
+  rc=0
+  "$COLLIE" report compare "$W/base.json" "$W/slow1.json" "$W/slow2.json" "${gate[@]}" \
+    > "$W/slow.txt" 2> "$W/slow.err" || rc=$?
   cat "$W/slow.txt"
-  [ "$rc" = 1 ] || fail "a $delay us/call slowdown was not flagged (exit $rc)"
+  [ "$rc" = 1 ] || fail "a $delay us/call slowdown in 2 runs was not flagged (exit $rc)"
   grep -q '^regression ' "$W/slow.txt" || fail "no regression row in the table"
   grep -q 'FAIL' "$W/slow.err" || fail "no FAIL line on stderr"
   ;;

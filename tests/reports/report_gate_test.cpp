@@ -76,7 +76,7 @@ TEST(ReportCompare, IterationsOfOneRunAreNotEvidence) {
   o.max_regression = 0.25;
   const CompareReport r = compare_runs(a, {b}, o);
   EXPECT_EQ(only_row(r).verdict, Verdict::Inconclusive);
-  EXPECT_NE(only_row(r).note.find("1 run per side"), std::string::npos);
+  EXPECT_NE(only_row(r).note.find("1 vs 1 runs: a side with one run"), std::string::npos);
   EXPECT_FALSE(r.failed());
   EXPECT_STREQ(r.outcome(), "INCONCLUSIVE");
   // Within the allowance it is unchanged, whatever the iterations say.
@@ -98,8 +98,10 @@ TEST(ReportCompare, RegressionNeedsEveryRunWorseByMoreThanAllowed) {
   EXPECT_GT(only_row(r).worse_closest, 0.25);
   EXPECT_EQ(only_row(r).base_runs, 3);
   EXPECT_EQ(only_row(r).current_runs, 3);
-  // One current run against the three-run baseline decides too.
-  EXPECT_EQ(only_row(compare_runs(base, runs_at("one", {160}), o)).verdict, Verdict::Regression);
+  // One current run, however slow, may have sat in a noisy moment: inconclusive; two decide.
+  EXPECT_EQ(only_row(compare_runs(base, runs_at("one", {400}), o)).verdict, Verdict::Inconclusive);
+  EXPECT_EQ(only_row(compare_runs(base, runs_at("two", {160, 170}), o)).verdict,
+            Verdict::Regression);
   // The median moved by more than allowed, but one current run is as fast as the baseline:
   // inconclusive, not a regression (this is how a noisy machine looks).
   r = compare_runs(base, runs_at("mixed", {100, 160, 170}), o);
@@ -107,11 +109,33 @@ TEST(ReportCompare, RegressionNeedsEveryRunWorseByMoreThanAllowed) {
   EXPECT_NE(only_row(r).note.find("runs overlap"), std::string::npos);
   // A baseline whose own runs spread widely needs a larger change.
   const LoadedRun wide = make_baseline(runs_at("w", {100, 105, 150}));
-  EXPECT_EQ(only_row(compare_runs(wide, runs_at("c", {170}), o)).verdict, Verdict::Inconclusive);
-  EXPECT_EQ(only_row(compare_runs(wide, runs_at("c", {200}), o)).verdict, Verdict::Regression);
+  EXPECT_EQ(only_row(compare_runs(wide, runs_at("c", {170, 175}), o)).verdict,
+            Verdict::Inconclusive);
+  EXPECT_EQ(only_row(compare_runs(wide, runs_at("c", {200, 205}), o)).verdict, Verdict::Regression);
   // The other way: improvements need the same separation.
   EXPECT_EQ(only_row(compare_runs(base, runs_at("fast", {50, 55, 52}), o)).verdict,
             Verdict::Improvement);
+}
+
+// A shared machine's noise only adds time: runs whose iterations are stalled half of the time
+// (a busy neighbour) keep their fast iterations, so their p10 stays, while a slower link slows
+// every iteration. p50 sees the stalls as a change.
+TEST(ReportCompare, TheTenthPercentileIgnoresStallsButNotASlowerLink) {
+  auto stalled = [](const std::string& name, unsigned seed) {
+    std::vector<double> s = noisy(100, 40, seed);
+    for (size_t i = 0; i < s.size(); i += 2) s[i] *= 3;  // half the iterations 3x slower
+    return make_run(name, {s});
+  };
+  const LoadedRun base = make_baseline(runs_at("b", {100, 100, 100}));
+  const std::vector<LoadedRun> noisy_runs = {stalled("n1", 1), stalled("n2", 2), stalled("n3", 3)};
+  CompareOptions o;
+  o.max_regression = 0.25;
+  EXPECT_EQ(only_row(compare_runs(base, noisy_runs, o)).verdict, Verdict::Unchanged);
+  o.statistic = RunStatistic::P50;
+  EXPECT_EQ(only_row(compare_runs(base, noisy_runs, o)).verdict, Verdict::Regression);
+  o.statistic = RunStatistic::P10;
+  EXPECT_EQ(only_row(compare_runs(base, runs_at("slow", {150, 155, 160}), o)).verdict,
+            Verdict::Regression);
 }
 
 TEST(ReportCompare, OneSignConventionInBothMetrics) {
@@ -169,7 +193,8 @@ TEST(ReportCompare, NoSamplesUsesTheTimePerCallAndMinSizeSkips) {
   cur.result.rows[0].busbw_gbps = base.result.rows[0].busbw_gbps / 2;
   CompareOptions o;
   o.metric = Metric::Time;
-  EXPECT_EQ(compare_runs(base, {cur, cur}, o).rows[0].verdict, Verdict::Regression);
+  EXPECT_EQ(compare_runs(make_baseline({base, base}), {cur, cur}, o).rows[0].verdict,
+            Verdict::Regression);
   o.min_size = 2 << 20;  // drops the slow row
   const CompareReport r = compare_runs(base, {cur}, o);
   EXPECT_FALSE(r.failed());
@@ -201,9 +226,11 @@ TEST(ReportBaseline, KeepsEveryRunsValueAndCombinesCyclesFirst) {
   const LoadedRun base = make_baseline(runs);
   ASSERT_EQ(base.result.rows.size(), 1u);
   EXPECT_EQ(base.spread[0].runs, 3);
-  ASSERT_EQ(base.spread[0].run_times_us.size(), 3u);
-  EXPECT_NEAR(base.spread[0].run_times_us[0], 100, 10);
-  EXPECT_NEAR(base.spread[0].run_times_us[2], 200, 20);
+  ASSERT_EQ(base.spread[0].run_p10_us.size(), 3u);
+  ASSERT_EQ(base.spread[0].run_p50_us.size(), 3u);
+  EXPECT_NEAR(base.spread[0].run_p50_us[0], 100, 10);
+  EXPECT_NEAR(base.spread[0].run_p50_us[2], 200, 20);
+  EXPECT_LT(base.spread[0].run_p10_us[0], base.spread[0].run_p50_us[0]);
   EXPECT_THROW(make_baseline({runs[0], make_run("m", {{}}, "mpi")}), InvalidArgument);
   // Round trip through the file keeps each run's value.
   const std::string path = ::testing::TempDir() + "report_baseline_rt.json";
@@ -211,7 +238,8 @@ TEST(ReportBaseline, KeepsEveryRunsValueAndCombinesCyclesFirst) {
   const LoadedRun back = load_run(path);
   EXPECT_EQ(back.baseline_runs, 3);
   ASSERT_EQ(back.spread.size(), 1u);
-  EXPECT_EQ(back.spread[0].run_times_us, base.spread[0].run_times_us);
+  EXPECT_EQ(back.spread[0].run_p10_us, base.spread[0].run_p10_us);
+  EXPECT_EQ(back.spread[0].run_p50_us, base.spread[0].run_p50_us);
   CompareOptions o;
   o.metric = Metric::Time;
   o.max_regression = 0.25;

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# The CI gate at the settings docs/ci.md documents, on real reruns of one build (issue 26):
+# both directions of the verdict, in a network namespace of its own (its loopback carries Gloo).
+#   quiet: RUNS reruns of `collie perf` (the documented sweep); compared pairwise (one run per
+#          side), against a 3-run baseline one run at a time, and 3 runs at a time: no false
+#          alarm (exit 1) anywhere (a side with one run is at most inconclusive, by design).
+#   fires: tc tbf on the namespace's loopback at 50 % and then 80 % of the bandwidth the
+#          baseline's largest row used; 3 runs each against the 3-run baseline: exit 1 with a
+#          regression row both times.
+#   usage: gate_reruns_test.sh COLLIE_BINARY [RUNS]      (root: network namespace, tc)
+# Exit: 0 pass, 1 fail, 77 skipped outside CI when the machine cannot provide a namespace or tc.
+set -u
+COLLIE=${1:?collie binary}
+RUNS=${2:-20}
+NS="gate$$"
+W=$(mktemp -d /tmp/collie_gate.XXXXXX)
+cleanup() {
+  ip netns pids "$NS" 2>/dev/null | xargs -r kill -KILL 2>/dev/null
+  ip netns del "$NS" 2>/dev/null
+  rm -rf "$W"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+skip() {
+  if [ "${CI:-}" = true ]; then fail "cannot run here (CI=true: this is a failure): $*"; fi
+  echo "SKIP: $*"
+  exit 77
+}
+[ "$(id -u)" = 0 ] || skip "needs root (CAP_NET_ADMIN) for a network namespace and tc"
+command -v tc >/dev/null || skip "tc (iproute2) is not installed"
+ip netns add "$NS" 2>/dev/null || skip "cannot create network namespaces here"
+ip -n "$NS" link set lo up
+
+# The documented settings (docs/ci.md, "Settings this gate is tested at").
+SWEEP=(all_reduce -np 2 -b 64K -e 4M -f 4 -w 20 -n 20 -I 1)
+GATE=(--max-regression 15%)
+
+perf() {  # perf NAME: one run of the documented sweep inside the namespace
+  ip netns exec "$NS" "$COLLIE" perf "${SWEEP[@]}" -J "$W/$1.json" >"$W/$1.log" 2>&1 ||
+    fail "collie perf $1 failed: $(tail -3 "$W/$1.log")"
+}
+# compare LABEL BASE CUR...: runs the gate; sets RC; a false alarm is exit 1.
+compare() {
+  local label=$1
+  shift
+  RC=0
+  "$COLLIE" report compare "$@" "${GATE[@]}" >"$W/$label.txt" 2>"$W/$label.err" || RC=$?
+  [ $RC = 2 ] && { cat "$W/$label.err"; fail "$label: unusable input"; }
+}
+
+start=$(date +%s)
+for i in $(seq "$RUNS"); do perf "run$i"; done
+"$COLLIE" report baseline "$W/run1.json" "$W/run2.json" "$W/run3.json" -o "$W/base.json" \
+  2>/dev/null || fail "report baseline"
+alarms=0 inconclusive=0 passed=0 checks=0
+tally() {
+  checks=$((checks + 1))
+  case $RC in
+    0) passed=$((passed + 1)) ;;
+    6) inconclusive=$((inconclusive + 1)) ;;
+    1) alarms=$((alarms + 1)); echo "FALSE ALARM ($1):"; cat "$W/$1.txt" ;;
+  esac
+}
+for i in $(seq 1 $((RUNS - 1))); do
+  compare "pair$i" "$W/run$i.json" "$W/run$((i + 1)).json"
+  tally "pair$i"
+done
+for i in $(seq 4 "$RUNS"); do
+  compare "one$i" "$W/base.json" "$W/run$i.json"
+  tally "one$i"
+done
+for i in $(seq 4 3 $((RUNS - 2))); do
+  compare "three$i" "$W/base.json" "$W/run$i.json" "$W/run$((i + 1)).json" "$W/run$((i + 2)).json"
+  tally "three$i"
+done
+echo "quiet: $RUNS reruns, $checks comparisons: $passed pass, $inconclusive inconclusive, $alarms false alarm(s)"
+[ $alarms = 0 ] || fail "$alarms false alarm(s) on reruns of one build"
+
+# The bandwidth the baseline's largest row used on the loopback: all_reduce over 2 ranks moves
+# each rank's whole buffer once (ring reduce-scatter + all-gather), so 2 x size per op crosses lo.
+rate=$(python3 - "$W/base.json" <<'PY'
+import json, statistics, sys
+rows = [r for r in json.load(open(sys.argv[1]))["rows"] if r["placement"] == "out"]
+big = max(rows, key=lambda r: r["size_bytes"])
+t = statistics.median(big["samples_us"])
+print(int(2 * big["size_bytes"] * 8 / (t * 1e-6)))  # bit/s
+PY
+)
+echo "baseline loopback rate at the largest size: $((rate / 1000000)) Mbit/s"
+for pct in 50 80; do
+  r=$((rate * pct / 100))
+  ip netns exec "$NS" tc qdisc replace dev lo root tbf rate "${r}bit" burst 256kb latency 50ms ||
+    fail "tc tbf on lo failed"
+  for k in 1 2 3; do perf "slow${pct}_$k"; done
+  ip netns exec "$NS" tc qdisc del dev lo root
+  compare "slow$pct" "$W/base.json" "$W/slow${pct}_1.json" "$W/slow${pct}_2.json" "$W/slow${pct}_3.json"
+  cat "$W/slow$pct.txt" | head -8
+  [ $RC = 1 ] || fail "a link at $pct % of the baseline's bandwidth was not caught (exit $RC)"
+  grep -q '^regression ' "$W/slow$pct.txt" || fail "no regression row at $pct %"
+done
+echo "PASS in $(($(date +%s) - start)) s"
