@@ -4,9 +4,10 @@
 # interface eth_d on bridge xbd (10.77.1.H+1/24, Gloo via COLLIE_GLOO_HOST), so a broken data link
 # leaves the store reachable. The bridges live in their own namespace $BR; the root namespace is
 # never touched.
-# Before sourcing, set: COLLIE HOSTS PER_HOST WORLD TAG BR WORK PIDS=() SKIP, and define
-# skip() and fail(). Sourcing installs the cleanup traps, checks root and the tools (skipping
-# with the reason), and creates $BR; call setup to build the hosts.
+# Before sourcing, set: COLLIE HOSTS PER_HOST WORLD TAG BR WORK PIDS=(), and define fail() and
+# skip() (tests/support/skip.sh: exit 77 with the reason, or a failure under CI=true). Sourcing
+# installs the cleanup traps, checks root and the tools, and creates $BR; call setup to build
+# the hosts.
 cleanup() {
   for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done
   for ((h = 0; h < HOSTS; h++)); do
@@ -71,17 +72,26 @@ run_job() {
   done
 }
 
-# wait_job: waits for JOB_PIDS; sets RC0 (rank 0's status).
+# wait_job NAME: waits for JOB_PIDS; sets RCS (every rank's status) and RC0 (rank 0's). Every
+# rank of probe and accept exits with rank 0's verdict (docs/acceptance.md), so a rank that
+# exits otherwise (crashed, hung past its timeout, disagreed) fails the test, naming the rank.
 wait_job() {
-  RC0=-1
+  local name=$1
+  RCS=()
   for ((r = 0; r < WORLD; r++)); do
     wait "${JOB_PIDS[$r]}"
-    local rc=$?
-    [ $r = 0 ] && RC0=$rc
+    RCS+=($?)
+  done
+  RC0=${RCS[0]}
+  for ((r = 1; r < WORLD; r++)); do
+    if [ "${RCS[$r]}" != "$RC0" ]; then
+      show "$name" "$r"
+      fail "$name: rank $r exited ${RCS[$r]}, rank 0 exited $RC0 (every rank exits with rank 0's verdict)"
+    fi
   done
 }
 
-show() { echo "----- $1 (rank 0) -----"; cat "$WORK/$1.0.log"; }
+show() { echo "----- $1 (rank ${2:-0}) -----"; cat "$WORK/$1.${2:-0}.log"; }
 expect_in() {  # expect_in JOB PATTERN WHAT
   grep -qE -- "$2" "$WORK/$1.0.log" || { show "$1"; fail "$3"; }
 }
