@@ -5,9 +5,9 @@
 
 Prints two lines: the summary (per JUnit file: tests, passed, failed, skipped with each skip's
 reason and the tests that gave it; the time of every stage), then the plain closing line
-"ci: N passed, N failed, N skipped" over all files. A JUnit file that does not exist (its stage did not run) is named as
-such. Reasons come from the test's output: the shell tests' "SKIP: reason" line, GoogleTest's
-"Skipped" message, or "disabled"/"not run" from ctest itself.
+"ci: N passed, N failed, N skipped" over all files. A JUnit file that does not exist (its stage
+did not run) is named as such. Reasons come from the test's output: the shell tests'
+"SKIP: reason" line, GoogleTest's "Skipped" message, or "disabled"/"not run" from ctest itself.
 """
 import argparse
 import os
