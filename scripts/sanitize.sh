@@ -75,7 +75,8 @@ run_tests() {
   UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:log_path=$reports/$kind" \
   TSAN_OPTIONS="$tsan:log_path=$reports/$kind" \
   OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-    ctest --test-dir "$dir" -L '^sanitize$' --output-on-failure -j"$JOBS" >"$log" 2>&1 || rc=1
+    ctest --test-dir "$dir" -L '^sanitize$' --output-on-failure -j"$JOBS" \
+      --output-junit "ctest-junit-$kind.xml" >"$log" 2>&1 || rc=1
   local summary
   summary="$(grep -E 'tests passed|Total Test time' "$log" | tr '\n' ' ')"
   if [ -n "$(ls -A "$reports")" ]; then

@@ -26,8 +26,10 @@ struct CliRun {
   double seconds = 0;
 };
 
-CliRun collie(const std::vector<std::string>& args) {
-  std::vector<std::string> argv = {COLLIE_BIN};
+// `prefix` runs the binary through another command (setpriv, to drop root).
+CliRun collie(const std::vector<std::string>& args, const std::vector<std::string>& prefix = {}) {
+  std::vector<std::string> argv = prefix;
+  argv.push_back(COLLIE_BIN);
   argv.insert(argv.end(), args.begin(), args.end());
   const auto t0 = std::chrono::steady_clock::now();
   ChildProcess p(argv, {});
@@ -39,10 +41,12 @@ CliRun collie(const std::vector<std::string>& args) {
 
 // Exit 2 with exactly one line on stderr containing `words`, nothing on stdout (no rank ran:
 // rank 0 prints the report header first), within a few seconds.
-void expect_usage(const std::vector<std::string>& args, const std::string& words) {
+void expect_usage(const std::vector<std::string>& args, const std::string& words,
+                  const std::vector<std::string>& prefix = {}) {
   std::string cmd;
+  for (const auto& a : prefix) cmd += a + " ";
   for (const auto& a : args) cmd += a + " ";
-  const CliRun r = collie(args);
+  const CliRun r = collie(args, prefix);
   EXPECT_EQ(r.code, 2) << cmd << "\n" << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << cmd << "\n" << r.err;
   EXPECT_NE(r.err.find(words), std::string::npos) << cmd << "\n" << r.err;
@@ -88,13 +92,21 @@ TEST(CliBadInput, OutputPathsAreCheckedBeforeAnyRankStarts) {
   expect_usage({"accept", "--spec", spec, "-np", "2", "--junit", missing}, "--junit '");
   expect_usage({"accept", "--spec", spec, "-np", "0"}, "-np must be in 1..4096");
   expect_usage({"accept", "--spec", spec, "-np", "2", "--html", t.dir.string()}, "--html '");
-  if (::geteuid() != 0) {  // root writes anywhere
-    const fs::path ro = t.dir / "ro";
-    fs::create_directories(ro);
-    fs::permissions(ro, fs::perms::owner_read | fs::perms::owner_exec);
-    expect_usage({"perf", "-np", "2", "-N", "0", "-J", (ro / "r.json").string()},
-                 "cannot be created");
+  // A directory its owner may not write to. Root writes anywhere (and CI runs as root), so there
+  // the binary runs as the directory's owner, an unprivileged user (setpriv drops root).
+  const fs::path ro = t.dir / "ro";
+  fs::create_directories(ro);
+  std::vector<std::string> as_owner;
+  if (::geteuid() == 0) {
+    const int nobody = 65534;
+    ASSERT_EQ(::chown(ro.c_str(), nobody, nobody), 0) << ro;
+    as_owner = {"/usr/bin/setpriv", fmt::format("--reuid={}", nobody),
+                fmt::format("--regid={}", nobody), "--clear-groups", "--"};
   }
+  fs::permissions(ro, fs::perms::owner_read | fs::perms::owner_exec | fs::perms::others_exec);
+  fs::permissions(t.dir, fs::perms::others_exec, fs::perm_options::add);
+  expect_usage({"perf", "-np", "2", "-N", "0", "-J", (ro / "r.json").string()}, "cannot be created",
+               as_owner);
 }
 
 TEST(CliBadInput, ProbeNumbersAndNp) {

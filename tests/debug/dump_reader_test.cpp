@@ -14,6 +14,7 @@
 #include "debug/analyzer.h"
 #include "debug/flight_recorder.h"
 #include "support/child_process.h"
+#include "support/time_scale.h"
 
 namespace collie {
 namespace {
@@ -21,6 +22,7 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 using testing::ChildProcess;
+using testing::scaled;
 
 json entry(uint64_t record, json seq, const char* op = "all_reduce",
            const char* state = "completed") {
@@ -101,7 +103,7 @@ TEST(DumpReader, HugeSeqIdsAreComparedNotCountedThrough) {
                              parse_dump(dump(1, 2, {entry(1, 1), entry(2, INT64_MAX)}).dump())};
   const auto t0 = std::chrono::steady_clock::now();
   const Analysis a = analyze(d);
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(1));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, scaled(std::chrono::seconds(1)));
   ASSERT_FALSE(a.findings.empty());
   EXPECT_EQ(a.findings[0].kind, "NOT_ALL_JOINED") << to_text(a);
   EXPECT_EQ(a.findings[0].seq, static_cast<uint64_t>(INT64_MAX));
@@ -142,8 +144,9 @@ CliRun analyze_cli(const std::vector<std::string>& args, std::chrono::seconds wi
   std::vector<std::string> argv = {COLLIE_BIN, "analyze"};
   argv.insert(argv.end(), args.begin(), args.end());
   ChildProcess p(argv, {});
-  auto st = p.wait(within);
-  EXPECT_TRUE(st.has_value()) << "collie analyze did not finish within " << within.count() << " s";
+  auto st = p.wait(scaled(within));
+  EXPECT_TRUE(st.has_value()) << "collie analyze did not finish within " << scaled(within).count()
+                              << " s";
   return {st.value_or(-1), p.out(), p.err()};
 }
 
@@ -169,7 +172,7 @@ TEST(AnalyzeCliHostile, BadNumbersExit2WithOneLineAndNeverSpin) {
   d.write(1, dump(1, 2, {entry(1, 1), entry(2, INT64_MAX, "all_reduce", "started")}).dump());
   const auto t0 = std::chrono::steady_clock::now();
   const CliRun r = analyze_cli({d.dir.string()}, std::chrono::seconds(20));
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, scaled(std::chrono::seconds(10)));
   EXPECT_EQ(r.code, 1) << r.out << r.err;
   EXPECT_NE(r.out.find("sequence number: 9223372036854775807"), std::string::npos) << r.out;
   // Out-of-range --world-size is a usage error.

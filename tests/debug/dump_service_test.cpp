@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -15,11 +16,14 @@
 #include "debug/flight_recorder.h"
 #include "store/hash_store.h"
 #include "support/local_tcp_store.h"
+#include "support/thread_probe.h"
+#include "support/time_scale.h"
 
 namespace collie {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::scaled;
 
 fs::path temp_dir(const std::string& name) {
   auto d = fs::temp_directory_path() / fmt::format("collie_ds_{}_{}", name, ::getpid());
@@ -27,8 +31,9 @@ fs::path temp_dir(const std::string& name) {
   return d;
 }
 
+// Polls cond until it holds or `limit` (scaled with the build) has passed.
 bool wait_for(const std::function<bool()>& cond, std::chrono::milliseconds limit) {
-  const auto end = std::chrono::steady_clock::now() + limit;
+  const auto end = std::chrono::steady_clock::now() + scaled(limit);
   while (std::chrono::steady_clock::now() < end) {
     if (cond()) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -63,7 +68,7 @@ TEST(DumpService, StoreDumpRequestMakesEveryRankDump) {
   a.start(0, store);
   b.start(1, store);
   a.request_dump("rank 0 saw a timeout", /*all_ranks=*/true);
-  a.flush(std::chrono::seconds(2));
+  a.flush(scaled(std::chrono::seconds(2)));
   EXPECT_EQ(a.dumps_written(), 1);
   EXPECT_EQ(reason_of(da / "collie_fr_rank_0.json"), "rank 0 saw a timeout");
   ASSERT_TRUE(wait_for([&] { return b.dumps_written() == 1; }, std::chrono::seconds(3)));
@@ -72,7 +77,7 @@ TEST(DumpService, StoreDumpRequestMakesEveryRankDump) {
   EXPECT_EQ(trigger_of(db / "collie_fr_rank_1.json"), "failure");
   EXPECT_EQ(a.dumps_written(), 1);  // its own request does not make it dump twice
   a.request_dump("a later error");  // the first failure's evidence is kept
-  a.flush(std::chrono::seconds(2));
+  a.flush(scaled(std::chrono::seconds(2)));
   EXPECT_EQ(a.dumps_written(), 1);
   EXPECT_EQ(reason_of(da / "collie_fr_rank_0.json"), "rank 0 saw a timeout");
   EXPECT_EQ(reason_of(da / "first-failure" / "collie_fr_rank_0.json"), "rank 0 saw a timeout");
@@ -120,12 +125,17 @@ TEST(DumpService, AStoreRequestReachesAnIdleRankAtOnce) {
   testing::LocalTcpStore st;
   const auto dir = temp_dir("idle");
   DumpService ds(fr, dir.string());
+  const auto before = testing::threads_named("collie-dump-req");
   ds.start(1, st.client());
+  const int watcher = testing::new_thread("collie-dump-req", before);
+  ASSERT_GE(watcher, 0) << "no new thread named collie-dump-req";
+  ASSERT_TRUE(testing::settled(watcher)) << "the watcher never went to sleep";
+  // Then idle for longer than the old poll's backoff took to reach 1.6 s (what is measured).
   std::this_thread::sleep_for(std::chrono::milliseconds(2500));
   const auto t0 = std::chrono::steady_clock::now();
   EXPECT_EQ(request_cluster_dump(*st.server), 1);
   ASSERT_TRUE(wait_for([&] { return ds.dumps_written() == 1; }, std::chrono::seconds(3)));
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(500));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, scaled(std::chrono::milliseconds(500)));
   EXPECT_EQ(reason_of(dir / "collie_fr_rank_1.json"),
             "dump_request set in the store (POST /v1/dump or a tool)");
   fs::remove_all(dir);
@@ -152,16 +162,21 @@ TEST(DumpService, DestructionAndANewStoreEndTheParkedWatcherAtOnce) {
   FlightRecorder fr(4);
   testing::LocalTcpStore st;
   auto ds = std::make_unique<DumpService>(fr, "");
-  ds->start(1, st.client());
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  // start() on `store`, then wait until its new watcher sleeps in the store wait; the watcher.
+  auto start_parked = [&](std::shared_ptr<Store> store) {
+    const auto before = testing::threads_named("collie-dump-req");
+    ds->start(1, std::move(store));
+    const int watcher = testing::new_thread("collie-dump-req", before);
+    return watcher >= 0 && testing::settled(watcher);
+  };
+  ASSERT_TRUE(start_parked(st.client())) << "the TcpStore watcher never parked in its wait";
   auto t0 = std::chrono::steady_clock::now();
-  auto second = std::make_shared<HashStore>();
-  ds->start(1, second);
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(1));
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  ds->start(1, std::make_shared<HashStore>());  // stops the parked TcpStore watcher first
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, scaled(std::chrono::seconds(1)));
+  ASSERT_TRUE(start_parked(std::make_shared<HashStore>())) << "the HashStore watcher never parked";
   t0 = std::chrono::steady_clock::now();
   ds.reset();
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(1));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, scaled(std::chrono::seconds(1)));
   st.server->set("still", "usable");
   EXPECT_EQ(st.client()->get_string("still"), "usable");
 }

@@ -23,6 +23,7 @@
 #include "debug/watchdog.h"
 #include "store/hash_store.h"
 #include "support/thread_probe.h"
+#include "support/time_scale.h"
 
 namespace collie {
 namespace {
@@ -31,6 +32,7 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
 using testing::new_thread;
+using testing::scaled;
 using testing::threads_named;
 using testing::wakeups;
 using testing::wakeups_over;
@@ -61,7 +63,7 @@ TEST(IdleThreads, WatchdogSleepsUntilTheEarliestDeadline) {
   EXPECT_THROW(work->wait(Millis(3000)), TimeoutError);
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_GE(s, 0.19);
-  EXPECT_LT(s, 1.0);
+  EXPECT_LT(s, scaled(1.0));
   EXPECT_EQ(fired.load(), 1);
 }
 
@@ -78,7 +80,7 @@ TEST(IdleThreads, DumpThreadSleepsUntilWokenAndWakesAtOnceForSigusr1) {
   EXPECT_LE(wakeups_over(tid, 1000ms), 1) << "no store to poll, nothing requested";
   const auto t0 = std::chrono::steady_clock::now();
   std::raise(SIGUSR1);
-  while (ds.dumps_written() == 0 && std::chrono::steady_clock::now() - t0 < 2s) {
+  while (ds.dumps_written() == 0 && std::chrono::steady_clock::now() - t0 < scaled(2s)) {
     std::this_thread::sleep_for(1ms);
   }
   ASSERT_EQ(ds.dumps_written(), 1);
@@ -109,7 +111,7 @@ TEST(IdleThreads, DumpThreadsWithAStoreSleepUntilARequest) {
   EXPECT_LE(wakeups(req) - r0, 1);
   request_cluster_dump(*store->clone());
   const auto t0 = std::chrono::steady_clock::now();
-  while (ds.dumps_written() == 0 && std::chrono::steady_clock::now() - t0 < 2s) {
+  while (ds.dumps_written() == 0 && std::chrono::steady_clock::now() - t0 < scaled(2s)) {
     std::this_thread::sleep_for(1ms);
   }
   EXPECT_EQ(ds.dumps_written(), 1);

@@ -26,7 +26,6 @@ namespace {
 using namespace std::chrono_literals;
 
 TEST(StacksUnderLoad, CollectivesKeepPassingWhileStacksAreHammered) {
-  ASSERT_TRUE(testing::processes_available());
   testing::RunOptions o;
   o.mode = testing::Mode::Processes;
   o.deadline = Millis(60000);

@@ -129,9 +129,8 @@ void expect_diagnosed(const Scenario& s, const RunResult& r, int culprit,
 class DebugScenario : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!find_backend("gloo") || !testing::processes_available()) {
-      GTEST_SKIP() << "needs the gloo backend and init_process_group";
-    }
+    ASSERT_NE(find_backend("gloo"), nullptr)
+        << "gloo is a required backend (cmake/Dependencies.cmake) but is not registered";
   }
   RunResult go(const Scenario& s) {
     return run(s, fs::temp_directory_path() / fmt::format("collie_e2e_{}_{}", s.name, ::getpid()));

@@ -6,11 +6,16 @@
 #             tcp   the same with COLLIE_INIT_METHOD=tcp://host0:PORT and no MASTER_*
 #             mpi   one Open MPI job across the hosts with the default (gloo) backend and no
 #                   rendezvous variables (needs MPIRUN, given when the MPI backend is built)
+#             accept  the default path of cluster acceptance: the shipped docs/accept-spec.yaml,
+#                   unmodified (its pairwise check included), under what torchrun sets (RANK,
+#                   WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR=host0, MASTER_PORT) and
+#                   nothing else, not even a log level: every rank exits 0, ACCEPTED, 3 hosts
 # Hosts: host0 and host1 have a stock Debian/Ubuntu /etc/hosts (their own name -> 127.0.1.1, the
 # others' names -> their addresses); host2's own name does not resolve at all. `ip netns exec`
 # bind-mounts /etc/netns/<ns>/hosts over /etc/hosts; `unshare --uts` gives each its hostname.
 # No address override (COLLIE_GLOO_HOST, GLOO_SOCKET_IFNAME, COLLIE_MPI_STORE_HOST) is set.
-# Exit: 0 pass, 1 fail, 77 skipped (no root / no namespaces; the reason is printed).
+# Exit: 0 pass, 1 fail, 77 skipped (no root / no namespaces; the reason is printed; under CI=true
+# these fail instead, tests/support/skip.sh).
 set -u
 COLLIE=${1:?collie binary}
 SCENARIO=${2:?scenario}
@@ -24,8 +29,8 @@ NET=10.78.$(($$ % 200 + 20))
 WORK=$(mktemp -d /tmp/collie_launchers_netns.XXXXXX)
 PIDS=()
 
-skip() { echo "SKIP: $*"; exit 77; }
 fail() { echo "FAIL: $*"; exit 1; }
+source "$(dirname "$0")/../support/skip.sh"
 cleanup() {
   for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done
   for ((h = 0; h < HOSTS; h++)); do
@@ -78,16 +83,18 @@ in_host 0 getent hosts host0 | grep -q '^127.0.1.1' || fail "host0 does not map 
 in_host 2 getent hosts host2 >/dev/null && fail "host2's own name resolves"
 
 PERF=(perf -b 1K -e 256K -f 4 -n 3 -w 1 -c 1 -T 20 all_reduce all_gather)
+CMD=("${PERF[@]}")
 
-# run_ranks NAME ENV...: the WORLD ranks of `collie PERF`, rank r on host r / PER_HOST.
+# run_ranks NAME ENV...: the WORLD ranks of `collie CMD...` (perf unless CMD says otherwise),
+# rank r on host r / PER_HOST, with only PATH, RANK, WORLD_SIZE and ENV in their environment.
 run_ranks() {
   local name=$1
   shift
   local pids=()
   for ((r = 0; r < WORLD; r++)); do
     local h=$((r / PER_HOST))
-    in_host $h env -i PATH="$PATH" RANK=$r WORLD_SIZE=$WORLD "$@" \
-      COLLIE_LOG_LEVEL=INFO timeout -k 5 90 "$COLLIE" "${PERF[@]}" >"$WORK/$name.$r.log" 2>&1 &
+    in_host $h env -i PATH="$PATH" RANK=$r WORLD_SIZE=$WORLD "${@//@LOCAL_RANK@/$((r % PER_HOST))}" \
+      timeout -k 5 120 "$COLLIE" "${CMD[@]}" >"$WORK/$name.$r.log" 2>&1 &
     pids+=($!)
     PIDS+=($!)
   done
@@ -98,7 +105,7 @@ run_ranks() {
   done
 }
 
-check_ranks() {
+all_exited_0() {  # all_exited_0 NAME: every rank of the last run_ranks exited 0
   local name=$1
   for ((r = 0; r < WORLD; r++)); do
     if [ "${RCS[$r]}" != 0 ]; then
@@ -107,6 +114,11 @@ check_ranks() {
       fail "$name: rank $r exited ${RCS[$r]}"
     fi
   done
+}
+
+check_ranks() {
+  local name=$1
+  all_exited_0 "$name"
   grep -q "backend gloo world size $WORLD" "$WORK/$name.0.log" || { cat "$WORK/$name.0.log"; fail "$name: no table"; }
   # Every rank bound a real address of its own host, never loopback.
   for ((r = 0; r < WORLD; r++)); do
@@ -124,12 +136,31 @@ start=$(date +%s)
 port=$((20000 + RANDOM % 20000))
 case "$SCENARIO" in
   env)
-    run_ranks env MASTER_ADDR=host0 MASTER_PORT=$port
+    run_ranks env MASTER_ADDR=host0 MASTER_PORT=$port COLLIE_LOG_LEVEL=INFO
     check_ranks env
     ;;
   tcp)
-    run_ranks tcp COLLIE_INIT_METHOD=tcp://host0:$port
+    run_ranks tcp COLLIE_INIT_METHOD=tcp://host0:$port COLLIE_LOG_LEVEL=INFO
     check_ranks tcp
+    ;;
+  accept)
+    SPEC="$(dirname "$0")/../../docs/accept-spec.yaml"
+    [ -f "$SPEC" ] || fail "no shipped spec at $SPEC"
+    CMD=(accept --spec "$SPEC" -J "$WORK/accept.json")
+    run_ranks accept MASTER_ADDR=host0 MASTER_PORT=$port LOCAL_RANK=@LOCAL_RANK@ \
+      LOCAL_WORLD_SIZE=$PER_HOST
+    cat "$WORK/accept.0.log"
+    all_exited_0 accept
+    grep -q "^ACCEPTED: all 5 checks passed" "$WORK/accept.0.log" || fail "accept: no ACCEPTED line"
+    grep -q "$WORLD ranks on $HOSTS hosts" "$WORK/accept.0.log" ||
+      fail "accept: the report does not see $HOSTS hosts"
+    python3 - "$WORK/accept.json" <<'PY' || fail "accept: JSON report"
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["passed"] is True and j["verdict"] == "OK", (j["passed"], j["verdict"])
+names = [c["name"] for c in j["checks"]]
+assert len(names) == 5 and any(n.startswith("pairwise") for n in names), names
+PY
     ;;
   mpi)
     cat >"$WORK/agent.sh" <<AGENT

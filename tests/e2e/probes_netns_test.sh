@@ -15,13 +15,13 @@
 #   control bridge "xbc" 10.77.0.0/24 carries the store (MASTER_ADDR = host0),
 #   data bridge "xbd" 10.77.1.0/24 carries Gloo (COLLIE_GLOO_HOST), so a broken data link
 #   leaves the store reachable and the probe can still collect every rank's results.
-# Exit: 0 pass, 1 fail, 77 skipped (no root / no namespaces; the reason is printed).
+# Exit: 0 pass, 1 fail, 77 skipped (no root / no namespaces; the reason is printed; under CI=true
+# these fail instead, tests/support/skip.sh).
 set -u
 COLLIE=${1:?collie binary}
 SRC=${2:?source dir}
 SCENARIO=${3:?scenario}
 MPIRUN=${4:-}
-SKIP=77
 HOSTS=4
 PER_HOST=2
 WORLD=$((HOSTS * PER_HOST))
@@ -30,8 +30,8 @@ BR="${TAG}br"
 WORK=$(mktemp -d /tmp/collie_probes_netns.XXXXXX)
 PIDS=()
 
-skip() { echo "SKIP: $*"; exit $SKIP; }
 fail() { echo "FAIL: $*"; exit 1; }
+source "$(dirname "$0")/../support/skip.sh"
 
 if [ "$SCENARIO" = mpi ] && { [ -z "$MPIRUN" ] || [ ! -x "$MPIRUN" ]; }; then
   skip "this build has no MPI backend (no mpirun given)"
@@ -90,7 +90,7 @@ start=$(date +%s)
 case "$SCENARIO" in
   healthy)
     run_job accept 60 accept --spec "$SPEC" -J "$WORK/report.json" --junit "$WORK/report.xml"
-    wait_job
+    wait_job accept
     show accept
     [ "$RC0" = 0 ] || fail "accept rejected a healthy cluster (exit $RC0)"
     expect_in accept "ACCEPTED: all 5 checks passed" "no ACCEPTED line"
@@ -101,13 +101,13 @@ case "$SCENARIO" in
   slow_link)
     slow_host_data_link 2
     run_job pairwise 60 probe pairwise --bytes 256K -n 3 -T 5 -J "$WORK/pairwise.json"
-    wait_job
+    wait_job pairwise
     show pairwise
     [ "$RC0" = 1 ] || fail "pairwise exit $RC0, expected 1 (slow host found)"
     expect_in pairwise "SLOW HOST: host2 \(ranks 4, 5\)" "pairwise did not name host2"
     [ "$(grep -c 'SLOW HOST' "$WORK/pairwise.0.log")" = 1 ] || fail "pairwise named more than one host"
     run_job accept 90 accept --spec "$SPEC" --md "$WORK/report.md"
-    wait_job
+    wait_job accept
     show accept
     [ "$RC0" = 1 ] || fail "accept exit $RC0, expected 1 (rejected)"
     expect_in accept "FAIL pairwise" "accept did not fail the pairwise check"
@@ -122,7 +122,7 @@ case "$SCENARIO" in
     grep -q "^    crit_drop: 1$" "$WORK/warn-spec.yaml" || fail "could not derive the WARN spec"
     run_job accept 90 accept --spec "$WORK/warn-spec.yaml" -J "$WORK/report.json" \
       --junit "$WORK/report.xml"
-    wait_job
+    wait_job accept
     show accept
     [ "$RC0" = 5 ] || fail "accept exit $RC0, expected 5 (accepted with warnings)"
     expect_in accept "^ACCEPTED WITH WARNINGS: all 5 checks passed, 1 with warnings" \
@@ -157,7 +157,7 @@ PY
     grep -q "pass 1/3 done" "$WORK/conn.0.log" || { show conn; fail "first pass did not finish"; }
     ip -n "${TAG}h3" link set eth_d down
     down_at=$(date +%s)
-    wait_job
+    wait_job conn
     show conn
     [ "$RC0" = 1 ] || fail "connectivity exit $RC0, expected 1"
     for a in 0 1 2 3 4 5; do

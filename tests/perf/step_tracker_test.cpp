@@ -12,6 +12,7 @@
 
 #include "support/local_tcp_store.h"
 #include "support/thread_probe.h"
+#include "support/time_scale.h"
 
 namespace collie::perf {
 namespace {
@@ -58,11 +59,14 @@ TEST(StepTracker, LaggardReportNamesTheRankThatNeverReachedTheStep) {
 // and the store and the other clients stay usable.
 TEST(StepTracker, DestructionEndsTheParkedAnswerAtOnce) {
   testing::LocalTcpStore st;
+  const auto answer_before = testing::threads_named("collie-laggard");
   auto r1 = tracker(st.client(), 1, 0);
-  std::this_thread::sleep_for(200ms);  // parked in its wait by now
+  const int answer = testing::new_thread("collie-laggard", answer_before);
+  ASSERT_GE(answer, 0) << "no thread named collie-laggard";
+  ASSERT_TRUE(testing::settled(answer)) << "collie-laggard never parked in its wait";
   const auto t0 = std::chrono::steady_clock::now();
   r1.reset();
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, 1s);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, testing::scaled(1s));
   st.server->set("still", "usable");
   EXPECT_EQ(st.client()->get_string("still"), "usable");
 }

@@ -81,7 +81,8 @@ bool accepts_connections(int port) {
 class PerfStop : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (collie::find_backend("gloo") == nullptr) GTEST_SKIP() << "gloo backend not built";
+    ASSERT_NE(collie::find_backend("gloo"), nullptr)
+        << "gloo is a required backend (cmake/Dependencies.cmake) but is not registered";
     for (auto* p : {&json_, &csv_, &jsonl_}) std::filesystem::remove(*p);
   }
   void TearDown() override {

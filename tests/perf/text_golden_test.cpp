@@ -86,7 +86,8 @@ std::string mask(const std::string& section) {
 }
 
 TEST(PerfTextGolden, EveryCollectiveMatchesNcclTestsLayout) {
-  if (collie::find_backend("gloo") == nullptr) GTEST_SKIP() << "gloo backend not built";
+  ASSERT_NE(collie::find_backend("gloo"), nullptr)
+      << "gloo is a required backend (cmake/Dependencies.cmake) but is not registered";
   const std::string out =
       (std::filesystem::temp_directory_path() / ("collie_text_golden_" + std::to_string(getpid())))
           .string();

@@ -50,7 +50,8 @@ auto run_probe_ranks(Fn fn, const Env* env = nullptr)
 class ProbesOverGloo : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (find_backend("gloo") == nullptr) GTEST_SKIP() << "this build has no gloo backend";
+    ASSERT_NE(find_backend("gloo"), nullptr)
+        << "gloo is a required backend (cmake/Dependencies.cmake) but is not registered";
   }
 };
 

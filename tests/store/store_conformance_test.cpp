@@ -13,6 +13,8 @@
 #include "store/hash_store.h"
 #include "store/prefix_store.h"
 #include "store_factories.h"
+#include "support/thread_probe.h"
+#include "support/time_scale.h"
 
 namespace collie {
 namespace {
@@ -36,10 +38,12 @@ TEST_P(StoreConformance, SetGetAcrossClients) {
   EXPECT_EQ(s().get("bin"), bin);
 }
 
+// The set comes once the getter sleeps in its get (testing::asleep: FileStore's wait polls).
 TEST_P(StoreConformance, GetWaitsForALaterSet) {
   auto c = other();
-  std::thread t([c] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const int getter = testing::current_tid();
+  std::thread t([c, getter] {
+    EXPECT_TRUE(testing::asleep(getter)) << "the get never blocked";
     c->set("late", "x");
   });
   EXPECT_EQ(s().get_string("late"), "x");
@@ -77,7 +81,7 @@ TEST_P(StoreConformance, CheckWaitAndTimeoutNamesKeyAndElapsed) {
   }
   const auto took = std::chrono::steady_clock::now() - start;
   EXPECT_GE(took, std::chrono::milliseconds(190));
-  EXPECT_LT(took, std::chrono::seconds(5));
+  EXPECT_LT(took, testing::scaled(std::chrono::seconds(5)));
 }
 
 TEST_P(StoreConformance, GetTimesOutWithStoreTimeout) {
@@ -135,8 +139,9 @@ TEST_P(StoreConformance, SetAndGatherIsAnAllGather) {
   s().set("old", "stale");
   auto c = other();
   std::vector<Bytes> theirs;
+  const int first = testing::current_tid();
   std::thread t([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT_TRUE(testing::asleep(first)) << "the first set_and_gather never blocked";
     theirs = c->set_and_gather("", "g/1", to_bytes("one"), {"g/0", "g/1"}, kUseGroupTimeout);
   });
   auto mine =
@@ -168,12 +173,16 @@ TEST_P(StoreConformance, CloneIsAnotherClientWhoseWaitsBlockNobody) {
   c->set("from_clone", "1");
   EXPECT_EQ(s().get_string("from_clone"), "1");
   // A wait parked on the clone must not hold up the original's requests.
-  std::thread waiter([c] { c->wait({"late_key"}, std::chrono::seconds(10)); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  std::atomic<int> waiter_tid{-1};
+  std::thread waiter([c, &waiter_tid] {
+    waiter_tid = testing::current_tid();
+    c->wait({"late_key"}, std::chrono::seconds(10));
+  });
+  EXPECT_TRUE(testing::asleep(waiter_tid)) << "the wait on the clone never blocked";
   const auto start = std::chrono::steady_clock::now();
   s().set("unrelated", "x");
   EXPECT_EQ(s().get_string("unrelated"), "x");
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, testing::scaled(std::chrono::seconds(2)));
   s().set("late_key", "now");
   waiter.join();
 }
@@ -186,7 +195,9 @@ TEST_P(StoreConformance, InterruptEndsAParkedWaitAtOnceAndLeavesOtherClientsWork
   auto bystander = s().clone();
   std::string error, bystander_got;
   std::chrono::steady_clock::duration parked_for{};
+  std::atomic<int> waiter_tid{-1}, bystander_tid{-1};
   std::thread waiter([&] {
+    waiter_tid = testing::current_tid();
     const auto t0 = std::chrono::steady_clock::now();
     try {
       c->wait({"never_set"}, std::chrono::seconds(60));
@@ -195,13 +206,17 @@ TEST_P(StoreConformance, InterruptEndsAParkedWaitAtOnceAndLeavesOtherClientsWork
     }
     parked_for = std::chrono::steady_clock::now() - t0;
   });
-  std::thread other_waiter([&] { bystander_got = bystander->get_string("set_later"); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  std::thread other_waiter([&] {
+    bystander_tid = testing::current_tid();
+    bystander_got = bystander->get_string("set_later");
+  });
+  ASSERT_TRUE(testing::asleep(waiter_tid)) << "the wait never blocked";
+  ASSERT_TRUE(testing::asleep(bystander_tid)) << "the bystander's get never blocked";
   const auto t0 = std::chrono::steady_clock::now();
   c->interrupt();
   waiter.join();
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(1));
-  EXPECT_GE(parked_for, std::chrono::milliseconds(150));  // it was parked, not refused early
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, testing::scaled(std::chrono::seconds(1)));
+  EXPECT_GE(parked_for, std::chrono::milliseconds(40));  // it was parked, not refused early
   EXPECT_NE(error.find("interrupted"), std::string::npos) << error;
   EXPECT_NE(error.find("never_set"), std::string::npos) << error;
 
@@ -218,7 +233,7 @@ TEST_P(StoreConformance, InterruptEndsAParkedWaitAtOnceAndLeavesOtherClientsWork
     } catch (const StoreError& e) {
       EXPECT_NE(std::string(e.what()).find("interrupted"), std::string::npos) << e.what();
     }
-    EXPECT_LT(std::chrono::steady_clock::now() - t1, std::chrono::seconds(1));
+    EXPECT_LT(std::chrono::steady_clock::now() - t1, testing::scaled(std::chrono::seconds(1)));
   }
 
   // Everyone else: the original, a fresh client, and the bystander still parked in its get.

@@ -19,6 +19,8 @@
 #include "core/error.h"
 #include "store/socket_util.h"
 #include "store/tcp_store_protocol.h"
+#include "support/thread_probe.h"
+#include "support/time_scale.h"
 
 namespace collie {
 namespace {
@@ -109,7 +111,7 @@ TEST(TcpStore, ConnectTimeoutNamesHostAndPort) {
     EXPECT_NE(std::string(e.what()).find("127.0.0.1:" + std::to_string(port)), std::string::npos)
         << e.what();
   }
-  EXPECT_LT(Steady::now() - start, 3s);
+  EXPECT_LT(Steady::now() - start, testing::scaled(3s));
 }
 
 // The server runs in a child process; killing it must fail the parked client fast.
@@ -140,7 +142,9 @@ TEST(TcpStore, ServerProcessDeathGivesNetworkError) {
   TcpStore client(o);
   client.set("k", "v");
   EXPECT_EQ(client.get_string("k"), "v");
+  std::atomic<int> parked_tid{-1};
   auto parked = std::async(std::launch::async, [&] {
+    parked_tid = testing::current_tid();
     const auto start = Steady::now();
     try {
       client.get("never_set");
@@ -152,7 +156,7 @@ TEST(TcpStore, ServerProcessDeathGivesNetworkError) {
       return std::string("wrong exception: ") + e.what();
     }
   });
-  std::this_thread::sleep_for(200ms);
+  ASSERT_TRUE(testing::settled(parked_tid)) << "the get never parked";
   kill(child, SIGKILL);
   int status = 0;
   waitpid(child, &status, 0);
@@ -247,16 +251,20 @@ TEST(TcpStore, UnknownOpIsAnsweredWithAnErrorAndTheServerKeepsServing) {
 TEST(TcpStore, ManyParkedWaitersWakeOnOneSet) {
   TcpStore server(server_opts());
   std::vector<std::future<std::string>> waiters;
+  std::atomic<int> tids[16];
   for (int i = 0; i < 16; ++i) {
-    waiters.push_back(std::async(std::launch::async, [&] {
+    tids[i] = -1;
+    waiters.push_back(std::async(std::launch::async, [&, i] {
+      tids[i] = testing::current_tid();
       TcpStore c(client_of(server));
       c.wait({"a", "b"});
       return c.get_string("b");
     }));
   }
-  std::this_thread::sleep_for(100ms);
+  for (auto& t : tids) ASSERT_TRUE(testing::settled(t)) << "a waiter never parked";
   server.set("a", "1");
-  std::this_thread::sleep_for(50ms);
+  // Half the keys: every waiter stays parked (settled again, not returned).
+  for (auto& t : tids) EXPECT_TRUE(testing::settled(t)) << "a waiter woke on half its keys";
   for (auto& w : waiters) EXPECT_EQ(w.wait_for(0ms), std::future_status::timeout);
   server.set("b", "2");
   for (auto& w : waiters) EXPECT_EQ(w.get(), "2");

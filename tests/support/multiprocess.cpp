@@ -18,15 +18,13 @@
 #include <optional>
 #include <thread>
 
+#include "comm/init.h"
 #include "comm/registry.h"
 #include "core/env.h"
 #include "store/hash_store.h"
 #include "store/prefix_store.h"
 #include "store/store.h"
 #include "support/test_backends.h"
-#ifdef COLLIE_TEST_HAVE_INIT
-#include "comm/init.h"
-#endif
 
 namespace collie::testing {
 namespace {
@@ -36,7 +34,6 @@ using Clock = std::chrono::steady_clock;
 // Thrown by die() in thread mode; never escapes run_ranks.
 struct RankDied {};
 
-#ifdef COLLIE_TEST_HAVE_INIT
 int free_port() {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
@@ -63,7 +60,6 @@ void write_all(int fd, const std::string& s) {
     off += static_cast<size_t>(n);
   }
 }
-#endif
 
 // Ranks close their sockets only after every rank is done (or died), so a fast rank cannot
 // reset connections that slower peers still read from. Dying ranks arrive without waiting.
@@ -106,7 +102,6 @@ RankResult run_body(RankContext& ctx, const std::function<void(RankContext&)>& b
   return r;
 }
 
-#ifdef COLLIE_TEST_HAVE_INIT
 [[noreturn]] void child_main(int rank, int world, int port, int fd, const RunOptions& opts,
                              const std::function<void(RankContext&)>& body) {
   RankContext ctx;
@@ -216,7 +211,6 @@ RunResult run_processes(int world, const std::function<void(RankContext&)>& body
   }
   return out;
 }
-#endif
 
 RunResult run_threads(int world, const std::function<void(RankContext&)>& body,
                       const RunOptions& opts) {
@@ -363,32 +357,18 @@ std::string RunResult::summary() const {
   return out.empty() ? "all ranks passed" : out;
 }
 
-bool processes_available() {
-#ifdef COLLIE_TEST_HAVE_INIT
-  return true;
-#else
-  return false;
-#endif
-}
-
 RunResult run_ranks(int world, const std::function<void(RankContext&)>& body,
                     const RunOptions& opts) {
   if (!test_backends_registered()) throw std::runtime_error("run_ranks: test backends missing");
   const bool threads_only = in_process_only(opts.backend) || !opts.stack;
   Mode m = opts.mode;
-  if (m == Mode::Auto) m = processes_available() && !threads_only ? Mode::Processes : Mode::Threads;
+  if (m == Mode::Auto) m = threads_only ? Mode::Threads : Mode::Processes;
   if (m == Mode::Processes && threads_only) {
     throw std::runtime_error(fmt::format("run_ranks: backend '{}'{} runs only with Mode::Threads",
                                          opts.backend,
                                          opts.stack ? "" : " without the wrapper stack"));
   }
-#ifdef COLLIE_TEST_HAVE_INIT
   if (m == Mode::Processes) return run_processes(world, body, opts);
-#else
-  if (m == Mode::Processes) {
-    throw std::runtime_error("run_ranks: process mode needs init_process_group (not built yet)");
-  }
-#endif
   return run_threads(world, body, opts);
 }
 

@@ -92,9 +92,6 @@ struct RunResult {
 RunResult run_ranks(int world_size, const std::function<void(RankContext&)>& body,
                     const RunOptions& opts = {});
 
-// True when this build can run Mode::Processes.
-bool processes_available();
-
 // Throws (failing the rank) with a formatted message when cond is false.
 template <typename... Args>
 void check(bool cond, fmt::format_string<Args...> f, Args&&... args) {

@@ -4,9 +4,10 @@
 # interface eth_d on bridge xbd (10.77.1.H+1/24, Gloo via COLLIE_GLOO_HOST), so a broken data link
 # leaves the store reachable. The bridges live in their own namespace $BR; the root namespace is
 # never touched.
-# Before sourcing, set: COLLIE HOSTS PER_HOST WORLD TAG BR WORK PIDS=() SKIP, and define
-# skip() and fail(). Sourcing installs the cleanup traps, checks root and the tools (skipping
-# with the reason), and creates $BR; call setup to build the hosts.
+# Before sourcing, set: COLLIE HOSTS PER_HOST WORLD TAG BR WORK PIDS=(), and define fail() and
+# skip() (tests/support/skip.sh: exit 77 with the reason, or a failure under CI=true). Sourcing
+# installs the cleanup traps, checks root and the tools, and creates $BR; call setup to build
+# the hosts.
 cleanup() {
   for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done
   for ((h = 0; h < HOSTS; h++)); do
@@ -53,10 +54,11 @@ setup() {
 }
 
 # run_job NAME TIMEOUT_S ARGS...: starts the 8 ranks of `collie ARGS` (rank r on host r/2);
-# rank r's output goes to $WORK/NAME.r.log. Sets JOB_PIDS.
+# rank r's output goes to $WORK/NAME.r.log. Sets JOB_PIDS and JOB_CMD (accept or probe).
 run_job() {
   local name=$1 limit=$2
   shift 2
+  JOB_CMD=$1
   local port=$((20000 + RANDOM % 20000))
   JOB_PIDS=()
   for ((r = 0; r < WORLD; r++)); do
@@ -71,17 +73,30 @@ run_job() {
   done
 }
 
-# wait_job: waits for JOB_PIDS; sets RC0 (rank 0's status).
+# wait_job NAME: waits for JOB_PIDS; sets RCS (every rank's status) and RC0 (rank 0's), and fails
+# the test, naming the rank, when another rank's status is not what the command promises:
+# `collie accept` exits with rank 0's verdict on every rank (docs/acceptance.md); `collie probe`
+# reports on rank 0 only, the other ranks exit 0 once done (src/cli/cmd_probe.cpp). So a rank
+# that crashed, hung past its timeout (124) or failed on its own is never hidden behind rank 0.
 wait_job() {
-  RC0=-1
+  local name=$1
+  RCS=()
   for ((r = 0; r < WORLD; r++)); do
     wait "${JOB_PIDS[$r]}"
-    local rc=$?
-    [ $r = 0 ] && RC0=$rc
+    RCS+=($?)
+  done
+  RC0=${RCS[0]}
+  local want=0 why="a probe's other ranks exit 0"
+  if [ "$JOB_CMD" = accept ]; then want=$RC0 why="every rank exits with rank 0's verdict"; fi
+  for ((r = 1; r < WORLD; r++)); do
+    if [ "${RCS[$r]}" != "$want" ]; then
+      show "$name" "$r"
+      fail "$name: rank $r exited ${RCS[$r]}, expected $want (rank 0 exited $RC0; $why)"
+    fi
   done
 }
 
-show() { echo "----- $1 (rank 0) -----"; cat "$WORK/$1.0.log"; }
+show() { echo "----- $1 (rank ${2:-0}) -----"; cat "$WORK/$1.${2:-0}.log"; }
 expect_in() {  # expect_in JOB PATTERN WHAT
   grep -qE -- "$2" "$WORK/$1.0.log" || { show "$1"; fail "$3"; }
 }

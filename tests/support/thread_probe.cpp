@@ -1,10 +1,14 @@
 #include "support/thread_probe.h"
 
 #include <fmt/format.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <thread>
+
+#include "support/time_scale.h"
 
 namespace collie::testing {
 
@@ -21,7 +25,7 @@ std::set<int> threads_named(const std::string& name) {
 }
 
 int new_thread(const std::string& name, const std::set<int>& before) {
-  for (int i = 0; i < 200; ++i) {
+  for (int i = 0; i < 200 * kTimeScale; ++i) {
     for (int tid : threads_named(name)) {
       if (!before.count(tid)) return tid;
     }
@@ -57,7 +61,7 @@ char state_of(int tid) {
 }  // namespace
 
 bool settled(int tid, std::chrono::milliseconds limit) {
-  const auto end = std::chrono::steady_clock::now() + limit;
+  const auto end = std::chrono::steady_clock::now() + scaled(limit);
   while (std::chrono::steady_clock::now() < end) {
     const long before = wakeups(tid);
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -65,5 +69,41 @@ bool settled(int tid, std::chrono::milliseconds limit) {
   }
   return false;
 }
+
+namespace {
+
+// The id `tid` holds once its thread published it (>= 0), or -1 after `limit` (scaled).
+int published(const std::atomic<int>& tid, std::chrono::milliseconds limit) {
+  const auto end = std::chrono::steady_clock::now() + scaled(limit);
+  while (tid.load() < 0 && std::chrono::steady_clock::now() < end) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return tid.load();
+}
+
+}  // namespace
+
+bool settled(const std::atomic<int>& tid, std::chrono::milliseconds limit) {
+  const int id = published(tid, limit);
+  return id >= 0 && settled(id, limit);
+}
+
+bool asleep(int tid, std::chrono::milliseconds limit) {
+  const auto end = std::chrono::steady_clock::now() + scaled(limit);
+  int in_a_row = 0;
+  while (std::chrono::steady_clock::now() < end) {
+    in_a_row = state_of(tid) == 'S' ? in_a_row + 1 : 0;
+    if (in_a_row == 5) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+bool asleep(const std::atomic<int>& tid, std::chrono::milliseconds limit) {
+  const int id = published(tid, limit);
+  return id >= 0 && asleep(id, limit);
+}
+
+int current_tid() { return static_cast<int>(::syscall(SYS_gettid)); }
 
 }  // namespace collie::testing

@@ -13,12 +13,10 @@
 #include <thread>
 
 #include "backends/gloo/gloo_device.h"
+#include "comm/init.h"
 #include "core/error.h"
 #include "store/store.h"
 #include "support/multiprocess.h"
-#ifdef COLLIE_TEST_HAVE_INIT
-#include "comm/init.h"
-#endif
 
 namespace collie::testing {
 namespace {
@@ -385,7 +383,6 @@ TEST(GlooShutdown, LaterOpsFailAndShutdownIsIdempotent) {
   EXPECT_TRUE(result.ok()) << result.summary();
 }
 
-#ifdef COLLIE_TEST_HAVE_INIT
 TEST(GlooSubgroup, NewGroupOfOddRanks) {
   auto result = run_ranks(4, [](RankContext& ctx) {
     auto sub = new_group(*ctx.pg, {1, 3});
@@ -401,7 +398,6 @@ TEST(GlooSubgroup, NewGroupOfOddRanks) {
   });
   EXPECT_TRUE(result.ok()) << result.summary();
 }
-#endif
 
 }  // namespace
 }  // namespace collie::testing
