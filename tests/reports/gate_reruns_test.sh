@@ -8,7 +8,8 @@
 #          baseline's largest row used; 3 runs each against the 3-run baseline: exit 1 with a
 #          regression row both times.
 #   usage: gate_reruns_test.sh COLLIE_BINARY [RUNS]      (root: network namespace, tc)
-# Exit: 0 pass, 1 fail, 77 skipped outside CI when the machine cannot provide a namespace or tc.
+# Exit: 0 pass, 1 fail, 77 skipped outside CI when the machine cannot provide a namespace or tc
+# (under CI=true that is a failure: tests/support/skip.sh).
 set -u
 COLLIE=${1:?collie binary}
 RUNS=${2:-20}
@@ -21,11 +22,7 @@ cleanup() {
 }
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; exit 1; }
-skip() {
-  if [ "${CI:-}" = true ]; then fail "cannot run here (CI=true: this is a failure): $*"; fi
-  echo "SKIP: $*"
-  exit 77
-}
+source "$(dirname "$0")/../support/skip.sh"
 [ "$(id -u)" = 0 ] || skip "needs root (CAP_NET_ADMIN) for a network namespace and tc"
 command -v tc >/dev/null || skip "tc (iproute2) is not installed"
 ip netns add "$NS" 2>/dev/null || skip "cannot create network namespaces here"
