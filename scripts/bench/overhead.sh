@@ -26,6 +26,8 @@ if [[ -x $build/bin/collie ]]; then  # a bundle
 fi
 NP=${NP:-2} MIN=${MIN:-8} MAX=${MAX:-16777216} FACTOR=${FACTOR:-8}
 ITERS=${ITERS:-300} WARMUP=${WARMUP:-20} ROUNDS=${ROUNDS:-2} DEBUG=${DEBUG:-OFF} PIN=${PIN:-0}
+BACKEND=${BACKEND:-gloo}
+case $BACKEND in gloo|mpi) ;; *) echo "overhead.sh: BACKEND is gloo or mpi, got '$BACKEND'" >&2; exit 2;; esac
 [[ -x $collie ]] || { echo "overhead.sh: $collie not built (cmake --build $build)" >&2; exit 2; }
 [[ -x $raw ]] || { echo "overhead.sh: $raw not built (cmake --build $build)" >&2; exit 2; }
 work=$(mktemp -d)
@@ -58,12 +60,33 @@ run_collie() {  # $1 = round; in place, no validation, per-iteration samples lik
   for p in "${pids[@]}"; do wait "$p" || { echo "overhead.sh: collie rank failed" >&2; exit 1; }; done
 }
 
-for ((i = 0; i < ROUNDS; i++)); do run_raw $i; run_collie $i; done
+run_raw_mpi() {  # $1 = round; rank 0 prints the slowest rank's time per iteration
+  "${MPIRUN[@]}" "$raw" $MIN $MAX $FACTOR $ITERS $WARMUP >"$work/raw$1.r0" ||
+    { echo "overhead.sh: raw MPI job failed" >&2; exit 1; }
+}
 
-python3 - "$work" "$NP" "$ROUNDS" "$DEBUG" "$PIN" <<'PY'
+run_collie_mpi() {  # $1 = round
+  COLLIE_DEBUG=$DEBUG "${MPIRUN[@]}" "$collie" perf all_reduce --backend mpi -b $MIN -e $MAX \
+    -f $FACTOR -n $ITERS -w $WARMUP -c 0 -d float -o sum --placement in -I 1 \
+    -J "$work/c$1.r0.json" >/dev/null || { echo "overhead.sh: collie MPI job failed" >&2; exit 1; }
+}
+
+for ((i = 0; i < ROUNDS; i++)); do
+  if [[ $BACKEND == mpi ]]; then
+    run_raw_mpi $i
+    run_collie_mpi $i
+  else
+    run_raw $i
+    run_collie $i
+  fi
+done
+
+python3 - "$work" "$NP" "$ROUNDS" "$DEBUG" "$PIN" "$BACKEND" <<'PY'
 import glob, json, math, os, statistics, sys
 work, np_, rounds, debug = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 pin = ", rank r pinned to CPU r mod nproc" if sys.argv[5] == "1" else ""
+backend = sys.argv[6]
+rawname = "gloo::allreduce (options reused)" if backend == "gloo" else "MPI_Allreduce"
 raw, col = {}, {}
 for r in range(rounds):
     per = {}  # (bytes, it) -> slowest rank's us
@@ -81,7 +104,7 @@ def pct(v, q):  # p50: the median (midpoint); else nearest rank, as collie's cor
         return statistics.median(v)
     v = sorted(v)
     return v[min(len(v) - 1, max(0, math.ceil(q * len(v)) - 1))]
-print(f"# collie perf all_reduce (debug {debug}) vs raw gloo::allreduce, {np_} ranks, float sum, "
+print(f"# collie perf all_reduce --backend {backend} (debug {debug}) vs raw {rawname}, {np_} ranks, float sum, "
       f"in place, {rounds} interleaved rounds, per-iteration samples (slowest rank){pin}")
 print(f"{'size (B)':>10} {'n':>5}  {'raw p50':>9} {'collie p50':>10} {'ratio':>6}  "
       f"{'raw p90':>9} {'collie p90':>10} {'ratio':>6}  target")
