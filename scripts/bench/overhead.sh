@@ -18,16 +18,17 @@ here=$(cd "$(dirname "$0")" && pwd)
 default=$here/../../build
 [[ -x $here/../../bin/collie ]] && default=$here/../..
 build=${1:-$default}
-collie=$build/src/cli/collie
-raw=$build/scripts/bench/raw_gloo_allreduce
-if [[ -x $build/bin/collie ]]; then  # a bundle
-  collie=$build/bin/collie
-  raw=$build/libexec/raw_gloo_allreduce
-fi
 NP=${NP:-2} MIN=${MIN:-8} MAX=${MAX:-16777216} FACTOR=${FACTOR:-8}
 ITERS=${ITERS:-300} WARMUP=${WARMUP:-20} ROUNDS=${ROUNDS:-2} DEBUG=${DEBUG:-OFF} PIN=${PIN:-0}
 BACKEND=${BACKEND:-gloo}
 case $BACKEND in gloo|mpi) ;; *) echo "overhead.sh: BACKEND is gloo or mpi, got '$BACKEND'" >&2; exit 2;; esac
+collie=$build/src/cli/collie
+raw=$build/scripts/bench/raw_${BACKEND}_allreduce
+if [[ -x $build/bin/collie ]]; then  # a bundle
+  collie=$build/bin/collie
+  raw=$build/libexec/raw_${BACKEND}_allreduce
+fi
+MPIRUN=(mpirun --allow-run-as-root --oversubscribe -np "$NP")
 [[ -x $collie ]] || { echo "overhead.sh: $collie not built (cmake --build $build)" >&2; exit 2; }
 [[ -x $raw ]] || { echo "overhead.sh: $raw not built (cmake --build $build)" >&2; exit 2; }
 work=$(mktemp -d)

@@ -1,9 +1,14 @@
-// Overhead of collie's MPI backend over raw Open MPI, measured in the same mpirun: for each size,
-// interleaved rounds (the order rotates every round) of a raw MPI_Allreduce / MPI_Alltoall block
-// (and the non-blocking MPI_Iallreduce / MPI_Ialltoall + MPI_Wait the backend is built on) and
-// the same op through the ProcessGroup API, every op timed on its own (max over ranks). Prints per
-// size p50 and p90 of each side's samples and the ratios to the blocking raw call.
-// Built and run by overhead_mpi.sh.
+// Where collie's per-op time over raw Open MPI goes, measured in one mpirun: for each size,
+// interleaved rounds (the order rotates every round) of blocks of the same op in four modes, each
+// op timed on its own (max over ranks):
+//   raw      MPI_Allreduce / MPI_Alltoall on a dup'd communicator, as an MPI user calls it
+//   +trace   the same raw call made by a minimal ProcessGroup (a completed Work per op) under
+//            collie's always-on TracingProcessGroup: the raw side changed by exactly the
+//            bookkeeping every op pays (validation, seq numbers, the flight recorder, the
+//            watchdog deadline, the metrics observers)
+//   bare     collie's MPI backend alone (ProcessGroupMPI, no wrapper)
+//   stack    the backend under the whole stack, as `collie perf --backend mpi` runs it
+// Prints p50 and p90 of every mode and their ratios to raw. Built and run by overhead_mpi.sh.
 #include <fmt/format.h>
 #include <mpi.h>
 
@@ -11,15 +16,19 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "comm/registry.h"
 #include "core/stats.h"
+#include "metrics/tracing_process_group.h"
 
 namespace {
 
-// One block of `iters` ops, each timed on its own; returns every op's time, max over ranks (what
-// the slowest rank waited), appended to `out`.
+using namespace collie;
+
+// One block of `iters` ops, each timed on its own; appends every op's time, max over ranks (what
+// the slowest rank waited), to `out`.
 void time_block(MPI_Comm comm, int iters, const std::function<void()>& op,
                 std::vector<double>& out) {
   std::vector<double> mine(static_cast<size_t>(iters)), worst(mine.size());
@@ -33,6 +42,39 @@ void time_block(MPI_Comm comm, int iters, const std::function<void()>& op,
   out.insert(out.end(), worst.begin(), worst.end());
 }
 
+// The raw call behind the ProcessGroup API and nothing else: float sum all_reduce in place and
+// even all_to_all, blocking, a completed Work per op.
+class RawMpiGroup : public ProcessGroup {
+ public:
+  RawMpiGroup(GroupInfo info, MPI_Comm comm) : ProcessGroup(std::move(info)), comm_(comm) {
+    caps_.backend = "raw-mpi";
+    for (OpType t : {OpType::AllReduce, OpType::AllToAll}) {
+      caps_.at(t).cpu = true;
+      caps_.at(t).dtypes = kAllDTypeBits;
+      caps_.at(t).reduce_ops = kAllReduceOpBits;
+    }
+  }
+  const Capabilities& capabilities() const override { return caps_; }
+
+ protected:
+  std::shared_ptr<Work> run(const OpCall& c) override {
+    const int n = static_cast<int>(c.input.numel);
+    if (c.type == OpType::AllReduce) {
+      MPI_Allreduce(MPI_IN_PLACE, c.input.data, n, MPI_FLOAT, MPI_SUM, comm_);
+    } else {
+      MPI_Alltoall(c.input.data, n / size(), MPI_FLOAT, c.output.data, n / size(), MPI_FLOAT,
+                   comm_);
+    }
+    auto w = std::make_shared<Work>(c.type, c.seq, c.timeout);
+    w->complete();
+    return w;
+  }
+
+ private:
+  MPI_Comm comm_;
+  Capabilities caps_;
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -43,22 +85,35 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   const size_t max_bytes = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : (16u << 20);
   const int trials = argc > 2 ? std::atoi(argv[2]) : 5;
-  MPI_Comm raw;
+  MPI_Comm raw, traced_comm;
   MPI_Comm_dup(MPI_COMM_WORLD, &raw);
-  collie::GroupInfo info;
+  MPI_Comm_dup(MPI_COMM_WORLD, &traced_comm);
+  GroupInfo info;
   info.backend = "mpi";
   info.rank = rank;
   info.size = size;
-  auto pg = collie::find_backend("mpi")->create(collie::BackendArgs{info, nullptr});
+  info.global_ranks.resize(static_cast<size_t>(size));
+  for (int r = 0; r < size; ++r) info.global_ranks[static_cast<size_t>(r)] = r;
+  const BackendArgs args{info, nullptr};
+  std::shared_ptr<ProcessGroup> bare = find_backend("mpi")->create(args);
+  std::shared_ptr<ProcessGroup> stack = apply_wrappers(find_backend("mpi")->create(args), args);
+  GroupInfo tinfo = info;
+  tinfo.name = "raw+trace";
+  auto traced =
+      std::make_shared<TracingProcessGroup>(std::make_shared<RawMpiGroup>(tinfo, traced_comm));
 
+  const char* kModes[] = {"raw", "+trace", "bare", "stack"};
+  constexpr int kNumModes = 4;
   if (rank == 0) {
     std::printf(
-        "# ranks %d, %d interleaved rounds per point; per-op samples, max over ranks; ratios "
-        "against the blocking raw MPI call\n",
+        "# %d ranks, %d interleaved rounds per point; per-op samples, max over ranks; ratios to "
+        "raw\n# +trace = raw call + collie's per-op bookkeeping (ProcessGroup + tracing), bare = "
+        "MPI backend, stack = what collie perf runs\n",
         size, trials);
-    std::printf("%-10s %10s %5s %8s %8s %8s %8s %8s %8s %7s %7s %7s %7s\n", "op", "bytes", "n",
-                "raw p50", "iraw p50", "col p50", "raw p90", "iraw p90", "col p90", "c/r p50",
-                "c/r p90", "c/i p50", "c/i p90");
+    std::printf("%-10s %9s %5s", "op", "bytes", "n");
+    for (const char* m : kModes) std::printf(" %8s", fmt::format("{} p50", m).c_str());
+    for (const char* m : kModes) std::printf(" %8s", fmt::format("{} p90", m).c_str());
+    std::printf(" %7s %7s %7s %7s\n", "st/r p50", "st/r p90", "tr-raw", "st-raw");
   }
   for (const char* name : {"all_reduce", "all_to_all"}) {
     const bool ar = std::strcmp(name, "all_reduce") == 0;
@@ -67,47 +122,46 @@ int main(int argc, char** argv) {
       std::vector<float> in(n, 1.0f), out(n);
       const int cnt = static_cast<int>(ar ? n : n / size);
       const int iters = static_cast<int>(std::clamp<size_t>((16u << 20) / bytes, 10, 1000));
-      auto v_in = collie::TensorView::cpu(in.data(), n, collie::DType::Float32);
-      auto v_out = collie::TensorView::cpu(out.data(), n, collie::DType::Float32);
-      std::function<void()> raw_op, iraw_op, collie_op;
-      if (ar) {
-        raw_op = [&] { MPI_Allreduce(MPI_IN_PLACE, in.data(), cnt, MPI_FLOAT, MPI_SUM, raw); };
-        iraw_op = [&] {
-          MPI_Request r;
-          MPI_Iallreduce(MPI_IN_PLACE, in.data(), cnt, MPI_FLOAT, MPI_SUM, raw, &r);
-          MPI_Wait(&r, MPI_STATUS_IGNORE);
-        };
-        collie_op = [&] { pg->all_reduce(v_in)->wait(); };
-      } else {
-        raw_op = [&] { MPI_Alltoall(in.data(), cnt, MPI_FLOAT, out.data(), cnt, MPI_FLOAT, raw); };
-        iraw_op = [&] {
-          MPI_Request r;
-          MPI_Ialltoall(in.data(), cnt, MPI_FLOAT, out.data(), cnt, MPI_FLOAT, raw, &r);
-          MPI_Wait(&r, MPI_STATUS_IGNORE);
-        };
-        collie_op = [&] { pg->all_to_all(v_in, v_out)->wait(); };
-      }
-      const std::function<void()>* ops[] = {&raw_op, &iraw_op, &collie_op};
-      std::vector<double> t[3];
-      for (int k = 0; k < 3; ++k) time_block(raw, std::max(2, iters / 10), *ops[k], t[k]);  // warm
+      auto v_in = TensorView::cpu(in.data(), n, DType::Float32);
+      auto v_out = TensorView::cpu(out.data(), n, DType::Float32);
+      auto via = [&](ProcessGroup& pg) -> std::function<void()> {
+        if (ar) return [&] { pg.all_reduce(v_in)->wait(); };
+        return [&] { pg.all_to_all(v_in, v_out)->wait(); };
+      };
+      std::function<void()> ops[kNumModes] = {
+          ar ? std::function<void()>(
+                   [&] { MPI_Allreduce(MPI_IN_PLACE, in.data(), cnt, MPI_FLOAT, MPI_SUM, raw); })
+             : std::function<void()>([&] {
+                 MPI_Alltoall(in.data(), cnt, MPI_FLOAT, out.data(), cnt, MPI_FLOAT, raw);
+               }),
+          via(*traced), via(*bare), via(*stack)};
+      std::vector<double> t[kNumModes];
+      for (int k = 0; k < kNumModes; ++k) time_block(raw, std::max(2, iters / 10), ops[k], t[k]);
       for (auto& v : t) v.clear();
       const int block = std::max(5, iters / trials);
       for (int round = 0; round < trials; ++round)
-        for (int k = 0; k < 3; ++k)
-          time_block(raw, block, *ops[(k + round) % 3], t[(k + round) % 3]);
+        for (int k = 0; k < kNumModes; ++k) {
+          const int m = (k + round) % kNumModes;
+          time_block(raw, block, ops[m], t[m]);
+        }
       if (rank == 0) {
-        using collie::median, collie::percentile;
-        const double r50 = median(t[0]), i50 = median(t[1]), c50 = median(t[2]);
-        const double r90 = percentile(t[0], .9), i90 = percentile(t[1], .9),
-                     c90 = percentile(t[2], .9);
-        std::printf(
-            "%-10s %10zu %5zu %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %7.3f %7.3f %7.3f %7.3f\n", name,
-            n * sizeof(float), t[2].size(), r50, i50, c50, r90, i90, c90, c50 / r50, c90 / r90,
-            c50 / i50, c90 / i90);
+        double p50[kNumModes], p90[kNumModes];
+        for (int m = 0; m < kNumModes; ++m) {
+          p50[m] = median(t[m]);
+          p90[m] = percentile(t[m], .9);
+        }
+        std::printf("%-10s %9zu %5zu", name, n * sizeof(float), t[0].size());
+        for (double v : p50) std::printf(" %8.2f", v);
+        for (double v : p90) std::printf(" %8.2f", v);
+        std::printf(" %7.3f %7.3f %7.2f %7.2f\n", p50[3] / p50[0], p90[3] / p90[0], p50[1] - p50[0],
+                    p50[3] - p50[0]);
       }
     }
   }
-  pg.reset();
+  stack.reset();
+  bare.reset();
+  traced.reset();
+  MPI_Comm_free(&traced_comm);
   MPI_Comm_free(&raw);
   MPI_Finalize();
   return 0;

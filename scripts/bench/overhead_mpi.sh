@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Overhead of the collie MPI backend vs raw Open MPI loops in the same mpirun.
+# Where collie's per-op time over raw Open MPI goes (scripts/bench/overhead_mpi.cpp): raw
+# MPI_Allreduce / MPI_Alltoall, the same raw call under collie's per-op bookkeeping (+trace), the
+# MPI backend alone (bare) and the whole stack collie perf runs (stack), in the same mpirun.
 # Usage: scripts/bench/overhead_mpi.sh [BUILD_DIR=build] [NP=2] [MAX_BYTES=16777216] [ROUNDS=10]
-# Per size: p50 and p90 of per-op samples (max over ranks) for the blocking raw call (raw), the
-# non-blocking raw call + MPI_Wait the backend is built on (iraw) and collie's ProcessGroup call
-# (col), in interleaved rounds; c/r = collie / raw. Targets (issue 16): p50 <= 1.05 x raw and
-# p90 <= 1.10 x raw at every size.
+# Per size: p50 and p90 of per-op samples (max over ranks), interleaved rounds; st/r = stack /
+# raw, tr-raw and st-raw the added microseconds. For the collie perf CLI against a raw loop, see
+# overhead.sh BACKEND=mpi.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$root/build}

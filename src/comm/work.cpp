@@ -33,9 +33,10 @@ std::exception_ptr Work::exception() {
 
 void Work::wait(Millis timeout) {
   const Millis limit = timeout == kUseGroupTimeout ? timeout_ : timeout;
-  const auto start = std::chrono::steady_clock::now();
-  const auto deadline = start + limit;
   std::unique_lock<std::mutex> lk(mu_);
+  // A Work that is already complete (every inline op) reads no clock.
+  const auto deadline =
+      done_ ? std::chrono::steady_clock::time_point{} : std::chrono::steady_clock::now() + limit;
   while (!done_) {
     if (std::chrono::steady_clock::now() >= deadline) break;
     if (needs_polling()) {

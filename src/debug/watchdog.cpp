@@ -67,10 +67,10 @@ void Watchdog::set_timeout_handler(TimeoutHandler h) {
   handler_ = std::move(h);
 }
 
-uint64_t Watchdog::watch(std::shared_ptr<GroupTrace> group, OpType op, uint64_t seq,
-                         Millis timeout) {
+uint64_t Watchdog::watch(std::shared_ptr<GroupTrace> group, OpType op, uint64_t seq, Millis timeout,
+                         std::optional<Clock::TimePoint> now) {
   Pending p;
-  p.deadline = clock_.now() + timeout;
+  p.deadline = now.value_or(clock_.now()) + timeout;
   p.group = std::move(group);
   p.op = op;
   p.seq = seq;

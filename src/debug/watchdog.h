@@ -15,6 +15,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -48,8 +49,11 @@ class Watchdog {
   // Replaces the default handler (which dumps the flight recorder); runs on the watchdog thread.
   void set_timeout_handler(TimeoutHandler h);
 
-  // Starts watching an op; returns a token for attach/unwatch. The deadline is now + timeout.
-  uint64_t watch(std::shared_ptr<GroupTrace> group, OpType op, uint64_t seq, Millis timeout);
+  // Starts watching an op; returns a token for attach/unwatch. The deadline is now + timeout,
+  // `now` being the caller's reading of clock() when given (one clock read per op, not two).
+  uint64_t watch(std::shared_ptr<GroupTrace> group, OpType op, uint64_t seq, Millis timeout,
+                 std::optional<Clock::TimePoint> now = std::nullopt);
+  Clock& clock() const { return clock_; }
   // Gives the watchdog the op's Work once the backend returned it.
   void attach(uint64_t token, const std::shared_ptr<Work>& work);
   void unwatch(uint64_t token);

@@ -43,10 +43,9 @@ int LiveStatus::add_group(const GroupTrace& g) {
   return n;
 }
 
-void LiveStatus::started(int slot, OpType op, uint64_t seq, uint64_t bytes) {
+void LiveStatus::started(int slot, OpType op, uint64_t seq, uint64_t bytes, int64_t now) {
   if (slot < 0) return;
   Slot& s = slots_[slot];
-  const int64_t now = steady_now_ns();
   s.inflight.fetch_add(1, std::memory_order_relaxed);
   s.last_progress_ns.store(now, std::memory_order_relaxed);
   const uint64_t key = key_of(op, seq);
@@ -62,7 +61,7 @@ void LiveStatus::started(int slot, OpType op, uint64_t seq, uint64_t bytes) {
   }
 }
 
-void LiveStatus::finished(int slot, OpType op, uint64_t seq, bool ok) {
+void LiveStatus::finished(int slot, OpType op, uint64_t seq, bool ok, int64_t now) {
   if (slot < 0) return;
   Slot& s = slots_[slot];
   if (ok) {
@@ -72,7 +71,7 @@ void LiveStatus::finished(int slot, OpType op, uint64_t seq, bool ok) {
     s.failed.fetch_add(1, std::memory_order_relaxed);
   }
   s.inflight.fetch_sub(1, std::memory_order_relaxed);
-  s.last_progress_ns.store(steady_now_ns(), std::memory_order_relaxed);
+  s.last_progress_ns.store(now, std::memory_order_relaxed);
   const uint64_t key = key_of(op, seq);
   for (Entry& e : s.entries) {
     if (e.key.load(std::memory_order_acquire) != key) continue;

@@ -64,8 +64,10 @@ class LiveStatus {
   // Slot of an added group (lock-free lookup by address); -1 if not added.
   int find_group(const GroupTrace& g) const;
 
-  void started(int slot, OpType op, uint64_t seq, uint64_t bytes);
-  void finished(int slot, OpType op, uint64_t seq, bool ok);
+  // `now_ns`: the caller's steady-clock reading (steady_now_ns()), so the hot path reads the
+  // clock once per event for every consumer (TracingProcessGroup's OpEvent times).
+  void started(int slot, OpType op, uint64_t seq, uint64_t bytes, int64_t now_ns);
+  void finished(int slot, OpType op, uint64_t seq, bool ok, int64_t now_ns);
 
   std::vector<GroupSnapshot> snapshot() const;
 

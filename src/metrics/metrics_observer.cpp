@@ -17,7 +17,7 @@ int MetricsObserver::slot_of(const GroupTrace& g) {
 
 void MetricsObserver::on_op_scheduled(const OpEvent& e) {
   if (e.group == nullptr) return;
-  live_.started(slot_of(*e.group), e.op, e.seq, e.bytes);
+  live_.started(slot_of(*e.group), e.op, e.seq, e.bytes, e.created_ns);
 }
 
 void MetricsObserver::on_op_completed(const OpEvent& e) {
@@ -39,7 +39,7 @@ void MetricsObserver::on_op_completed(const OpEvent& e) {
     metrics_.record_op(backend, e.op, e.bytes, took);
     if (inspector_ != nullptr) inspector_->record(slot, *e.group, e.op, e.bytes, took);
   }
-  live_.finished(slot, e.op, e.seq, !e.failed);
+  live_.finished(slot, e.op, e.seq, !e.failed, e.completed_ns);
 }
 
 MetricsObserver& process_metrics_observer() {

@@ -24,7 +24,9 @@ struct OpEvent {
   uint64_t seq = 0;
   size_t bytes = 0;  // input bytes on this rank
   DType dtype = DType::Float32;
-  int64_t created_ns = 0;    // monotonic (Clock::mono_ns): only differences mean anything
+  // Clock::mono_ns of the recorder's clock: the process's steady clock (steady_now_ns in
+  // live_status.h) unless a test gave the recorder a FakeClock.
+  int64_t created_ns = 0;
   int64_t completed_ns = 0;  // on_op_completed only
   bool failed = false;       // on_op_completed only
   std::exception_ptr error;  // on_op_completed of a failed op: why (DesyncError, TimeoutError...)

@@ -58,8 +58,12 @@ void TracingProcessGroup::before(const OpCall& call) {
     raise_max(t.last_enqueued_collective, call.seq, std::memory_order_relaxed);
   }
   current_.record = shared_->fr->record(t, ++op_id_, call, current_.created_ns);
+  // The recorder's reading serves the watchdog too when both keep the same clock.
+  std::optional<Clock::TimePoint> now;
+  if (&shared_->watchdog->clock() == &shared_->fr->clock())
+    now = Clock::TimePoint(std::chrono::nanoseconds(current_.created_ns));
   current_.token = shared_->watchdog->watch(shared_->trace, call.type, call.seq,
-                                            call.timeout + watchdog_grace(call.timeout));
+                                            call.timeout + watchdog_grace(call.timeout), now);
   if (!shared_->observers.empty()) {
     OpEvent e{
         &t, &call, call.type, call.seq, call.input.nbytes(), call.input.dtype, current_.created_ns,
@@ -71,9 +75,15 @@ void TracingProcessGroup::before(const OpCall& call) {
 std::shared_ptr<Work> TracingProcessGroup::after(const OpCall& call, std::shared_ptr<Work> work) {
   GroupTrace& t = *shared_->trace;
   if (!is_p2p(call.type)) raise_max(t.last_started_collective, call.seq, std::memory_order_relaxed);
+  Done d{shared_, current_, call.type, call.seq, call.input.nbytes(), call.input.dtype};
+  if (work->is_completed()) {
+    // An inline op (the backend ran it to the end): completion marks it started too, and there
+    // is no Work to hand the watchdog nor a callback to keep.
+    d.finish(work->exception());
+    return work;
+  }
   shared_->fr->mark_started(current_.record);
   shared_->watchdog->attach(current_.token, work);
-  Done d{shared_, current_, call.type, call.seq, call.input.nbytes(), call.input.dtype};
   work->on_complete([d](Work& w) { d.finish(w.exception()); });
   return work;
 }
