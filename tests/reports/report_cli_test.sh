@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # End-to-end tests of `collie report` through the built binary. Usage:
-#   report_cli_test.sh COLLIE SOURCE_DIR CASE     CASE: junit | html | gate | badinput
+#   report_cli_test.sh COLLIE SOURCE_DIR CASE     CASE: junit | html | gate | badinput | shared
 # junit:    render, compare and accept JUnit validate against tests/reports/report_junit.xsd
 # html:     the HTML report opens in headless Chromium without console errors; the screenshot is
 #           not blank and the DOM holds the busbw/latency plots and the per-rank view; the golden
@@ -8,6 +8,8 @@
 # gate:     two real runs of one configuration pass compare; a run slowed down through
 #           COLLIE_PERF_TEST_DELAY_US fails it with exit 1
 # badinput: empty / truncated / corrupt / mismatched inputs exit 2 with one line on stderr
+# shared:   outputs written into a folder others can write: links planted under the names a
+#           temporary file could take (out.csv.part, .out.json.<pid>.tmp) are not written through
 set -euo pipefail
 COLLIE=$1
 SRC=$2
@@ -123,6 +125,22 @@ badinput)
   expect2 "$COLLIE" report compare "$ok" "$ok" --max-regression lots
   grep -q 'world size differs' <("$COLLIE" report compare "$ok" "$G/report_input_gloo2.json" 2>&1) \
     || fail "world-size mismatch not named"
+  ;;
+shared)
+  ok="$G/report_input_gloo4.json"
+  printf precious > "$W/victim"
+  ln -s "$W/victim" "$W/out.csv.part"
+  "$COLLIE" report render "$ok" "$G/report_input_gloo2.json" --format csv -o "$W/out.csv"
+  [ "$(cat "$W/victim")" = precious ] || fail "render --format csv wrote through out.csv.part"
+  grep -q '^source,collective,' "$W/out.csv" || fail "the CSV has no header"
+  # perf -J: links planted for the temporary names of the pids the next processes get.
+  python3 -c 'import os, sys
+for p in range(os.getpid() + 1, os.getpid() + 400):
+    os.symlink(sys.argv[1] + "/victim", f"{sys.argv[1]}/.perf.json.{p}.tmp")' "$W"
+  "$COLLIE" perf all_reduce -b 1K -e 1K -n 2 -w 1 --np 2 -J "$W/perf.json" > "$W/perf.log" 2>&1 ||
+    fail "collie perf failed: $(tail -3 "$W/perf.log")"
+  [ "$(cat "$W/victim")" = precious ] || fail "perf -J wrote through a planted temporary name"
+  grep -q '"results"' "$W/perf.json" || fail "perf -J wrote no results"
   ;;
 *)
   fail "unknown case $CASE"
