@@ -219,6 +219,9 @@ void DebugServer::install_rank_routes() {
   Metrics& metrics = opts_.metrics ? *opts_.metrics : Metrics::global();
   const LiveStatus& live = opts_.live ? *opts_.live : LiveStatus::global();
   InspectorMetrics& inspector = opts_.inspector ? *opts_.inspector : InspectorMetrics::global();
+  // Built before this server, so exit handlers destroy it only after the server has stopped
+  // (the process-wide singletons above are never destroyed).
+  if (!opts_.flight_recorder_json) (void)FlightRecorder::global();
   h.route("GET", "/healthz", [](const http::ServerRequest&, http::Response& res) {
     res.set_content("ok\n", "text/plain");
   });
