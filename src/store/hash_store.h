@@ -32,6 +32,7 @@ class COLLIE_API HashStore : public Store {
   std::vector<Bytes> multi_get(const std::vector<std::string>& keys) override;
   void multi_set(const std::vector<std::string>& keys, const std::vector<Bytes>& values) override;
   void interrupt() override;
+  bool members_only() const override { return true; }  // in this process only
   using Store::set;
   using Store::wait;
 

@@ -358,7 +358,10 @@ class TcpStoreServer::Loop {
                                "this rank from another job?)");
       }
       c.authed = true;
-      return reply_ok(c);
+      // OK + whether this server requires the secret (TcpStore::members_only on the client).
+      Writer w;
+      w.u8(static_cast<uint8_t>(Status::kOk)).u8(secret_.empty() ? 0 : 1);
+      return send_frame(c, w);
     }
     if (!c.authed) {
       return reject(c, fmt::format("store authentication failed: this store requires "

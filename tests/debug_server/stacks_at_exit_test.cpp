@@ -38,8 +38,9 @@ TEST(StacksAtExit, ARankExitsCleanlyWhileItsStacksAreBeingCaptured) {
     for (int h = 0; h < 2; ++h) {
       hammers.emplace_back([&, h] {
         static constexpr const char* kOthers[] = {
-            "/v1/flight_recorder", "/v1/status",          "/v1/config",
-            "/metrics",            "/metrics/inspector", "/v1/cluster/status?timeout_ms=200"};
+            "/v1/flight_recorder", "/v1/status",
+            "/v1/config",          "/metrics",
+            "/metrics/inspector",  "/v1/cluster/status?timeout_ms=200"};
         for (size_t i = 0; !done.load(); ++i) {
           httplib::Client cli("127.0.0.1", port);
           cli.set_connection_timeout(1, 0);

@@ -79,12 +79,13 @@ void ping(uint16_t port, const char* secret) {
   p.u8(static_cast<uint8_t>(collie::store_wire::Op::kPing));
   const int fd = collie::net::connect_with_retry("127.0.0.1", port, collie::Millis(5000));
   const auto deadline = std::chrono::steady_clock::now() + 5s;
-  for (auto* w : {&a, &p}) {
+  // AUTH is answered OK + the server's "secret required" byte, PING with OK alone.
+  for (auto [w, len] : {std::pair{&a, 2}, std::pair{&p, 1}}) {
     const auto& f = w->finish();
     collie::net::send_all(fd, f.data(), f.size(), deadline, "fuzz");
-    uint8_t reply[5];
-    collie::net::recv_all(fd, reply, sizeof(reply), deadline, "fuzz");  // len 1 + status OK
-    if (reply[0] != 1 || reply[4] != 0) __builtin_trap();
+    uint8_t reply[6];
+    collie::net::recv_all(fd, reply, 4 + len, deadline, "fuzz");  // len + status OK [+ flag]
+    if (reply[0] != len || reply[4] != 0) __builtin_trap();
   }
   close(fd);
 }

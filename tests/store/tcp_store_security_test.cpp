@@ -251,6 +251,22 @@ TEST(TcpStoreAuth, BigFirstFrameIsRefusedBeforeItIsRead) {
   EXPECT_TRUE(raw.closed());
 }
 
+// Whether what a store's keys say was written by the job's members (what the debug server's
+// fan-out decides on before it sends its token to the addresses there): the client learns it
+// from the server, so a client holding a secret does not vouch for a server that has none.
+TEST(TcpStoreAuth, MembersOnlyIsWhatTheServerRequires) {
+  TcpStore locked(server_with("s3cret"));
+  EXPECT_TRUE(locked.members_only());
+  EXPECT_TRUE(TcpStore(client_of(locked, "s3cret")).members_only());
+  TcpStore open(server_with(""));
+  EXPECT_FALSE(open.members_only());
+  EXPECT_FALSE(TcpStore(client_of(open, "")).members_only());
+  EXPECT_FALSE(TcpStore(client_of(open, "a-secret-the-server-ignores")).members_only());
+  EXPECT_FALSE(open.clone()->members_only());
+  EXPECT_TRUE(locked.clone()->members_only());
+  EXPECT_TRUE(HashStore().members_only());
+}
+
 TEST(TcpStoreAuth, SecretComesFromTheEnvironmentByDefault) {
   ASSERT_EQ(setenv(kStoreSecretEnv, "from-env", 1), 0);
   TcpStoreOptions so;
