@@ -7,8 +7,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <memory>
 #include <stdexcept>
@@ -144,8 +144,8 @@ class Exchange {
       }
     }
     Reply res;
-    const ParseResult p = parse_response_head(std::string_view(in).substr(0, end),
-                                              r_.max_body_bytes, &res);
+    const ParseResult p =
+        parse_response_head(std::string_view(in).substr(0, end), r_.max_body_bytes, &res);
     if (p.status != 0) fail(fmt::format("bad response: {}", p.error));
     res.body = in.substr(end + 4);
     const size_t want = res.has_length ? res.content_length : r_.max_body_bytes + 1;

@@ -26,9 +26,9 @@ TEST(Printable, TerminalControlsBecomeEscapes) {
 
 TEST(Printable, BytesThatAreNotUtf8BecomeEscapes) {
   EXPECT_EQ(printable("\xff\xfe"), "\\xff\\xfe");
-  EXPECT_EQ(printable("\xc0\xaf"), "\\xc0\\xaf");          // overlong '/'
+  EXPECT_EQ(printable("\xc0\xaf"), "\\xc0\\xaf");           // overlong '/'
   EXPECT_EQ(printable("\xed\xa0\x80"), "\\xed\\xa0\\x80");  // a surrogate
-  EXPECT_EQ(printable("\xe4\xb8"), "\\xe4\\xb8");          // truncated
+  EXPECT_EQ(printable("\xe4\xb8"), "\\xe4\\xb8");           // truncated
 }
 
 TEST(Printable, OrdinaryTextIsUnchangedAndEscapingTwiceChangesNothing) {
