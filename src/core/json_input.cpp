@@ -54,11 +54,11 @@ namespace {
 template <typename Input>
 json parse_checked(Input&& in, int max_depth) {
   JsonShapeCheck check(max_depth);
-  return json::parse(std::forward<Input>(in), [&](int depth, json::parse_event_t event,
-                                                  json& parsed) {
-    check.on_event(depth, event, parsed);
-    return true;
-  });
+  return json::parse(std::forward<Input>(in),
+                     [&](int depth, json::parse_event_t event, json& parsed) {
+                       check.on_event(depth, event, parsed);
+                       return true;
+                     });
 }
 
 }  // namespace
