@@ -40,8 +40,8 @@ RegularFile::RegularFile(const std::string& path, uint64_t max_bytes) : path_(pa
   size_ = static_cast<uint64_t>(st.st_size);
   if (size_ > max_bytes) {
     ::close(fd_);
-    throw InvalidArgument(fmt::format("{} is {} bytes, more than the {} read", path, size_,
-                                      max_bytes));
+    throw InvalidArgument(
+        fmt::format("{} is {} bytes, more than the {} read", path, size_, max_bytes));
   }
   buf_ = std::make_unique<Buf>(fd_, size_);
   stream_.rdbuf(buf_.get());
@@ -53,7 +53,8 @@ RegularFile::~RegularFile() {
 
 RegularFile::Buf::int_type RegularFile::Buf::underflow() {
   while (left_ > 0) {
-    const ssize_t n = ::read(fd_, buf_, static_cast<size_t>(std::min<uint64_t>(left_, sizeof buf_)));
+    const ssize_t n =
+        ::read(fd_, buf_, static_cast<size_t>(std::min<uint64_t>(left_, sizeof buf_)));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;  // shrank under us, or an error: the stream ends here
     left_ -= static_cast<uint64_t>(n);

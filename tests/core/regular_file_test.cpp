@@ -37,7 +37,8 @@ TEST(RegularFile, FifosDevicesAndDirectoriesAreRefusedWithoutBlocking) {
   const std::string fifo = (d.path / "collie_fr_rank_0.json").string();
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
   EXPECT_EQ(refusal(fifo, 100), fifo + " is a FIFO, not a regular file; not read");
-  EXPECT_EQ(refusal("/dev/zero", 100), "/dev/zero is a character device, not a regular file; not read");
+  EXPECT_EQ(refusal("/dev/zero", 100),
+            "/dev/zero is a character device, not a regular file; not read");
   EXPECT_NE(refusal(d.path.string(), 100).find("a directory"), std::string::npos);
   EXPECT_NE(refusal((d.path / "missing").string(), 100).find("cannot open"), std::string::npos);
 }
