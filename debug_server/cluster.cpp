@@ -12,6 +12,7 @@
 #include <mutex>
 #include <thread>
 
+#include "core/json_input.h"
 #include "core/printable.h"
 #include "debug_server/http_client.h"
 #include "store/store.h"
@@ -61,7 +62,9 @@ RankView fetch_one(const Fetch& f) {
   v.rank = f.rank;
   v.url = f.url;
   try {
-    v.status = nlohmann::json::parse(get_body(f, "/v1/status", kMaxFanoutStatusBytes));
+    // Depth-limited: the status is embedded in the cluster view's own JSON, whose writer
+    // recurses (a rank's status nests 4 deep).
+    v.status = parse_json_input(get_body(f, "/v1/status", kMaxFanoutStatusBytes), 32);
     v.dump =
         parse_dump(get_body(f, fmt::format("/v1/flight_recorder?entries={}", kClusterViewEntries),
                             kMaxFanoutDumpBytes));

@@ -13,7 +13,7 @@ bool is_secret_env_name(std::string_view name) {
   for (std::string_view s : {"TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL"}) {
     if (upper.find(s) != std::string::npos) return true;
   }
-  return false;
+  return upper.ends_with("_KEY");
 }
 
 }  // namespace collie

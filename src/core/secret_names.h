@@ -6,8 +6,8 @@
 
 namespace collie {
 
-// True when the name contains TOKEN, SECRET, PASSWORD, PASSWD or CREDENTIAL (any case):
-// COLLIE_STORE_SECRET, COLLIE_DEBUG_TOKEN, a cluster's DB_PASSWORD, ...
+// True when the name contains TOKEN, SECRET, PASSWORD, PASSWD or CREDENTIAL, or ends in _KEY
+// (any case): COLLIE_STORE_SECRET, COLLIE_DEBUG_TOKEN, a cluster's DB_PASSWORD, an API_KEY.
 bool is_secret_env_name(std::string_view name);
 
 }  // namespace collie

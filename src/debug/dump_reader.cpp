@@ -4,7 +4,7 @@
 // nesting is limited, a key given twice is refused, every string is made printable, and
 // entries are converted one at a time while the JSON is parsed (the parse callback drops each
 // entry's JSON tree as soon as it is converted), so memory follows the number of entries, not
-// the size of a whole JSON document; what is kept is charged to the dump's MemoryBudget
+// the size of a whole JSON document; what is kept is charged to the dump's InputBudget
 // (dump_parse.h states the bound). Files are opened as core/regular_file.h opens them: a FIFO
 // or device planted in a shared dump directory is refused without blocking.
 #include <fmt/format.h>
@@ -143,11 +143,11 @@ DumpEntry read_dump_entry(const json& e, size_t index) {
   return x;
 }
 
-MemoryBudget dump_budget(size_t dump_bytes, const std::string& what) {
-  return MemoryBudget(kDumpMemoryPerByte * dump_bytes + kDumpMemorySlack, what);
+InputBudget dump_budget(size_t dump_bytes, const std::string& what) {
+  return InputBudget(kDumpMemoryPerByte * dump_bytes + kDumpMemorySlack, what);
 }
 
-void keep_dump_entry(DumpEntry e, RankDump* d, MemoryBudget& budget) {
+void keep_dump_entry(DumpEntry e, RankDump* d, InputBudget& budget) {
   size_t bytes = 0;
   for (const std::string* s : {&e.pg_id, &e.profiling_name, &e.op, &e.sizes, &e.dtypes, &e.state}) {
     if (s->size() > 15) bytes += s->capacity() + 1;  // beyond the small-string buffer
@@ -223,7 +223,7 @@ namespace {
 // kept outside the entries is charged to the budget.
 RankDump parse(std::istream* in, const std::string* text, size_t bytes, const std::string& what) {
   RankDump d;
-  MemoryBudget budget = dump_budget(bytes, what);
+  InputBudget budget = dump_budget(bytes, what);
   JsonShapeCheck shape(kMaxDepth);
   std::string top_key;
   size_t index = 0;

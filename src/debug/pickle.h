@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/memory_budget.h"
+#include "core/input_budget.h"
 
 namespace collie {
 
@@ -57,7 +57,7 @@ inline constexpr int kMaxPickleDepth = 32;
 // input, which must outlive the document. For readers that take only part of a large pickle
 // (torch_dump_reader.cpp) without copying the rest.
 // Memory: every value costs 16 bytes, every container item 8, every stack, mark or memo slot 4,
-// each charged to `budget` as it is made (MemoryBudget throws past its limit); None and the
+// each charged to `budget` as it is made (InputBudget throws past its limit); None and the
 // booleans are shared. Untrusted input: throws InvalidArgument (one line, naming the byte
 // offset) on an opcode outside the plain-data subset (nothing is executed), truncation, a
 // pickle above kMaxPickleBytes, an int wider than 64 bits, a dict key that is neither str nor
@@ -67,7 +67,7 @@ class PickleDoc {
   using Ref = uint32_t;
   enum class Kind : uint8_t { None, Bool, Int, Float, Str, Bytes, List, Tuple, Dict };
 
-  PickleDoc(std::string_view data, MemoryBudget& budget);
+  PickleDoc(std::string_view data, InputBudget& budget);
   PickleDoc(const PickleDoc&) = delete;
   PickleDoc& operator=(const PickleDoc&) = delete;
 
@@ -81,12 +81,14 @@ class PickleDoc {
   void for_each(Ref container, F f) const {
     for (uint32_t s = nodes_[container].head(); s != kNoSlot; s = slots_[s].next) f(slots_[s].node);
   }
-  // The value of `key` (a str) in `dict`, the last one when the dict sets it twice.
-  std::optional<Ref> get(Ref dict, std::string_view key) const;
+  // The value of `key` (a str) in `dict`, the last one when the dict sets it twice; charges
+  // `steps` one per item looked at.
+  std::optional<Ref> get(Ref dict, std::string_view key, InputBudget* steps = nullptr) const;
   // The value as JSON (dict -> object with str keys, int keys as their decimal text; list and
-  // tuple -> array; bytes -> binary), charging `budget` 16 bytes a value plus string bytes;
-  // nested deeper than kMaxPickleDepth (or containing itself) throws InvalidArgument.
-  nlohmann::json to_json(Ref r, MemoryBudget& budget) const;
+  // tuple -> array; bytes -> binary), charging `budget` what it allocates (16 bytes a value,
+  // string bytes, container overheads) and `steps` one per value; nested deeper than
+  // kMaxPickleDepth (or containing itself) throws InvalidArgument.
+  nlohmann::json to_json(Ref r, InputBudget& budget, InputBudget* steps = nullptr) const;
 
  private:
   static constexpr uint32_t kNoSlot = 0xffffffffu;
@@ -102,7 +104,7 @@ class PickleDoc {
     uint32_t next;
   };
   friend class PickleParser;
-  nlohmann::json to_json(Ref r, MemoryBudget& budget, int depth) const;
+  nlohmann::json to_json(Ref r, InputBudget& budget, InputBudget* steps, int depth) const;
   std::string_view data_;
   std::deque<Node> nodes_;
   std::deque<Slot> slots_;

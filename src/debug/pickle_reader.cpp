@@ -1,6 +1,6 @@
 // PickleDoc: a stack machine over the plain-data opcodes of protocols 2-5, building compact
 // values (16-byte nodes, strings as views of the input, container items as 8-byte linked slots;
-// None and the booleans shared), each charged to the caller's MemoryBudget as it is made, so
+// None and the booleans shared), each charged to the caller's InputBudget as it is made, so
 // the memory a pickle costs is bounded by the budget whatever its shape. parse_pickle turns a
 // whole document into JSON under a depth limit and the same kind of budget.
 #include <fmt/format.h>
@@ -20,7 +20,7 @@ using Ref = PickleDoc::Ref;
 
 class PickleParser {
  public:
-  PickleParser(PickleDoc& doc, MemoryBudget& budget) : doc_(doc), d_(doc.data_), budget_(budget) {}
+  PickleParser(PickleDoc& doc, InputBudget& budget) : doc_(doc), d_(doc.data_), budget_(budget) {}
 
   void run() {
     if (d_.size() > kMaxPickleBytes) {
@@ -297,7 +297,7 @@ class PickleParser {
 
   PickleDoc& doc_;
   std::string_view d_;
-  MemoryBudget& budget_;
+  InputBudget& budget_;
   size_t pos_ = 0;
   std::vector<Ref> stack_;
   std::vector<uint32_t> marks_;
@@ -305,7 +305,7 @@ class PickleParser {
   std::map<uint64_t, Ref> sparse_memo_;
 };
 
-PickleDoc::PickleDoc(std::string_view data, MemoryBudget& budget) : data_(data) {
+PickleDoc::PickleDoc(std::string_view data, InputBudget& budget) : data_(data) {
   PickleParser(*this, budget).run();
 }
 
@@ -315,11 +315,12 @@ std::string_view PickleDoc::str(Ref r) const {
   return data_.substr(static_cast<size_t>(nodes_[r].b), nodes_[r].a);
 }
 
-std::optional<Ref> PickleDoc::get(Ref dict, std::string_view key) const {
+std::optional<Ref> PickleDoc::get(Ref dict, std::string_view key, InputBudget* steps) const {
   std::optional<Ref> found;
   bool is_key = true;
   bool match = false;
   for_each(dict, [&](Ref x) {
+    if (steps != nullptr) steps->charge(1);
     if (is_key) {
       match = kind(x) == Kind::Str && str(x) == key;
     } else if (match) {
@@ -330,9 +331,12 @@ std::optional<Ref> PickleDoc::get(Ref dict, std::string_view key) const {
   return found;
 }
 
-json PickleDoc::to_json(Ref r, MemoryBudget& budget) const { return to_json(r, budget, 0); }
+json PickleDoc::to_json(Ref r, InputBudget& budget, InputBudget* steps) const {
+  return to_json(r, budget, steps, 0);
+}
 
-json PickleDoc::to_json(Ref r, MemoryBudget& budget, int depth) const {
+json PickleDoc::to_json(Ref r, InputBudget& budget, InputBudget* steps, int depth) const {
+  if (steps != nullptr) steps->charge(1);
   if (depth > kMaxPickleDepth) {
     throw InvalidArgument(
         fmt::format("invalid pickle: nested deeper than {} levels (or a value that contains "
@@ -364,7 +368,7 @@ json PickleDoc::to_json(Ref r, MemoryBudget& budget, int depth) const {
       budget.charge(32 + std::max<size_t>(n, 2) * sizeof(json));  // reserved exactly
       json a = json::array();
       a.get_ref<json::array_t&>().reserve(n);
-      for_each(r, [&](Ref x) { a.push_back(to_json(x, budget, depth + 1)); });
+      for_each(r, [&](Ref x) { a.push_back(to_json(x, budget, steps, depth + 1)); });
       return a;
     }
     case Kind::Dict: {
@@ -385,7 +389,7 @@ json PickleDoc::to_json(Ref r, MemoryBudget& budget, int depth) const {
           throw InvalidArgument("invalid pickle: a dict key that is neither str nor int");
         }
         budget.charge(96 + k.size());  // the object's map node: header, key, value
-        o[k] = to_json(x, budget, depth + 1);
+        o[k] = to_json(x, budget, steps, depth + 1);
         key.reset();
       });
       return o;
@@ -395,7 +399,7 @@ json PickleDoc::to_json(Ref r, MemoryBudget& budget, int depth) const {
 }
 
 json parse_pickle(std::string_view data) {
-  MemoryBudget budget(16 * data.size() + (size_t{1} << 20), "pickle");
+  InputBudget budget(16 * data.size() + (size_t{1} << 20), "pickle");
   const PickleDoc doc(data, budget);
   return doc.to_json(doc.root(), budget);
 }

@@ -1,7 +1,7 @@
 // parse_torch_dump: a PyTorch dump becomes a collie dump (FlightRecorder::dump_json's layout),
 // validated by the steps of parse_dump (dump_parse.h): one set of range checks for both formats.
 // The pickle is read into a PickleDoc and only the fields collie uses are converted, entry by
-// entry, under the dump's MemoryBudget (frames, output sizes and the like are never copied).
+// entry, under the dump's InputBudget (frames, output sizes and the like are never copied).
 // What torch does not record stays unknown: root (-1), failure (false), dump time (ages unknown),
 // ring size (wrapped false).
 #include <fmt/format.h>
@@ -122,18 +122,25 @@ std::optional<std::string> name_of(const json& v) {
 
 class Converter {
  public:
-  Converter(const PickleDoc& doc, MemoryBudget& budget) : doc_(doc), budget_(budget) {}
+  // Work is bounded like memory: a value memoized once and referenced by every entry is
+  // converted again for each, so every value visited and dict item looked at is a step, at most
+  // kDumpStepsPerByte per byte of the pickle.
+  Converter(const PickleDoc& doc, InputBudget& budget, size_t bytes)
+      : doc_(doc),
+        budget_(budget),
+        steps_(kDumpStepsPerByte * bytes + (size_t{1} << 20), "PyTorch flight-recorder dump",
+               "steps") {}
 
   // The converted fields of one entry (or the header) are dropped once read: they are charged to
   // a scratch budget of what the dump's budget has left, so the peak stays within that budget.
   RankDump run(int rank) {
-    MemoryBudget first = scratch();
+    InputBudget first = scratch();
     scratch_ = &first;
     const Ref root = doc_.root();
     if (doc_.kind(root) != PickleDoc::Kind::Dict) {
       bad(fmt::format("the pickle holds {}, not a dict", brief(to_json(root))));
     }
-    const std::optional<Ref> entries = doc_.get(root, "entries");
+    const std::optional<Ref> entries = doc_.get(root, "entries", &steps_);
     if (entries && doc_.kind(*entries) != PickleDoc::Kind::List &&
         doc_.kind(*entries) != PickleDoc::Kind::Tuple) {
       bad(fmt::format("entries is {}, not a list", brief(to_json(*entries))));
@@ -142,21 +149,21 @@ class Converter {
     size_t i = 0;
     if (entries) {
       doc_.for_each(*entries, [&](Ref e) {
-        MemoryBudget each = scratch();
+        InputBudget each = scratch();
         scratch_ = &each;
         group_of(e, i++);
       });
     }
     RankDump d;
     {
-      MemoryBudget head = scratch();
+      InputBudget head = scratch();
       scratch_ = &head;
       read_dump_header(header(root, rank), &d);
     }
     i = 0;
     if (entries) {
       doc_.for_each(*entries, [&](Ref e) {
-        MemoryBudget each = scratch();
+        InputBudget each = scratch();
         scratch_ = &each;
         DumpEntry x = read_dump_entry(entry(e, i), i);
         keep_dump_entry(std::move(x), &d, budget_);
@@ -168,10 +175,10 @@ class Converter {
   }
 
  private:
-  MemoryBudget scratch() const { return budget_.scratch(); }
-  json to_json(Ref r) const { return doc_.to_json(r, *scratch_); }
-  json field(Ref dict, const char* key) const {
-    const std::optional<Ref> v = doc_.get(dict, key);
+  InputBudget scratch() const { return budget_.scratch(); }
+  json to_json(Ref r) { return doc_.to_json(r, *scratch_, &steps_); }
+  json field(Ref dict, const char* key) {
+    const std::optional<Ref> v = doc_.get(dict, key, &steps_);
     return v ? to_json(*v) : json();
   }
 
@@ -192,7 +199,7 @@ class Converter {
   json header(Ref root, int rank) {
     json out;
     out["rank"] = rank;
-    const std::optional<Ref> version = doc_.get(root, "version");
+    const std::optional<Ref> version = doc_.get(root, "version", &steps_);
     out["reason"] = fmt::format("PyTorch flight-recorder dump (version {})",
                                 version ? brief(to_json(*version)) : "unknown");
     // Groups: their global ranks, sorted as fr_trace reads them.
@@ -265,8 +272,9 @@ class Converter {
   }
 
   const PickleDoc& doc_;
-  MemoryBudget& budget_;
-  MemoryBudget* scratch_ = nullptr;  // the current entry's (or the header's)
+  InputBudget& budget_;
+  InputBudget* scratch_ = nullptr;  // the current entry's (or the header's)
+  InputBudget steps_;
   std::map<std::string, std::string> uid_to_name_;
   std::map<std::string, std::vector<int>> members_;
 };
@@ -284,10 +292,10 @@ std::optional<int> torch_dump_rank(std::string_view file_name) {
 }
 
 RankDump parse_torch_dump(std::string_view bytes, int rank) {
-  MemoryBudget budget = dump_budget(bytes.size(), "PyTorch flight-recorder dump");
+  InputBudget budget = dump_budget(bytes.size(), "PyTorch flight-recorder dump");
   const PickleDoc doc(bytes, budget);
   try {
-    return Converter(doc, budget).run(rank);
+    return Converter(doc, budget, bytes.size()).run(rank);
   } catch (const json::exception& e) {
     bad(e.what());
   }

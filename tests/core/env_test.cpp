@@ -42,7 +42,7 @@ TEST(Env, RangedIntegersNameTheVariableAndTheRange) {
 
 TEST(Env, OneRuleSaysWhichVariablesHoldCredentials) {
   for (const char* n : {"COLLIE_STORE_SECRET", "COLLIE_DEBUG_TOKEN", "DB_PASSWORD", "IB_PASSWD",
-                        "aws_credentials", "my_token"}) {
+                        "aws_credentials", "my_token", "WANDB_API_KEY"}) {
     EXPECT_TRUE(is_secret_env_name(n)) << n;
   }
   for (const char* n : {"NCCL_IB_PKEY", "COLLIE_DEBUG_PORT", "MASTER_ADDR", "RANK"}) {

@@ -375,6 +375,32 @@ TEST(AnalyzeCliHostile, APickleCostsABoundedMultipleOfItsSize) {
               static_cast<double>(rss) / real.size());
 }
 
+// Time too: one entry of 200k keys, memoized and listed 200k times, made the converter look its
+// fields up in every copy (10^11 steps, hours). Steps are counted per byte like memory, so it
+// is refused in about a second.
+TEST(AnalyzeCliHostile, APickleTakesBoundedWork) {
+  DumpDir d;
+  std::string items;
+  for (int i = 0; i < 200000; ++i) items += pickled_str(fmt::format("k{}", i)) + "N";
+  const std::string entry = "}q\x01(" + pickled_str("process_group") + "(" + pickled_str("0") +
+                            pickled_str("pg") + "t" + pickled_str("profiling_name") +
+                            pickled_str("nccl:all_reduce") + pickled_str("state") +
+                            pickled_str("completed") + items + "u";
+  std::string refs;
+  for (int i = 0; i < 200000; ++i) refs += "h\x01";
+  const std::string bytes =
+      "\x80\x02" +
+      pickled_dict(
+          {{"version", pickled_str("2.10")},
+           {"pg_config", pickled_dict({{"0", pickled_dict({{"ranks", pickled_str("[0]")}})}})},
+           {"entries", "](" + entry + refs + "e"}}) +
+      ".";
+  std::ofstream(d.dir / "nccl_trace_rank_0", std::ios::binary) << bytes;
+  const CliRun r = analyze_cli({d.dir.string()}, std::chrono::seconds(60));
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("steps to read"), std::string::npos) << r.err;
+}
+
 TEST(AnalyzeCliHostile, SecondDumpForARankIsSkippedWithItsReason) {
   DumpDir d;
   d.write(0, dump(0, 1, {entry(1, 1)}).dump());

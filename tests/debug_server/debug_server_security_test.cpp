@@ -271,8 +271,8 @@ TEST(DebugServerSecurity, FanOutNeverSendsTheTokenToAPlantedAddress) {
 // was gone.
 class Trap {
  public:
-  // serve(fd) returns the bytes it managed to send.
-  explicit Trap(std::function<size_t(int)> serve) : serve_(std::move(serve)) {
+  // serve(fd, request head) returns the bytes it managed to send.
+  explicit Trap(std::function<size_t(int, const std::string&)> serve) : serve_(std::move(serve)) {
     listen_fd_ = net::listen_on("127.0.0.1", 0, &port_);
     thread_ = std::thread([this] {
       while (!stop_.load()) {
@@ -291,7 +291,7 @@ class Trap {
           std::lock_guard<std::mutex> lk(mu_);
           requests_ += head;
         }
-        const size_t n = serve_(fd);
+        const size_t n = serve_(fd, head);
         sent_ += n;
         gone_at_ = Steady::now();
         close(fd);
@@ -331,7 +331,7 @@ class Trap {
   }
 
  private:
-  std::function<size_t(int)> serve_;
+  std::function<size_t(int, const std::string&)> serve_;
   int listen_fd_ = -1;
   uint16_t port_ = 0;
   std::thread thread_;
@@ -345,7 +345,7 @@ class Trap {
 // Issue 27: with a store anyone can write (no COLLIE_STORE_SECRET, as env:// jobs had), a
 // planted but well-formed address got the caller's bearer token from rank 0's fan-out.
 TEST(DebugServerSecurity, TheTokenGoesOnlyToAddressesFromAMembersOnlyStore) {
-  Trap trap([](int fd) {
+  Trap trap([](int fd, const std::string&) {
     return Trap::flood(fd, "HTTP/1.1 401 Unauthorized\r\nContent-Length: 0\r\n\r\n", "", 0ms, 0);
   });
   TcpStoreOptions so;
@@ -385,23 +385,28 @@ TEST(DebugServerSecurity, AHostileRankCannotMakeTheFanOutReadWithoutBound) {
   const std::string ok_head = "HTTP/1.1 200 OK\r\n\r\n";
   struct Case {
     const char* what;
-    std::function<size_t(int)> serve;
+    std::function<size_t(int, const std::string&)> serve;
   };
   const std::string chunk(64 << 10, 'x');
   const std::vector<Case> cases = {
       {"endless body",
-       [&](int fd) { return Trap::flood(fd, ok_head, chunk, 0ms, size_t{8} << 30); }},
+       [&](int fd, const std::string&) {
+         return Trap::flood(fd, ok_head, chunk, 0ms, size_t{8} << 30);
+       }},
       {"endless body with a Content-Length",
-       [&](int fd) {
+       [&](int fd, const std::string&) {
          return Trap::flood(fd, "HTTP/1.1 200 OK\r\nContent-Length: 99999999999\r\n\r\n", chunk,
                             0ms, size_t{8} << 30);
        }},
       {"endless head",
-       [&](int fd) {
+       [&](int fd, const std::string&) {
          return Trap::flood(fd, "HTTP/1.1 200 OK\r\n", "X-Pad: yyyyyyyyyyyyyyyyyyyy\r\n", 0ms,
                             size_t{8} << 30);
        }},
-      {"trickle", [&](int fd) { return Trap::flood(fd, ok_head, "{", 20ms, size_t{8} << 30); }},
+      {"trickle",
+       [&](int fd, const std::string&) {
+         return Trap::flood(fd, ok_head, "{", 20ms, size_t{8} << 30);
+       }},
   };
   for (const Case& k : cases) {
     SCOPED_TRACE(k.what);
@@ -432,6 +437,32 @@ TEST(DebugServerSecurity, AHostileRankCannotMakeTheFanOutReadWithoutBound) {
 
 // The fan-out's client reads a status line, header fields and a Content-Length; anything it
 // cannot bound or frame is an error naming why.
+// A rank whose /v1/status nests 200000 deep (within the 1 MiB cap) and whose dump is valid: the
+// status is refused by depth, so it never reaches the cluster view's JSON writer, which
+// recurses.
+TEST(DebugServerSecurity, ADeeplyNestedStatusIsRefused) {
+  testing::TestRank other(1, 2);
+  const std::string dump = other.fr.dump_json(1, "test", 16);
+  Trap trap([&](int fd, const std::string& head) {
+    const std::string body = head.find("/v1/status") != std::string::npos
+                                 ? std::string(200000, '[') + std::string(200000, ']')
+                                 : dump;
+    return Trap::flood(
+        fd, fmt::format("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{}", body.size(), body), "",
+        0ms, 0);
+  });
+  TestCluster c(2);
+  c.store().set("debug_server/1", trap.url());
+  auto res = testing::http_get(c.port(0), "/v1/cluster/status?timeout_ms=2000");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  const Json j = Json::parse(res->body);
+  EXPECT_FALSE(j["ranks"][1]["reachable"].get<bool>()) << j["ranks"][1].dump();
+  EXPECT_NE(j["ranks"][1]["error"].get<std::string>().find("nested deeper than 32"),
+            std::string::npos)
+      << j["ranks"][1].dump();
+}
+
 TEST(HttpResponseParser, ReadsOnlyWhatItCanBound) {
   struct Case {
     const char* head;
