@@ -29,12 +29,17 @@ struct Fd {
 class Exchange {
  public:
   explicit Exchange(const GetRequest& r)
-      : r_(r), url_(fmt::format("http://{}:{}{}", r.host, r.port, r.target)) {}
+      : r_(r),
+        url_(r.host.find(':') != std::string::npos
+                 ? fmt::format("http://[{}]:{}{}", r.host, r.port, r.target)
+                 : fmt::format("http://{}:{}{}", r.host, r.port, r.target)) {}
 
   Reply run() {
     connect_any();
-    std::string req = fmt::format("GET {} HTTP/1.1\r\nHost: {}:{}\r\nConnection: close\r\n",
-                                  r_.target, r_.host, r_.port);
+    // An IPv6 literal goes in brackets, or the port would read as part of the address.
+    const bool v6 = r_.host.find(':') != std::string::npos;
+    std::string req = fmt::format("GET {} HTTP/1.1\r\nHost: {}{}{}:{}\r\nConnection: close\r\n",
+                                  r_.target, v6 ? "[" : "", r_.host, v6 ? "]" : "", r_.port);
     for (const auto& [k, v] : r_.headers) req += fmt::format("{}: {}\r\n", k, v);
     req += "\r\n";
     send_all(req);

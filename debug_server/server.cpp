@@ -137,7 +137,10 @@ std::unique_ptr<DebugServer> DebugServer::start(DebugServerOptions opts) {
   }
   // A wildcard bind is reached through this host's name; loopback through its address.
   const std::string public_host = (host == "0.0.0.0" || host == "::") ? host_name() : host;
-  s->url_ = fmt::format("http://{}:{}", public_host, s->port_);
+  // An IPv6 literal in brackets, the form is_member_url (debug_server/cluster.h) accepts.
+  s->url_ = public_host.find(':') != std::string::npos
+                ? fmt::format("http://[{}]:{}", public_host, s->port_)
+                : fmt::format("http://{}:{}", public_host, s->port_);
   s->http_->start();
   if (s->opts_.store) {
     s->opts_.store->set(fmt::format("debug_server/{}", s->opts_.rank), s->url_);

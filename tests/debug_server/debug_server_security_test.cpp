@@ -463,6 +463,19 @@ TEST(DebugServerSecurity, ADeeplyNestedStatusIsRefused) {
       << j["ranks"][1].dump();
 }
 
+// Ranks serving on IPv6 loopback publish http://[::1]:PORT and the fan-out reaches them (the
+// request's Host brackets the address, or the server would read the port into it).
+TEST(DebugServerSecurity, TheFanOutReachesRanksOnIpv6) {
+  DebugServerOptions o;
+  o.bind_host = "::1";
+  TestCluster c(2, o);
+  const auto view = fetch_cluster(c.store(), 2, 2000ms, "", nullptr);
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(view.ranks[r].url.rfind("http://[::1]:", 0), 0u) << view.ranks[r].url;
+    EXPECT_TRUE(view.ranks[r].reachable) << view.ranks[r].error;
+  }
+}
+
 TEST(HttpResponseParser, ReadsOnlyWhatItCanBound) {
   struct Case {
     const char* head;
