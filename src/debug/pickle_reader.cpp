@@ -6,7 +6,6 @@
 #include <fmt/format.h>
 
 #include <bit>
-#include <cstring>
 #include <map>
 
 #include "core/error.h"
