@@ -201,34 +201,38 @@ CheckOutcome evaluate_pairwise(const CheckSpec& c, const PairwiseResult& r, cons
   // absolute limit the rules set, or it is far below what its hosts can do or its reverse
   // direction (those two, like #wrong for perf, need no rule); the rule fails the check when
   // that finding is CRIT, else it warns. A finding is listed once even when it breaks two rules.
-  std::set<const IsolationFinding*> listed;
+  std::set<const IsolationFinding*> listed, limit_broken;
   auto judge_kind = [&](const std::vector<const IsolationFinding*>& named, const char* rule,
                         const char* what) {
     const bool over =
         c.rules.contains(rule) && static_cast<int64_t>(named.size()) > c.rules[rule].get<int64_t>();
     for (const IsolationFinding* f : named) {
-      // Far below what its hosts can do, or a direction far below its reverse: needs no rule.
-      const bool far = f->rule == Rule::Capacity || f->rule == Rule::Reverse;
-      const bool abs = absolute_rule && f->absolute;
-      if (!over && !abs && !far) continue;
       const std::string who = r.finding_label(*f);
-      const std::string line =
-          abs ? fmt::format("{} {} is outside the absolute limits ({})", what, who,
-                            fault_code(f->fault))
-          : over
-              ? fmt::format("{} {} named ({}{}; {} allows {})", what, who, fault_code(f->fault),
-                            f->separated ? "" : ", one of its two hosts is bad", rule,
-                            c.rules[rule].get<int64_t>())
-              : fmt::format(
-                    "{} {} is far below {} ({})", fault_is_host(f->fault) ? "host" : "link", who,
-                    f->rule == Rule::Capacity ? "what its hosts can do" : "its reverse direction",
-                    fault_code(f->fault));
-      if (!abs && !over && listed.count(f)) continue;
-      if (f->severity == Verdict::Crit)
-        o.fail(line);
-      else
-        o.warn(line);
-      if (!listed.insert(f).second) continue;
+      std::vector<std::string> lines;
+      // An absolute limit, far below what its hosts can do, or a direction far below its
+      // reverse: said once per finding, whichever list it is in.
+      const bool abs = absolute_rule && f->absolute;
+      const bool far = f->rule == Rule::Capacity || f->rule == Rule::Reverse;
+      if ((abs || far) && limit_broken.insert(f).second)
+        lines.push_back(abs ? fmt::format("{} {} is outside the absolute limits ({})", what, who,
+                                          fault_code(f->fault))
+                            : fmt::format("{} {} is far below {} ({})", f->b < 0 ? "host" : "link",
+                                          who,
+                                          f->rule == Rule::Capacity ? "what its hosts can do"
+                                                                    : "its reverse direction",
+                                          fault_code(f->fault)));
+      if (over)
+        lines.push_back(fmt::format("{} {} named ({}{}; {} allows {})", what, who,
+                                    fault_code(f->fault),
+                                    f->separated ? "" : ", one of its two hosts is bad", rule,
+                                    c.rules[rule].get<int64_t>()));
+      for (auto& line : lines) {
+        if (f->severity == Verdict::Crit)
+          o.fail(std::move(line));
+        else
+          o.warn(std::move(line));
+      }
+      if (lines.empty() || !listed.insert(f).second) continue;
       // Old readers look for "median cross-host link" in a slow host's evidence.
       const std::string evidence =
           fmt::format("{}{}", fault_is_host(f->fault) ? "median cross-host link " : "", f->reason);

@@ -462,15 +462,12 @@ IsolationReport Engine::run(const std::vector<LinkSample>& given, int given_roun
     }
   }
   rep_.phases.push_back(fmt::format(
-      "survey ({}): {} pairs in {} round(s); reference {:.4g} GB/s, noise {:.2g} GB/s{}; {} bad "
+      "survey ({}): {} pairs in {} round(s); reference {:.4g} GB/s, noise {:.2g} GB/s; {} bad "
       "pair(s), {} unit(s) to re-pair{}",
       o_.schedule == "full" ? "every pair"
       : multi               ? fmt::format("quick, rounds {}+", o_.rotation)
                             : fmt::format("quick, round {}", o_.rotation),
       rep_.pairs_measured, rep_.survey_rounds, rep_.reference.gbps, rep_.reference.noise_gbps,
-      rep_.reference.loopback_spread > 0
-          ? fmt::format(" (hosts' loopback spread {:.0f}%)", rep_.reference.loopback_spread * 100)
-          : "",
       bad_links.size(), units.size(),
       std::count(total.begin(), total.end(), 0) > 0
           ? fmt::format(" ({} not in the survey)", std::count(total.begin(), total.end(), 0))

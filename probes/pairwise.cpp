@@ -27,6 +27,7 @@ double seconds_since(Clock::time_point t) {
 }
 
 struct PairMeasure {
+  double cpu_wait = 0;  // share of the bandwidth phase spent waiting for a CPU (this process)
   double lat_us = NAN;
   double bw_gbps = NAN;         // this rank -> peer
   std::vector<double> samples;  // this rank -> peer, one per timed message
@@ -82,6 +83,8 @@ PairMeasure measure_pair(ProbeContext& ctx, const std::string& tag, int peer,
   // each message from its send to the receiver's ack, so a sample includes the whole transfer;
   // the first message each way only warms the connection.
   double sent_s = 0;
+  const double wait0 = process_cpu_wait_seconds();
+  const auto bw0 = Clock::now();
   for (int i = 0; i < o.bw_iters + 1 && m.error.empty(); ++i) {
     for (int dir = 0; dir < 2 && m.error.empty(); ++dir) {
       const bool sender = me == dir;
@@ -101,6 +104,8 @@ PairMeasure measure_pair(ProbeContext& ctx, const std::string& tag, int peer,
   }
   if (m.error.empty() && sent_s > 0)
     m.bw_gbps = static_cast<double>(o.bytes) * o.bw_iters / sent_s / 1e9;
+  const double wait1 = process_cpu_wait_seconds(), wall = seconds_since(bw0);
+  if (wait0 >= 0 && wait1 >= wait0 && wall > 0) m.cpu_wait = (wait1 - wait0) / wall;
   const std::string store_host = pg->info().store_host;
   destroy_process_group(*pg);
   if (!m.error.empty()) m.samples.clear();
@@ -113,11 +118,8 @@ PairMeasure measure_pair(ProbeContext& ctx, const std::string& tag, int peer,
 json num(double x) { return std::isnan(x) ? json(nullptr) : json(x); }
 
 json row_entry(int peer, const PairMeasure& m, const CapacityCache& cap) {
-  json e{{"peer", peer},
-         {"lat_us", num(m.lat_us)},
-         {"bw_gbps", num(m.bw_gbps)},
-         {"samples", m.samples},
-         {"error", m.error}};
+  json e{{"peer", peer},         {"lat_us", num(m.lat_us)}, {"bw_gbps", num(m.bw_gbps)},
+         {"samples", m.samples}, {"cpu_wait", m.cpu_wait},  {"error", m.error}};
   if (cap) e["capacity"] = capacity_json(*cap);
   return e;
 }
@@ -214,6 +216,7 @@ class Planner {
         // Each rank times what it sends: unit a's entry is the a -> b direction.
         std::vector<double>& dir = unit == p.a ? s.ab : s.ba;
         for (const auto& x : e.at("samples")) dir.push_back(x.get<double>());
+        s.cpu_wait = std::max(s.cpu_wait, e.value("cpu_wait", 0.0));
         if (e.contains("capacity")) {
           HostCapacity& c = unit == p.a ? s.cap_a : s.cap_b;
           c = capacity_from_json(e.at("capacity"));

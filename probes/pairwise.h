@@ -55,7 +55,8 @@ struct PairwiseResult {
   IsolationReport isolation;                  // schedule, rounds, reference, noise, named faults
   // Full survey: per-message samples of each directed rank pair (i, j), from the rows.
   std::map<std::pair<int, int>, std::vector<double>> survey_samples;
-  double seconds = 0;  // wall time of the probe (rank 0)
+  std::map<std::pair<int, int>, double> survey_cpu_wait;  // the same pairs' LinkSample::cpu_wait
+  double seconds = 0;                                     // wall time of the probe (rank 0)
 
   std::vector<Deviation> links() const { return link_deviations(bw_gbps, hosts); }
   std::vector<Deviation> host_scores() const { return host_deviations(bw_gbps, hosts); }

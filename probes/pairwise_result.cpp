@@ -290,6 +290,7 @@ PairwiseResult merge_pairwise(int world, const std::vector<std::string>& hosts,
       if (!e.at("bw_gbps").is_null()) res.bw_gbps.set(r, peer, e.at("bw_gbps").get<double>());
       if (e.contains("samples"))
         res.survey_samples[{r, peer}] = e.at("samples").get<std::vector<double>>();
+      if (e.contains("cpu_wait")) res.survey_cpu_wait[{r, peer}] = e.at("cpu_wait").get<double>();
       if (!e.at("lat_us").is_null()) {
         const double lat = e.at("lat_us").get<double>();
         res.latency_us.set(r, peer, lat);
@@ -361,6 +362,8 @@ void isolate_result(PairwiseResult& r, const PairwiseOptions& o, const MeasureRo
         for (const auto& [x, y] : {std::pair{i, j}, std::pair{j, i}}) {
           // Rank x timed what it sent to y: the direction of x's unit.
           std::vector<double>& dir = unit_of[x] == ua ? s.ab : s.ba;
+          if (const auto w = r.survey_cpu_wait.find({x, y}); w != r.survey_cpu_wait.end())
+            s.cpu_wait = std::max(s.cpu_wait, w->second);
           const auto it = r.survey_samples.find({x, y});
           if (it != r.survey_samples.end() && !it->second.empty()) {
             dir.insert(dir.end(), it->second.begin(), it->second.end());

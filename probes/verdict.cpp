@@ -169,20 +169,6 @@ Reference estimate_reference(const std::vector<LinkSample>& survey) {
   // units for a faulty one not to matter, the robust spread of the units' medians.
   r.noise_gbps = spreads.empty() ? 0 : median(spreads) * r.gbps;
   if (units.size() >= 8) r.noise_gbps = std::max(r.noise_gbps, robust_sigma(units));
-  std::map<int, double> loop;
-  for (const auto& s : survey) {
-    if (s.cap_a.loopback_gbps > 0) loop[s.a] = s.cap_a.loopback_gbps;
-    if (s.cap_b.loopback_gbps > 0) loop[s.b] = s.cap_b.loopback_gbps;
-  }
-  if (loop.size() >= 2) {
-    std::vector<double> l;
-    for (const auto& [u, v] : loop) l.push_back(v);
-    double mean = 0, var = 0;
-    for (double x : l) mean += x / static_cast<double>(l.size());
-    for (double x : l) var += (x - mean) * (x - mean) / static_cast<double>(l.size() - 1);
-    r.loopback_spread = l.size() >= 8 ? robust_sigma(l) / median(l) : std::sqrt(var) / mean;
-    r.noise_gbps = std::max(r.noise_gbps, r.loopback_spread * r.gbps);
-  }
   return r;
 }
 
@@ -238,23 +224,33 @@ Judgement judge(const LinkSample& s, const Reference& ref, const Thresholds& t) 
                fmt::format("{}, {:.0f}% below what its hosts can do, {}; bad below {:.4g} GB/s",
                            what, (can - v) / can * 100, basis, limit));
   if (ref.gbps > 0) {
+    // Ranks that queued for a core a share w of the measurement moved their bytes slower for
+    // it: that share of the reference is noise of this measurement, not a property of the link.
+    const double noise = std::max(ref.noise_gbps, std::min(s.cpu_wait, 1.0) * ref.gbps);
     const double drop = (ref.gbps - v) / ref.gbps;
-    if (drop >= t.warn_drop && ref.gbps - v > t.noise_k * ref.noise_gbps)
+    if (drop >= t.warn_drop && ref.gbps - v > t.noise_k * noise)
       return bad(Rule::Reference, ref.gbps, false,
-                 fmt::format("{}, {:.0f}% below the reference {:.4g} GB/s (noise {:.2g})", what,
-                             drop * 100, ref.gbps, ref.noise_gbps));
+                 fmt::format("{}, {:.0f}% below the reference {:.4g} GB/s (noise {:.2g}{})", what,
+                             drop * 100, ref.gbps, noise,
+                             noise > ref.noise_gbps
+                                 ? fmt::format("; its ranks waited for a CPU {:.0f}% of the time",
+                                               s.cpu_wait * 100)
+                                 : ""));
   }
-  if (both && fast > 0 && v < t.reverse_fraction * fast) {
-    // The noise of the gap: the two medians' own standard errors (the share already asks for
-    // far more than any spread between hosts).
-    const double noise = std::hypot(median_error(s.ab), median_error(s.ba));
+  if (both && v > 0 && v < t.reverse_fraction * fast) {
+    // A ratio, so judged on a log scale: the factor between the directions against the two
+    // medians' relative standard errors (an absolute spread of the fast direction would hide
+    // a 400x gap whenever its samples scatter 2x).
+    const double noise =
+        std::hypot(median_error(s.ab) / median(s.ab), median_error(s.ba) / median(s.ba));
     const double drop = (fast - v) / fast;
-    if (fast - v > t.noise_k * noise)
+    if (std::log(fast / v) > t.noise_k * noise)
       return bad(Rule::Reverse, fast, false,
                  fmt::format("{} -> {} {:.4g} GB/s, {:.0f}% below the reverse direction {:.4g} "
-                             "GB/s (noise {:.2g})",
-                             t.name(j.from), t.name(j.to), v, drop * 100, fast, noise));
+                             "GB/s ({:.0f}x; relative noise {:.2g})",
+                             t.name(j.from), t.name(j.to), v, drop * 100, fast, fast / v, noise));
   }
+
   return j;
 }
 

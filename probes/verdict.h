@@ -43,6 +43,9 @@ struct LinkSample {
   double seconds = 0;         // how long the measurement took (round time estimates)
   std::string error;          // "" = measured
   HostCapacity cap_a, cap_b;  // what the two units' hosts can do (zeros = unknown)
+  // The larger share of the bandwidth phase's wall time that either end's process spent waiting
+  // for a CPU (threads summed; 0 = none or unknown). judge() widens the reference's noise by it.
+  double cpu_wait = 0;
   bool ok() const { return error.empty() && (!ab.empty() || !ba.empty()); }
   bool slow_is_ab() const;  // the a -> b direction is the slower one (or the only one)
   // The slower direction's samples (the only direction's when one was measured).
@@ -88,17 +91,13 @@ double capacity_limit(const HostCapacity& a, const HostCapacity& b, double fract
 // survey link (a bad unit does not move it, even when it touches many links), and the noise,
 // the spread expected between repeated measurements of one link: the larger of the typical
 // relative standard error of a measurement (its samples' robust sigma * 1.2533 / sqrt(n) over
-// its value, times the reference), with >= 8 units the robust spread (1.4826 * MAD) of the
-// units' medians, and, where the hosts' loopback was measured (LinkSample::cap_a/cap_b), how
-// unevenly the hosts could move bytes in this run: the relative spread of their loopback
-// bandwidth (robust with >= 8 hosts; with fewer, the plain relative standard deviation), times
-// the reference. A host whose cores are busy moves its network bytes slower too, for as long as
-// the load lasts, and on a busy machine that lasts through every re-measurement; with a handful
-// of hosts nothing else in the run shows it.
+// its value, times the reference) and, with >= 8 units, the robust spread (1.4826 * MAD) of the
+// units' medians. judge() widens it for a measurement whose ranks waited for a CPU
+// (LinkSample::cpu_wait): with a handful of hosts nothing else in a run shows that a busy core
+// slowed one link through every re-measurement.
 struct Reference {
   double gbps = 0;
   double noise_gbps = 0;
-  double loopback_spread = 0;  // relative spread of the hosts' loopback (0 = fewer than 2 known)
   int links = 0;
 };
 Reference estimate_reference(const std::vector<LinkSample>& survey);
@@ -108,9 +107,11 @@ Reference estimate_reference(const std::vector<LinkSample>& survey);
 //   Floor      below the spec's absolute floor (node-type profile or min_link_gbps)
 //   Ceiling    latency above the spec's absolute ceiling
 //   Capacity   below capacity_fraction of what the two hosts can do
-//   Reference  warn_drop below the survey's reference and beyond noise_k x its noise
-//   Reverse    one direction below reverse_fraction of the other and beyond noise_k x the
-//              standard error of the gap (the two directions' own samples)
+//   Reference  warn_drop below the survey's reference and beyond noise_k x its noise (at least
+//              cpu_wait x the reference)
+//   Reverse    one direction below reverse_fraction of the other, the factor between them
+//              beyond noise_k x its relative standard error (log scale; the two directions'
+//              own samples)
 // The last two need nothing but the measurement itself and the reference: with two or three
 // hosts the reference comes from the bad link itself, the reverse direction does not.
 enum class Rule { None, Failed, Floor, Ceiling, Capacity, Reference, Reverse };

@@ -46,8 +46,8 @@ TEST(AcceptSmall, ADirection500xSlowerThanItsReverseRejects) {
   for (const bool capacity : {false, true}) {
     const CheckSpec only_floor =
         check(R"({"probe": "pairwise", "rules": {"min_link_gbps": 0.001}})");
-    const PairwiseResult r = two_hosts(0.0048, pairwise_options(only_floor, AcceptSpec{}, {}),
-                                       capacity);
+    const PairwiseResult r =
+        two_hosts(0.0048, pairwise_options(only_floor, AcceptSpec{}, {}), capacity);
     ASSERT_EQ(r.isolation.findings.size(), 1u) << r.to_text();
     const IsolationFinding& f = r.isolation.findings[0];
     EXPECT_EQ(f.fault, Fault::LinkSlow) << r.to_text();
@@ -90,10 +90,12 @@ TEST(AcceptSmall, AnUnseparatedLinkCountsAsANamedHost) {
   EXPECT_FALSE(r.isolation.findings[0].separated);
   const CheckOutcome o = evaluate_pairwise(c, r, {});
   EXPECT_FALSE(o.passed);
-  // The floor is broken, and max_slow_hosts too (one of the two hosts is bad); listed once.
+  // The floor is broken (said once), and max_slow_hosts too (one of the two hosts is bad); the
+  // finding is listed once.
   EXPECT_EQ(o.findings.size(), 1u);
   ASSERT_EQ(o.failures.size(), 2u);
   EXPECT_NE(o.failures[0].find("outside the absolute limits"), std::string::npos) << o.failures[0];
+  EXPECT_NE(o.failures[1].find("max_slow_hosts allows 0"), std::string::npos) << o.failures[1];
   const CheckSpec counts = check(R"({"probe": "pairwise", "rules": {"max_slow_hosts": 0}})");
   PairwiseOptions po = pairwise_options(counts, AcceptSpec{}, {});
   po.min_link_gbps = 2;  // the same finding, judged by the count rule alone
@@ -120,8 +122,9 @@ TEST(AcceptSmall, AnInconclusiveFindingMakesTheCheckAndTheReportInconclusive) {
   f.fault = Fault::HostInconclusive;
   f.severity = Verdict::Inconclusive;
   f.a = 1;
-  f.reason = "bad in 5 of 8 re-measurements against known-good partners; bad in most "
-             "re-measurements, yet not beyond chance";
+  f.reason =
+      "bad in 5 of 8 re-measurements against known-good partners; bad in most "
+      "re-measurements, yet not beyond chance";
   f.next_step = fault_next_step(f.fault);
   r.isolation.findings.push_back(f);
   r.isolation.inconclusive = 1;
