@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <set>
 
 #include "comm/rendezvous.h"
 #include "core/env.h"
@@ -155,6 +156,8 @@ PairwiseOptions pairwise_options(const CheckSpec& c, const AcceptSpec& spec,
   opt.schedule = p.value("schedule", opt.schedule);
   opt.rotation = p.value("rotation", opt.rotation);
   opt.confirm = p.value("confirm", opt.confirm);
+  opt.capacity_fraction = p.value("capacity_fraction", opt.capacity_fraction);
+  opt.reverse_fraction = p.value("reverse_fraction", opt.reverse_fraction);
   opt.min_link_gbps = c.rules.value("min_link_gbps", 0.0);
   opt.max_latency_us = c.rules.value("max_latency_us", 0.0);
   for (const auto& h : hosts) {
@@ -177,35 +180,64 @@ CheckOutcome evaluate_pairwise(const CheckSpec& c, const PairwiseResult& r, cons
   o.metrics["rounds"] = iso.rounds;
   if (!r.missing_ranks.empty())
     o.fail(fmt::format("ranks {} did not report", format_ranks(r.missing_ranks)));
+  // A link nothing could pin on one of its hosts (no known-good host to test them against: 2
+  // hosts) counts as a named host as well: one of the two is bad. Inconclusive findings decide
+  // no rule; they make the check inconclusive unless something fails it.
   std::vector<const IsolationFinding*> hosts, links;
-  for (const auto& f : iso.findings) (fault_is_host(f.fault) ? hosts : links).push_back(&f);
+  for (const auto& f : iso.findings) {
+    if (f.severity == Verdict::Inconclusive) {
+      o.inconclusive(fmt::format("{} {}: {}", fault_is_host(f.fault) ? "host" : "link",
+                                 r.finding_label(f), f.reason));
+      o.findings.push_back({fault_is_host(f.fault) ? "host" : "link", r.finding_label(f), f.reason,
+                            fault_code(f.fault), verdict_name(f.severity), f.next_step});
+      continue;
+    }
+    (fault_is_host(f.fault) ? hosts : links).push_back(&f);
+    if (!f.separated) hosts.push_back(&f);
+  }
   const bool absolute_rule =
       c.rules.contains("min_link_gbps") || c.rules.contains("max_latency_us");
-  // Each named host / link breaks a rule when its kind is over its allowance or it broke an
-  // absolute limit; the rule fails the check when that finding is CRIT, else it warns.
+  // Each named host / link breaks a rule when its kind is over its allowance, it broke an
+  // absolute limit the rules set, or it is far below what its hosts can do or its reverse
+  // direction (those two, like #wrong for perf, need no rule); the rule fails the check when
+  // that finding is CRIT, else it warns. A finding is listed once even when it breaks two rules.
+  std::set<const IsolationFinding*> listed, limit_broken;
   auto judge_kind = [&](const std::vector<const IsolationFinding*>& named, const char* rule,
                         const char* what) {
     const bool over =
         c.rules.contains(rule) && static_cast<int64_t>(named.size()) > c.rules[rule].get<int64_t>();
     for (const IsolationFinding* f : named) {
-      const bool abs = absolute_rule && f->absolute;
-      if (!over && !abs) continue;
       const std::string who = r.finding_label(*f);
-      const std::string line =
-          abs ? fmt::format("{} {} is outside the absolute limits ({})", what, who,
-                            fault_code(f->fault))
-              : fmt::format("{} {} named ({}; {} allows {})", what, who, fault_code(f->fault), rule,
-                            c.rules[rule].get<int64_t>());
-      if (f->severity == Verdict::Crit)
-        o.fail(line);
-      else
-        o.warn(line);
+      std::vector<std::string> lines;
+      // An absolute limit, far below what its hosts can do, or a direction far below its
+      // reverse: said once per finding, whichever list it is in.
+      const bool abs = absolute_rule && f->absolute;
+      const bool far = f->rule == Rule::Capacity || f->rule == Rule::Reverse;
+      if ((abs || far) && limit_broken.insert(f).second)
+        lines.push_back(abs ? fmt::format("{} {} is outside the absolute limits ({})", what, who,
+                                          fault_code(f->fault))
+                            : fmt::format("{} {} is far below {} ({})", f->b < 0 ? "host" : "link",
+                                          who,
+                                          f->rule == Rule::Capacity ? "what its hosts can do"
+                                                                    : "its reverse direction",
+                                          fault_code(f->fault)));
+      if (over)
+        lines.push_back(fmt::format("{} {} named ({}{}; {} allows {})", what, who,
+                                    fault_code(f->fault),
+                                    f->separated ? "" : ", one of its two hosts is bad", rule,
+                                    c.rules[rule].get<int64_t>()));
+      for (auto& line : lines) {
+        if (f->severity == Verdict::Crit)
+          o.fail(std::move(line));
+        else
+          o.warn(std::move(line));
+      }
+      if (lines.empty() || !listed.insert(f).second) continue;
       // Old readers look for "median cross-host link" in a slow host's evidence.
       const std::string evidence =
           fmt::format("{}{}", fault_is_host(f->fault) ? "median cross-host link " : "", f->reason);
       o.findings.push_back({fault_is_host(f->fault) ? "host" : "link", who, evidence,
-                            fault_code(f->fault), verdict_name(f->severity),
-                            fault_next_step(f->fault)});
+                            fault_code(f->fault), verdict_name(f->severity), f->next_step});
     }
   };
   judge_kind(hosts, "max_slow_hosts", "host");

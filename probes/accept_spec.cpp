@@ -52,7 +52,9 @@ const std::map<std::string, std::vector<KeySpec>>& param_keys() {
         {"noise_k", T::Number},
         {"schedule", T::String},
         {"rotation", T::Int},
-        {"confirm", T::Int}}},
+        {"confirm", T::Int},
+        {"capacity_fraction", T::Number},
+        {"reverse_fraction", T::Number}}},
       {"stragglers",
        {{"iters", T::Int},
         {"warmup", T::Int},
@@ -230,6 +232,9 @@ void check_pairwise_params(const json& p, const Loc& at) {
       throw SpecError(fmt::format("{}.{} must be in (0, 1]", at.text, k), at.key(k).ptr);
   if (p.contains("confirm") && p["confirm"].get<int64_t>() < 1)
     throw SpecError(at.text + ".confirm must be >= 1", at.key("confirm").ptr);
+  for (const char* k : {"capacity_fraction", "reverse_fraction"})
+    if (p.contains(k) && !(p[k].get<double>() >= 0 && p[k].get<double>() < 1))  // NaN fails
+      throw SpecError(fmt::format("{}.{} must be in [0, 1) (0 = off)", at.text, k), at.key(k).ptr);
 }
 
 }  // namespace

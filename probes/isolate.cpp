@@ -59,17 +59,23 @@ class Engine {
   using PickPartner =
       std::function<std::optional<UnitPair>(Track&, std::set<int>& busy, int round)>;
   void measure_rounds(std::vector<Track>& tracks, int limit, const PickPartner& pick);
+  // Names t (a finding), clears it, or records it as inconclusive (a *_INCONCLUSIVE finding).
   void conclude(Track& t, bool unit, int* named, int* cleared);
+  // The finding's reason and effect for what the bad measurements broke.
+  void describe(IsolationFinding& f, const Track& t, bool unit) const;
 
   int n_;
   const IsolateOptions& o_;
   const MeasureRound& measure_;
   IsolationReport rep_;
   double chance_ = 0.02;
-  double round_ref_ = 0;   // the current re-measurement round's control reference (0 = none)
-  std::vector<int> good_;  // known-good units (control pairs)
-  size_t tracks_ = 1;      // suspects in the current phase
+  double round_ref_ = 0;       // the current re-measurement round's control reference (0 = none)
+  std::vector<int> good_;      // known-good units (control pairs)
+  std::set<int> unseparated_;  // suspect units no known-good partner could test (2 hosts)
+  size_t tracks_ = 1;          // suspects in the current phase
 };
+
+std::string undecided(int n) { return n > 0 ? fmt::format(", {} inconclusive", n) : ""; }
 
 // P(X >= b) for X ~ Binomial(n, p).
 double binomial_tail(int b, int n, double p) {
@@ -146,8 +152,9 @@ std::vector<LinkSample> Engine::round_with_controls(const std::vector<UnitPair>&
   *round_ref = reference_of(got, pairs.size());
   got.resize(pairs.size());
   if (same.empty()) {
+    // Fewer pairs than it takes to judge by (3 hosts: one) would only cost a round.
     const auto after = control_pairs({});
-    if (!after.empty()) *round_ref = reference_of(round(after), 0);
+    if (after.size() >= kMinControls) *round_ref = reference_of(round(after), 0);
   }
   return got;
 }
@@ -170,6 +177,10 @@ Observation Engine::observe(const LinkSample& s, int self, bool* absolute) {
   ob.lat_us = s.lat_us;
   ob.ref_gbps = ref.gbps;
   ob.bad = j.bad;
+  ob.rule = j.rule;
+  ob.expected_gbps = j.expected_gbps;
+  ob.from = j.from;
+  ob.to = j.to;
   ob.why = j.why;
   if (absolute) *absolute = j.absolute;
   return ob;
@@ -251,70 +262,130 @@ void Engine::remeasure_links(std::vector<Track>& tracks) {
 
 void Engine::conclude(Track& t, bool unit, int* named, int* cleared) {
   const int n = static_cast<int>(t.obs.size()), bad = t.bad();
-  const bool all = n >= o_.confirm && bad == n;
-  if (n < o_.confirm || !significant(bad, n)) {
+  const bool confirmed = n >= o_.confirm && significant(bad, n);
+  // Not beyond chance: cleared, unless most of its re-measurements were bad (or too few could
+  // be made), which chance does not explain either: inconclusive.
+  if (bad == 0 || (!confirmed && n >= o_.confirm && bad * 2 <= n)) {
     ++*cleared;
     return;
   }
   IsolationFinding f;
   f.a = t.a;
   f.b = t.b;
-  std::vector<double> vals;
+  f.confirmations = bad;
+  f.remeasured = n;
+  f.noise_gbps = rep_.reference.noise_gbps;
   int failed = 0;
-  bool absolute = false;
   for (int i = 0; i < n; ++i) {
     if (!t.obs[i].bad) continue;
-    if (t.failed[i]) {
-      ++failed;
-    } else {
-      vals.push_back(t.obs[i].gbps);
-    }
-    absolute = absolute || t.absolute[i];
+    failed += t.failed[i] ? 1 : 0;
+    f.absolute = f.absolute || t.absolute[i];
   }
-  if (!all) {
+  if (!confirmed) {
+    f.fault = unit ? Fault::HostInconclusive : Fault::LinkInconclusive;
+  } else if (bad < n) {
     f.fault = unit ? Fault::HostFlapping : Fault::LinkFlapping;
   } else if (failed == n) {
     f.fault = unit ? Fault::HostDown : Fault::LinkDown;
   } else {
     f.fault = unit ? Fault::HostSlow : Fault::LinkSlow;
   }
+  f.separated = unit || !(unseparated_.count(t.a) || unseparated_.count(t.b));
+  describe(f, t, unit);
+  const bool slow = f.fault == Fault::HostSlow || f.fault == Fault::LinkSlow;
+  if (!confirmed) {
+    f.severity = Verdict::Inconclusive;
+    ++rep_.inconclusive;
+  } else {
+    f.severity =
+        !slow || f.absolute || f.effect >= o_.thresholds.crit_drop ? Verdict::Crit : Verdict::Warn;
+    ++*named;
+  }
+  f.evidence = t.survey;
+  f.evidence.insert(f.evidence.end(), t.obs.begin(), t.obs.end());
+  rep_.findings.push_back(std::move(f));
+}
+
+void Engine::describe(IsolationFinding& f, const Track& t, bool unit) const {
+  const int n = static_cast<int>(t.obs.size()), bad = t.bad();
+  std::vector<double> vals, effects;
+  int failed = 0;
+  const Observation* first = nullptr;  // the first bad one with a rate
+  bool one_direction = true;
+  for (int i = 0; i < n; ++i) {
+    const Observation& ob = t.obs[i];
+    if (!ob.bad) continue;
+    if (t.failed[i]) {
+      ++failed;
+      continue;
+    }
+    vals.push_back(ob.gbps);
+    if (!first) first = &ob;
+    one_direction = one_direction && ob.from == first->from && ob.to == first->to;
+    if (ob.expected_gbps > 0) effects.push_back((ob.expected_gbps - ob.gbps) / ob.expected_gbps);
+  }
   const double ref = rep_.reference.gbps;
   f.value_gbps = vals.empty() ? 0 : median(vals);
-  f.effect = ref > 0 ? (ref - f.value_gbps) / ref : 1;
-  f.noise_gbps = rep_.reference.noise_gbps;
-  f.confirmations = bad;
-  f.remeasured = n;
-  f.absolute = absolute;
-  const bool crit = f.fault != Fault::HostSlow && f.fault != Fault::LinkSlow;
-  f.severity =
-      crit || absolute || f.effect >= o_.thresholds.crit_drop ? Verdict::Crit : Verdict::Warn;
+  f.rule = first ? first->rule : Rule::Failed;
+  if (first && one_direction) {
+    f.from = first->from;
+    f.to = first->to;
+  }
+  // The relative rule and a latency ceiling are measured against the survey's reference; the
+  // others against what they held the measurement to (the reverse direction, the hosts'
+  // capacity, the floor).
+  const bool against_reference = f.rule == Rule::Reference || f.rule == Rule::Ceiling ||
+                                 f.rule == Rule::Failed || effects.empty();
+  f.effect = against_reference ? (ref > 0 ? (ref - f.value_gbps) / ref : 1) : median(effects);
   const char* against = unit ? "against known-good partners" : "re-measuring the link itself";
   std::string what;
   if (f.fault == Fault::HostDown || f.fault == Fault::LinkDown) {
     what = "no measurement got through";
   } else if (vals.empty()) {
-    // Flapping, and every bad one failed: no rate to quote ("0 GB/s, 100% below" read as dead).
+    // Every bad one failed: no rate to quote ("0 GB/s, 100% below" read as dead).
     what = fmt::format(
         "the bad ones failed (nothing got through), the others were fine against the reference "
         "{:.4g} GB/s (noise {:.2g} GB/s)",
         ref, f.noise_gbps);
-  } else {
+  } else if (against_reference) {
     what = fmt::format("{:.4g} GB/s, {:.0f}% below the reference {:.4g} GB/s (noise {:.2g} GB/s)",
                        f.value_gbps, f.effect * 100, ref, f.noise_gbps);
+  } else {
+    what = first->why;  // the rule's own words: direction, reverse rate, capacity or floor
   }
-  std::string first_why;
-  for (const auto& ob : t.obs)
-    if (ob.bad) {
-      first_why = ob.why;
-      break;
-    }
-  f.reason = fmt::format("{}; bad in {} of {} re-measurements {}{}{}", what, bad, n, against,
-                         failed > 0 && failed < bad ? fmt::format(" ({} failed)", failed) : "",
-                         absolute ? fmt::format("; {}", first_why) : "");
-  f.evidence = t.survey;
-  f.evidence.insert(f.evidence.end(), t.obs.begin(), t.obs.end());
-  rep_.findings.push_back(std::move(f));
-  ++*named;
+  std::string extra;
+  if (f.absolute && against_reference && first) extra = "; " + first->why;
+  if (f.fault == Fault::HostInconclusive || f.fault == Fault::LinkInconclusive)
+    extra += fmt::format(
+        "; {} (a healthy one is bad in about {:.0f}% of measurements; {} suspect(s))",
+        n < o_.confirm
+            ? fmt::format("only {} of the {} re-measurements needed could be made", n, o_.confirm)
+            : std::string("bad in most re-measurements, yet not beyond chance"),
+        chance_ * 100, tracks_);
+  f.reason =
+      fmt::format("{}; bad in {} of {} re-measurements {}{}{}", what, bad, n, against,
+                  failed > 0 && failed < bad ? fmt::format(" ({} failed)", failed) : "", extra);
+  f.next_step = fault_next_step(f.fault);
+  if (!f.separated) {
+    const std::string a = o_.thresholds.name(f.a), b = o_.thresholds.name(f.b);
+    const std::string dir = f.from >= 0
+                                ? fmt::format("{}'s egress, {}'s ingress or the path between them",
+                                              o_.thresholds.name(f.from), o_.thresholds.name(f.to))
+                                : "either host or the path between them";
+    f.reason += fmt::format(
+        "; no known-good host to test {} and {} against, so which of them is at fault cannot be "
+        "separated ({})",
+        a, b, dir);
+    if (f.fault != Fault::HostInconclusive && f.fault != Fault::LinkInconclusive)
+      f.next_step = fmt::format(
+          "run the probe again with a known-good host added: the one of {} and {} that is slow "
+          "with it too is named; meanwhile check both hosts' NIC speed, error counters and "
+          "shaping (ethtool -S, tc qdisc){}",
+          a, b,
+          f.from >= 0 ? fmt::format(" in the {} -> {} direction", o_.thresholds.name(f.from),
+                                    o_.thresholds.name(f.to))
+                      : "");
+  }
 }
 
 IsolationReport Engine::run(const std::vector<LinkSample>& given, int given_rounds) {
@@ -367,10 +438,21 @@ IsolationReport Engine::run(const std::vector<LinkSample>& given, int given_roun
       bad_links[{s.a, s.b}].push_back(oa);
     }
   }
+  // A unit whose every bad pair is with a unit that has a larger share of bad pairs is
+  // explained by that unit (3 hosts, one slow: the other two are bad in one pair of two each,
+  // both with the slow one) and stays known-good.
+  auto share = [&](int u) { return total[u] > 0 ? static_cast<double>(bad[u]) / total[u] : 0; };
+  auto explained = [&](int u) {
+    for (const auto& [k, obs] : bad_links) {
+      if (k.first != u && k.second != u) continue;
+      if (share(k.first == u ? k.second : k.first) <= share(u)) return false;
+    }
+    return true;
+  };
   std::vector<Track> units;
   std::vector<int> good;
   for (int u = 0; u < n_; ++u) {
-    if (total[u] == 0 || (bad[u] > 0 && bad[u] * 2 >= total[u])) {
+    if (total[u] == 0 || (bad[u] > 0 && bad[u] * 2 >= total[u] && !explained(u))) {
       Track t;
       t.a = u;
       t.survey = unit_survey[u];
@@ -398,7 +480,7 @@ IsolationReport Engine::run(const std::vector<LinkSample>& given, int given_roun
   // 2. re-pair suspect units with known-good partners
   std::set<int> named_units;
   if (!units.empty() && !good.empty()) {
-    const int r0 = rep_.rounds;
+    const int r0 = rep_.rounds, i0 = rep_.inconclusive;
     reremeasure_units(units, good);
     int named = 0, cleared = 0;
     for (auto& t : units) {
@@ -412,12 +494,14 @@ IsolationReport Engine::run(const std::vector<LinkSample>& given, int given_roun
     rep_.cleared += std::max(cleared, 0);
     rep_.phases.push_back(
         fmt::format("re-pairing: {} unit(s) against {} known-good unit(s) in {} round(s): {} "
-                    "named, {} cleared",
-                    units.size(), good.size(), rep_.rounds - r0, named, std::max(cleared, 0)));
+                    "named, {} cleared{}",
+                    units.size(), good.size(), rep_.rounds - r0, named, std::max(cleared, 0),
+                    undecided(rep_.inconclusive - i0)));
   } else if (!units.empty()) {
+    for (const auto& t : units) unseparated_.insert(t.a);
     rep_.phases.push_back(
-        "re-pairing: no known-good unit to pair with; bad pairs are judged as "
-        "links");
+        "re-pairing: no known-good unit to pair with; bad pairs are judged as links (which of "
+        "a link's hosts is at fault cannot be separated)");
   }
   // 3. bad links whose units are not to blame
   std::vector<Track> links;
@@ -432,13 +516,14 @@ IsolationReport Engine::run(const std::vector<LinkSample>& given, int given_roun
   rep_.suspect_links = static_cast<int>(links.size());
   tracks_ = std::max<size_t>(links.size(), 1);
   if (!links.empty()) {
-    const int r0 = rep_.rounds;
+    const int r0 = rep_.rounds, i0 = rep_.inconclusive;
     remeasure_links(links);
     int named = 0, cleared = 0;
     for (auto& t : links) conclude(t, false, &named, &cleared);
     rep_.cleared += cleared;
-    rep_.phases.push_back(fmt::format("links: {} re-measured in {} round(s): {} named, {} cleared",
-                                      links.size(), rep_.rounds - r0, named, cleared));
+    rep_.phases.push_back(
+        fmt::format("links: {} re-measured in {} round(s): {} named, {} cleared{}", links.size(),
+                    rep_.rounds - r0, named, cleared, undecided(rep_.inconclusive - i0)));
   }
   std::stable_sort(rep_.findings.begin(), rep_.findings.end(), [](const auto& x, const auto& y) {
     return fault_is_host(x.fault) && !fault_is_host(y.fault);

@@ -11,14 +11,20 @@
 //     pairs are measured), or "full" = every pair (the whole round-robin tournament).
 //  2. reference and noise from the survey (verdict.h); a pair is bad when judge() says so.
 //     Suspect units: at least half of their survey pairs bad (quick: the one pair), plus units
-//     the survey left out (a bye).
+//     the survey left out (a bye); a unit whose every bad pair is with a unit that has a larger
+//     share of bad pairs is explained by it and stays known-good (3 hosts, one slow: its two
+//     partners are each bad in one of two pairs, both with it).
 //  3. re-pairing: every suspect meets at least `confirm` different known-good partners (units
 //     with no bad survey pair), all suspects in the same rounds. Bad every time and beyond
 //     chance (IsolateOptions::alpha): named; never, or in under a third of the meetings:
 //     cleared; otherwise more meetings (up to confirm + max_extra), then named flapping when
-//     the bad ones are beyond chance.
+//     the bad ones are beyond chance; when they are not, cleared, unless most re-measurements
+//     were bad (or fewer than `confirm` could be made): *_INCONCLUSIVE, neither confirmed nor
+//     cleared.
 //  4. links: bad survey pairs whose units were both cleared are re-measured themselves, with
-//     the same rule.
+//     the same rule. With no known-good unit at all (2 hosts; every unit suspect) the bad pairs
+//     are re-measured as links and a named one says that which of its hosts is at fault cannot
+//     be separated.
 // Every re-measurement round also measures control pairs of known-good units (idle ones in the
 // same round, else a control round right after); when they are slower than the survey's
 // reference, the round is judged against them, so a slowdown of the whole cluster (a load
@@ -65,20 +71,27 @@ struct Observation {
   double lat_us = -1;
   double ref_gbps = 0;  // the reference it was judged against (the round's controls when slower)
   bool bad = false;
-  std::string why;  // judge()'s reason or the error ("" when fine)
+  Rule rule = Rule::None;    // the rule it broke (judge())
+  double expected_gbps = 0;  // what that rule held it against
+  int from = -1, to = -1;    // its slower direction (units), when both were measured
+  std::string why;           // judge()'s reason or the error ("" when fine)
 };
 
 struct IsolationFinding {
   Fault fault = Fault::HostSlow;
   Verdict severity = Verdict::Warn;
-  int a = -1, b = -1;     // the unit (b = -1) or the link
-  double value_gbps = 0;  // median of the bad re-measurements (0 when they all failed)
-  double effect = 0;      // (reference - value) / reference, 1 = nothing got through
-  double noise_gbps = 0;  // the reference noise it was judged against
-  int confirmations = 0;  // bad re-measurements
-  int remeasured = 0;     // re-measurements
-  bool absolute = false;  // an absolute floor / ceiling was broken (not only the relative rule)
-  std::string reason;     // in words, with the numbers
+  int a = -1, b = -1;      // the unit (b = -1) or the link
+  double value_gbps = 0;   // median of the bad re-measurements (0 when they all failed)
+  double effect = 0;       // (reference - value) / reference, 1 = nothing got through
+  double noise_gbps = 0;   // the reference noise it was judged against
+  int confirmations = 0;   // bad re-measurements
+  int remeasured = 0;      // re-measurements
+  bool absolute = false;   // an absolute floor / ceiling was broken
+  Rule rule = Rule::None;  // the rule the first bad measurement with a rate broke
+  int from = -1, to = -1;  // the slow direction, when every bad measurement agreed on one
+  bool separated = true;   // a link whose hosts were checked against known-good partners
+  std::string reason;      // in words, with the numbers
+  std::string next_step;   // what to do (fault_next_step, or why a link cannot be separated)
   std::vector<Observation> evidence;  // survey first, then every re-measurement
 };
 
@@ -93,9 +106,11 @@ struct IsolationReport {
   int suspects = 0;                 // units re-paired
   int suspect_links = 0;            // links re-measured
   int cleared = 0;                  // suspects (units and links) that did not reproduce
+  int inconclusive = 0;             // suspects neither confirmed nor cleared
   std::vector<std::string> phases;  // one line per phase, for the report
   std::vector<IsolationFinding> findings;
-  Verdict verdict() const;  // worst finding severity; OK when none
+  Verdict verdict()
+      const;  // worst finding severity (INCONCLUSIVE for *_INCONCLUSIVE); OK when none
 };
 
 // Runs the schedule over `units` units (REQUIRES: units >= 0, o.confirm >= 1). `survey`, when

@@ -9,8 +9,10 @@
 
 #include "comm/init.h"
 #include "comm/rendezvous.h"
+#include "core/env.h"
 #include "core/log.h"
 #include "core/tensor.h"
+#include "probes/host_capacity.h"
 #include "probes/schedule.h"
 #include "store/store.h"
 
@@ -25,15 +27,21 @@ double seconds_since(Clock::time_point t) {
 }
 
 struct PairMeasure {
+  double cpu_wait = 0;  // share of the bandwidth phase spent waiting for a CPU (this process)
   double lat_us = NAN;
   double bw_gbps = NAN;         // this rank -> peer
   std::vector<double> samples;  // this rank -> peer, one per timed message
   std::string error;
 };
 
+// This rank's host, measured after its first pair (the data interface is known from the group),
+// once per run; nullopt until then. Unused when the capacity rule is off.
+using CapacityCache = std::optional<HostCapacity>;
+
 // Ping-pong and one-way streams on the pair group; every wait is bounded by ctx.timeout.
+// Fills *cap after the first measurement (when the capacity rule is on).
 PairMeasure measure_pair(ProbeContext& ctx, const std::string& tag, int peer,
-                         const PairwiseOptions& o) {
+                         const PairwiseOptions& o, CapacityCache* cap) {
   PairMeasure m;
   const int a = std::min(ctx.rank, peer), b = std::max(ctx.rank, peer);
   std::shared_ptr<ProcessGroup> pg;
@@ -69,12 +77,17 @@ PairMeasure measure_pair(ProbeContext& ctx, const std::string& tag, int peer,
   const size_t big_bytes = static_cast<size_t>(std::max<int64_t>(o.bytes, 1));
   device::Buffer buf = dev.allocate(big_bytes);
   TensorView big = dev.view(buf.data(), big_bytes, DType::UInt8);
-  // Direction 0 -> 1 first, then 1 -> 0; the sender times each message from its send to the
-  // receiver's ack, so a sample includes the whole transfer.
-  for (int dir = 0; dir < 2 && m.error.empty(); ++dir) {
-    const bool sender = me == dir;
-    auto t0 = Clock::now();
-    for (int i = 0; i < o.bw_iters + 1 && m.error.empty(); ++i) {
+  // The directions alternate message by message (0 -> 1, then 1 -> 0, then 0 -> 1 ...), so a
+  // burst of competing load slows both alike instead of the one measured while it lasted: the
+  // comparison of a direction with its reverse (verdict.h) is then paired. The sender times
+  // each message from its send to the receiver's ack, so a sample includes the whole transfer;
+  // the first message each way only warms the connection.
+  double sent_s = 0;
+  const double wait0 = process_cpu_wait_seconds();
+  const auto bw0 = Clock::now();
+  for (int i = 0; i < o.bw_iters + 1 && m.error.empty(); ++i) {
+    for (int dir = 0; dir < 2 && m.error.empty(); ++dir) {
+      const bool sender = me == dir;
       const auto ti = Clock::now();
       if (sender) {
         step(pg->send(big, other), "bandwidth send");
@@ -83,28 +96,32 @@ PairMeasure measure_pair(ProbeContext& ctx, const std::string& tag, int peer,
         step(pg->recv(big, other), "bandwidth recv");
         step(pg->send(small, other), "bandwidth ack");
       }
-      if (i == 0) {
-        t0 = Clock::now();  // the first message only warms the connection
-      } else if (sender && m.error.empty()) {
-        m.samples.push_back(static_cast<double>(o.bytes) / seconds_since(ti) / 1e9);
-      }
+      if (i == 0 || !sender || !m.error.empty()) continue;
+      const double secs = seconds_since(ti);
+      sent_s += secs;
+      m.samples.push_back(static_cast<double>(o.bytes) / secs / 1e9);
     }
-    if (sender && m.error.empty())
-      m.bw_gbps = static_cast<double>(o.bytes) * o.bw_iters / seconds_since(t0) / 1e9;
   }
+  if (m.error.empty() && sent_s > 0)
+    m.bw_gbps = static_cast<double>(o.bytes) * o.bw_iters / sent_s / 1e9;
+  const double wait1 = process_cpu_wait_seconds(), wall = seconds_since(bw0);
+  if (wait0 >= 0 && wait1 >= wait0 && wall > 0) m.cpu_wait = (wait1 - wait0) / wall;
+  const std::string store_host = pg->info().store_host;
   destroy_process_group(*pg);
   if (!m.error.empty()) m.samples.clear();
+  if (!cap->has_value() && o.capacity_fraction > 0)
+    *cap = measure_host_capacity(ctx.backend, ctx.env ? *ctx.env : Env::process(), store_host,
+                                 o.bytes, o.bw_iters, ctx.timeout);
   return m;
 }
 
 json num(double x) { return std::isnan(x) ? json(nullptr) : json(x); }
 
-json row_entry(int peer, const PairMeasure& m) {
-  return {{"peer", peer},
-          {"lat_us", num(m.lat_us)},
-          {"bw_gbps", num(m.bw_gbps)},
-          {"samples", m.samples},
-          {"error", m.error}};
+json row_entry(int peer, const PairMeasure& m, const CapacityCache& cap) {
+  json e{{"peer", peer},         {"lat_us", num(m.lat_us)}, {"bw_gbps", num(m.bw_gbps)},
+         {"samples", m.samples}, {"cpu_wait", m.cpu_wait},  {"error", m.error}};
+  if (cap) e["capacity"] = capacity_json(*cap);
+  return e;
 }
 
 // The keys of the re-measurement protocol: rank 0 publishes plan k (rank pairs, or done), the
@@ -116,20 +133,21 @@ std::string res_key(const std::string& tag, int k, int rank) {
 
 // Measures this rank's pair of plan k, if it has one, and publishes the entry.
 void measure_planned(ProbeContext& ctx, const std::string& tag, int k, const json& plan,
-                     const PairwiseOptions& o) {
+                     const PairwiseOptions& o, CapacityCache* cap) {
   for (const auto& p : plan.at("pairs")) {
     const int a = p.at(0).get<int>(), b = p.at(1).get<int>();
     if (ctx.rank != a && ctx.rank != b) continue;
     const int peer = ctx.rank == a ? b : a;
-    const PairMeasure m = measure_pair(ctx, fmt::format("{}/m{}", tag, k), peer, o);
+    const PairMeasure m = measure_pair(ctx, fmt::format("{}/m{}", tag, k), peer, o, cap);
     if (!m.error.empty()) log(LogLevel::Warning, "pairwise: {}", m.error);
-    ctx.store->set(res_key(tag, k, ctx.rank), row_entry(peer, m).dump());
+    ctx.store->set(res_key(tag, k, ctx.rank), row_entry(peer, m, *cap).dump());
     return;
   }
 }
 
 // Every rank but 0: follow rank 0's plans until it says done (or stops publishing).
-void follow(ProbeContext& ctx, const std::string& tag, const PairwiseOptions& o) {
+void follow(ProbeContext& ctx, const std::string& tag, const PairwiseOptions& o,
+            CapacityCache* cap) {
   for (int k = 0;; ++k) {
     const std::string key = plan_key(tag, k);
     try {
@@ -144,15 +162,16 @@ void follow(ProbeContext& ctx, const std::string& tag, const PairwiseOptions& o)
       ctx.store->set(fmt::format("{}/done/{}", tag, ctx.rank), "1");
       return;
     }
-    measure_planned(ctx, tag, k, plan, o);
+    measure_planned(ctx, tag, k, plan, o, cap);
   }
 }
 
 // Rank 0: the engine's MeasureRound over the ranks. Units map to their measuring rank.
 class Planner {
  public:
-  Planner(ProbeContext& ctx, std::string tag, const PairwiseOptions& o, PairwiseResult& r)
-      : ctx_(ctx), tag_(std::move(tag)), o_(o), r_(r) {}
+  Planner(ProbeContext& ctx, std::string tag, const PairwiseOptions& o, PairwiseResult& r,
+          CapacityCache* cap)
+      : ctx_(ctx), tag_(std::move(tag)), o_(o), r_(r), cap_(cap) {}
 
   std::vector<LinkSample> operator()(const std::vector<UnitPair>& pairs) {
     const int k = k_++;
@@ -161,7 +180,7 @@ class Planner {
     for (const auto& p : pairs)
       plan["pairs"].push_back({r_.unit_rank.at(p.a), r_.unit_rank.at(p.b)});
     ctx_.store->set(plan_key(tag_, k), plan.dump());
-    measure_planned(ctx_, tag_, k, plan, o_);
+    measure_planned(ctx_, tag_, k, plan, o_, cap_);
     // Collect both ends of every pair within the deadline.
     std::vector<std::string> keys;
     for (const auto& p : pairs) {
@@ -194,7 +213,15 @@ class Planner {
         const json& e = it->second;
         const std::string err = e.at("error").get<std::string>();
         if (!err.empty() && s.error.empty()) s.error = fmt::format("rank {}: {}", rank, err);
-        for (const auto& x : e.at("samples")) s.gbps.push_back(x.get<double>());
+        // Each rank times what it sends: unit a's entry is the a -> b direction.
+        std::vector<double>& dir = unit == p.a ? s.ab : s.ba;
+        for (const auto& x : e.at("samples")) dir.push_back(x.get<double>());
+        s.cpu_wait = std::max(s.cpu_wait, e.value("cpu_wait", 0.0));
+        if (e.contains("capacity")) {
+          HostCapacity& c = unit == p.a ? s.cap_a : s.cap_b;
+          c = capacity_from_json(e.at("capacity"));
+          r_.capacity.at(unit) = c;
+        }
         if (!e.at("lat_us").is_null()) s.lat_us = e.at("lat_us").get<double>();
         const int peer = e.at("peer").get<int>();
         if (!e.at("bw_gbps").is_null() && std::isnan(r_.bw_gbps.at(rank, peer)))
@@ -207,7 +234,8 @@ class Planner {
       if (!s.error.empty()) {
         r_.errors.push_back(fmt::format("{} <-> {} (round {}): {}", r_.unit_label(p.a),
                                         r_.unit_label(p.b), k + 1, s.error));
-        s.gbps.clear();
+        s.ab.clear();
+        s.ba.clear();
       }
       out.push_back(std::move(s));
     }
@@ -233,12 +261,13 @@ class Planner {
   std::string tag_;
   const PairwiseOptions& o_;
   PairwiseResult& r_;
+  CapacityCache* cap_;
   int k_ = 0;
 };
 
 // The full survey: every pair of ranks, one tournament round at a time (the original probe).
 std::string full_survey_row(ProbeContext& ctx, const std::string& tag, const PairwiseOptions& o,
-                            size_t* rounds_out) {
+                            size_t* rounds_out, CapacityCache* cap) {
   const auto rounds = tournament_rounds(ctx.world);
   *rounds_out = rounds.size();
   json row = json::array();
@@ -250,9 +279,9 @@ std::string full_survey_row(ProbeContext& ctx, const std::string& tag, const Pai
     if (synced) synced = try_barrier(ctx, rtag + "/start", ctx.timeout * 6);
     const int peer = peer_in_round(rounds[r], ctx.rank);
     if (peer < 0) continue;
-    const PairMeasure m = measure_pair(ctx, rtag, peer, o);
+    const PairMeasure m = measure_pair(ctx, rtag, peer, o, cap);
     if (!m.error.empty()) log(LogLevel::Warning, "pairwise: {}", m.error);
-    row.push_back(row_entry(peer, m));
+    row.push_back(row_entry(peer, m, *cap));
   }
   return row.dump();
 }
@@ -265,25 +294,26 @@ PairwiseResult run_pairwise(ProbeContext& ctx, const PairwiseOptions& opts) {
   PairwiseOptions o = opts;
   if (o.rotation < 0) o.rotation = static_cast<int>(std::time(nullptr) % 100003);
   PairwiseResult res;
+  CapacityCache cap;
   if (o.schedule == "full") {
     size_t rounds = 0;
-    const std::string row = full_survey_row(ctx, tag + "/full", o, &rounds);
+    const std::string row = full_survey_row(ctx, tag + "/full", o, &rounds, &cap);
     const auto rows = gather_to_root(ctx, tag + "/rows", row, ctx.timeout * 2);
     if (ctx.rank != 0) {
-      follow(ctx, tag, o);
+      follow(ctx, tag, o, &cap);
       return {};
     }
     res = merge_pairwise(ctx.world, ctx.hosts, rows, o);
-    Planner plan(ctx, tag, o, res);
+    Planner plan(ctx, tag, o, res, &cap);
     isolate_result(res, o, std::ref(plan), static_cast<int>(rounds));
     plan.finish();
   } else {
     if (ctx.rank != 0) {
-      follow(ctx, tag, o);
+      follow(ctx, tag, o, &cap);
       return {};
     }
     res = merge_pairwise(ctx.world, ctx.hosts, {}, o);
-    Planner plan(ctx, tag, o, res);
+    Planner plan(ctx, tag, o, res, &cap);
     isolate_result(res, o, std::ref(plan), 0);
     plan.finish();
   }

@@ -29,6 +29,11 @@ struct PairwiseOptions {
   double noise_k = 3;              // and only beyond noise_k x the measured noise
   double min_link_gbps = 0;        // absolute floor for every link (0 = none)
   double max_latency_us = 0;       // absolute latency ceiling (0 = none)
+  // A link below this share of what its hosts can do (loopback, the interface's stated speed;
+  // probes/verdict.h) is CRIT whatever the survey's reference says (0 = off: nothing measured).
+  double capacity_fraction = 0.1;
+  // A link whose slower direction is below this share of its reverse is bad (0 = off).
+  double reverse_fraction = 0.1;
   // Per-host absolute limits from the spec's node-type profiles (host name -> value); they
   // replace min_link_gbps / max_latency_us for the hosts they name.
   std::map<std::string, double> host_floor_gbps, host_max_latency_us;
@@ -43,12 +48,15 @@ struct PairwiseResult {
   RankMatrix latency_us;            // one-way latency (half the median round trip), symmetric
   std::vector<std::string> errors;  // failed survey pairs, with the error
   std::vector<int> missing_ranks;
-  std::vector<std::string> units;  // host names, or "rank N" when every rank is on one host
-  std::vector<int> unit_rank;      // the rank that measures for each unit
-  IsolationReport isolation;       // schedule, rounds, reference, noise, named faults
+  std::vector<std::string> units;      // host names, or "rank N" when every rank is on one host
+  std::vector<int> unit_rank;          // the rank that measures for each unit
+  std::vector<HostCapacity> capacity;  // per unit, as its measuring rank reported it
+  std::map<int, HostCapacity> rank_capacity;  // full survey: per rank, from the rows
+  IsolationReport isolation;                  // schedule, rounds, reference, noise, named faults
   // Full survey: per-message samples of each directed rank pair (i, j), from the rows.
   std::map<std::pair<int, int>, std::vector<double>> survey_samples;
-  double seconds = 0;  // wall time of the probe (rank 0)
+  std::map<std::pair<int, int>, double> survey_cpu_wait;  // the same pairs' LinkSample::cpu_wait
+  double seconds = 0;                                     // wall time of the probe (rank 0)
 
   std::vector<Deviation> links() const { return link_deviations(bw_gbps, hosts); }
   std::vector<Deviation> host_scores() const { return host_deviations(bw_gbps, hosts); }
@@ -78,7 +86,12 @@ PairwiseResult merge_pairwise(int world, const std::vector<std::string>& hosts,
 void isolate_result(PairwiseResult& r, const PairwiseOptions& o, const MeasureRound& remeasure,
                     int survey_rounds);
 
-// The engine's options from the probe's (thresholds per unit from the per-host limits).
+// The engine's options from the probe's (thresholds per unit from the per-host limits; `units`
+// also name the units in the reasons).
 IsolateOptions isolate_options(const PairwiseOptions& o, const std::vector<std::string>& units);
+
+// A host's capacity in a row entry ("capacity": {loopback_gbps, line_gbps, iface}) and back.
+nlohmann::json capacity_json(const HostCapacity& c);
+HostCapacity capacity_from_json(const nlohmann::json& j);
 
 }  // namespace collie::probes

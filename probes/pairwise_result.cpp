@@ -55,11 +55,37 @@ const char* finding_title(Fault f) {
       return "DEAD LINK";
     case Fault::LinkFlapping:
       return "FLAPPING LINK";
+    case Fault::HostInconclusive:
+      return "INCONCLUSIVE HOST";
+    case Fault::LinkInconclusive:
+      return "INCONCLUSIVE LINK";
   }
   return "?";
 }
 
+std::string capacity_text(const HostCapacity& c) {
+  std::string line = c.line_gbps > 0   ? fmt::format("{} {:.0f} Mb/s", c.iface, c.line_gbps * 8e3)
+                     : c.iface.empty() ? "data interface unknown"
+                                       : fmt::format("{} states no speed", c.iface);
+  return fmt::format("loopback {}, {}",
+                     c.loopback_gbps > 0 ? fmt::format("{:.3g} GB/s", c.loopback_gbps)
+                                         : std::string("not measured"),
+                     line);
+}
+
 }  // namespace
+
+json capacity_json(const HostCapacity& c) {
+  return {{"loopback_gbps", c.loopback_gbps}, {"line_gbps", c.line_gbps}, {"iface", c.iface}};
+}
+
+HostCapacity capacity_from_json(const json& j) {
+  HostCapacity c;
+  c.loopback_gbps = j.value("loopback_gbps", 0.0);
+  c.line_gbps = j.value("line_gbps", 0.0);
+  c.iface = j.value("iface", "");
+  return c;
+}
 
 std::string PairwiseResult::unit_label(int unit) const {
   if (unit < 0 || unit >= static_cast<int>(units.size())) return fmt::format("unit {}", unit);
@@ -105,6 +131,15 @@ Verdict PairwiseResult::verdict() const {
   return v;
 }
 
+namespace {
+
+std::string direction_label(const PairwiseResult& r, const IsolationFinding& f) {
+  if (f.from < 0) return "";
+  return fmt::format("{} -> {}", r.unit_label(f.from), r.unit_label(f.to));
+}
+
+}  // namespace
+
 json PairwiseResult::to_json() const {
   json j;
   j["probe"] = "pairwise";
@@ -137,13 +172,16 @@ json PairwiseResult::to_json() const {
                         {"severity", verdict_name(f.severity)},
                         {"kind", fault_is_host(f.fault) ? "host" : "link"},
                         {"who", finding_label(f)},
+                        {"rule", rule_name(f.rule)},
+                        {"direction", direction_label(*this, f)},
+                        {"separated", f.separated},
                         {"value_gbps", f.value_gbps},
                         {"effect", f.effect},
                         {"noise_gbps", f.noise_gbps},
                         {"confirmations", f.confirmations},
                         {"remeasured", f.remeasured},
                         {"reason", f.reason},
-                        {"next_step", fault_next_step(f.fault)},
+                        {"next_step", f.next_step},
                         {"evidence", ev}});
   }
   j["isolation"] = {{"schedule", iso.schedule},
@@ -156,8 +194,16 @@ json PairwiseResult::to_json() const {
                     {"suspect_units", iso.suspects},
                     {"suspect_links", iso.suspect_links},
                     {"cleared", iso.cleared},
+                    {"inconclusive", iso.inconclusive},
                     {"phases", iso.phases},
                     {"findings", findings}};
+  json caps = json::array();
+  for (size_t u = 0; u < capacity.size() && u < units.size(); ++u) {
+    json c = capacity_json(capacity[u]);
+    c["unit"] = units[u];
+    caps.push_back(std::move(c));
+  }
+  j["capacity"] = caps;
   return j;
 }
 
@@ -172,6 +218,12 @@ std::string PairwiseResult::to_text() const {
       iso.schedule, units.size(), nhosts > 1 ? "hosts" : "ranks standing in for hosts", iso.rounds,
       iso.pairs_measured, seconds, world % 2 == 0 ? world - 1 : world);
   for (const auto& p : iso.phases) out += "#   " + p + "\n";
+  std::string caps;
+  for (size_t u = 0; u < capacity.size() && u < units.size(); ++u)
+    if (capacity[u].loopback_gbps > 0 || capacity[u].line_gbps > 0)
+      caps +=
+          fmt::format("{}{}: {}", caps.empty() ? "" : "; ", units[u], capacity_text(capacity[u]));
+  if (!caps.empty()) out += "# what the hosts can do: " + caps + "\n";
   out += "# bandwidth (GB/s, row = sender, column = receiver; X = not measured)\n";
   out += heat_map(bw_gbps, true, "GB/s");
   out += "# latency (us, one way)\n";
@@ -191,7 +243,7 @@ std::string PairwiseResult::to_text() const {
                             : (o.bad ? o.why : fmt::format("{:.4g} GB/s", o.gbps)));
     }
     out += "    evidence: " + ev + "\n";
-    out += fmt::format("    next step: {}\n", fault_next_step(f.fault));
+    out += fmt::format("    next step: {}\n", f.next_step);
   }
   const Verdict v = verdict();
   if (v == Verdict::Ok)
@@ -200,8 +252,13 @@ std::string PairwiseResult::to_text() const {
         "noise {:.2g} GB/s)\n",
         iso.cleared, iso.reference.gbps, iso.reference.noise_gbps);
   else
-    out += fmt::format("VERDICT: {}: {} host(s) and {} link(s) named, {} suspect(s) cleared\n",
-                       verdict_name(v), slow_hosts().size(), slow_links().size(), iso.cleared);
+    out += fmt::format("VERDICT: {}: {} host(s) and {} link(s) named{}, {} suspect(s) cleared\n",
+                       verdict_name(v), slow_hosts().size(), slow_links().size(),
+                       iso.inconclusive > 0
+                           ? fmt::format(" ({} of {} findings inconclusive: re-run to decide)",
+                                         iso.inconclusive, iso.findings.size())
+                           : "",
+                       iso.cleared);
   return out;
 }
 
@@ -222,6 +279,8 @@ PairwiseResult merge_pairwise(int world, const std::vector<std::string>& hosts,
     }
     for (const auto& e : json::parse(*rows[r])) {
       const int peer = e.at("peer").get<int>();
+      if (e.contains("capacity") && !res.rank_capacity.count(r))
+        res.rank_capacity[r] = capacity_from_json(e.at("capacity"));
       if (!e.at("error").get<std::string>().empty()) {
         if (r < peer || !rows.at(peer))
           res.errors.push_back(fmt::format("{} ({}) <-> {} ({}): rank {}: {}", r, hosts.at(r), peer,
@@ -231,6 +290,7 @@ PairwiseResult merge_pairwise(int world, const std::vector<std::string>& hosts,
       if (!e.at("bw_gbps").is_null()) res.bw_gbps.set(r, peer, e.at("bw_gbps").get<double>());
       if (e.contains("samples"))
         res.survey_samples[{r, peer}] = e.at("samples").get<std::vector<double>>();
+      if (e.contains("cpu_wait")) res.survey_cpu_wait[{r, peer}] = e.at("cpu_wait").get<double>();
       if (!e.at("lat_us").is_null()) {
         const double lat = e.at("lat_us").get<double>();
         res.latency_us.set(r, peer, lat);
@@ -249,6 +309,9 @@ IsolateOptions isolate_options(const PairwiseOptions& o, const std::vector<std::
   io.thresholds.warn_drop = o.slow_threshold;
   io.thresholds.crit_drop = o.crit_drop;
   io.thresholds.noise_k = o.noise_k;
+  io.thresholds.capacity_fraction = o.capacity_fraction;
+  io.thresholds.reverse_fraction = o.reverse_fraction;
+  io.thresholds.names = units;
   for (const auto& host : units) {
     const auto f = o.host_floor_gbps.find(host);
     io.thresholds.floor_gbps.push_back(f != o.host_floor_gbps.end() ? f->second : o.min_link_gbps);
@@ -277,6 +340,13 @@ void isolate_result(PairwiseResult& r, const PairwiseOptions& o, const MeasureRo
     unit_hosts.push_back(r.hosts.empty() ? "" : r.hosts.at(i));
     r.unit_rank.push_back(i);
   }
+  // What each unit's host can do: its measuring rank's report (a full survey's rows; the
+  // re-measurement rounds fill in the rest as the ranks report).
+  r.capacity.assign(r.units.size(), HostCapacity{});
+  for (size_t u = 0; u < r.units.size(); ++u) {
+    const auto it = r.rank_capacity.find(r.unit_rank[u]);
+    if (it != r.rank_capacity.end()) r.capacity[u] = it->second;
+  }
   // A full survey: one sample per pair of units, from every directed rank pair between them.
   std::map<std::pair<int, int>, LinkSample> by;
   if (survey_rounds > 0) {
@@ -287,12 +357,18 @@ void isolate_result(PairwiseResult& r, const PairwiseOptions& o, const MeasureRo
         LinkSample& s = by[{ua, ub}];
         s.a = ua;
         s.b = ub;
+        s.cap_a = r.capacity.at(ua);
+        s.cap_b = r.capacity.at(ub);
         for (const auto& [x, y] : {std::pair{i, j}, std::pair{j, i}}) {
+          // Rank x timed what it sent to y: the direction of x's unit.
+          std::vector<double>& dir = unit_of[x] == ua ? s.ab : s.ba;
+          if (const auto w = r.survey_cpu_wait.find({x, y}); w != r.survey_cpu_wait.end())
+            s.cpu_wait = std::max(s.cpu_wait, w->second);
           const auto it = r.survey_samples.find({x, y});
           if (it != r.survey_samples.end() && !it->second.empty()) {
-            s.gbps.insert(s.gbps.end(), it->second.begin(), it->second.end());
+            dir.insert(dir.end(), it->second.begin(), it->second.end());
           } else if (!std::isnan(r.bw_gbps.at(x, y))) {
-            s.gbps.push_back(r.bw_gbps.at(x, y));
+            dir.push_back(r.bw_gbps.at(x, y));
           } else if (s.error.empty()) {
             s.error = fmt::format("ranks {} -> {}: no result", x, y);
           }
@@ -303,10 +379,14 @@ void isolate_result(PairwiseResult& r, const PairwiseOptions& o, const MeasureRo
   }
   std::vector<LinkSample> survey;
   for (auto& [k, s] : by) {
-    if (!s.error.empty()) s.gbps.clear();
+    if (!s.error.empty()) {
+      s.ab.clear();
+      s.ba.clear();
+    }
     survey.push_back(std::move(s));
   }
   IsolateOptions io = isolate_options(o, unit_hosts);
+  io.thresholds.names = r.units;
   if (survey_rounds > 0) io.schedule = "full";
   r.isolation = isolate(static_cast<int>(r.units.size()), io, remeasure, survey, survey_rounds);
 }

@@ -29,21 +29,36 @@ size_t failed_count(const AcceptReport& r) {
 
 size_t warned_count(const AcceptReport& r) {
   size_t n = 0;
-  for (const auto& c : r.checks) n += c.passed && !c.warnings.empty();
+  for (const auto& c : r.checks) n += c.passed && c.undecided.empty() && !c.warnings.empty();
+  return n;
+}
+
+size_t undecided_count(const AcceptReport& r) {
+  size_t n = 0;
+  for (const auto& c : r.checks) n += c.passed && !c.undecided.empty();
   return n;
 }
 
 std::string verdict(const AcceptReport& r) {
-  return !r.passed() ? "REJECTED" : warned_count(r) > 0 ? "ACCEPTED WITH WARNINGS" : "ACCEPTED";
+  return !r.passed()              ? "REJECTED"
+         : undecided_count(r) > 0 ? "INCONCLUSIVE"
+         : warned_count(r) > 0    ? "ACCEPTED WITH WARNINGS"
+                                  : "ACCEPTED";
 }
 
 const char* result_word(const CheckOutcome& c) {
-  return !c.passed ? "FAIL" : c.warnings.empty() ? "PASS" : "WARN";
+  return !c.passed              ? "FAIL"
+         : !c.undecided.empty() ? "INCONCLUSIVE"
+         : c.warnings.empty()   ? "PASS"
+                                : "WARN";
 }
 
 // The same in the Markdown and HTML pages, which have always said "pass".
 const char* page_word(const CheckOutcome& c) {
-  return !c.passed ? "FAIL" : c.warnings.empty() ? "pass" : "warn";
+  return !c.passed              ? "FAIL"
+         : !c.undecided.empty() ? "inconclusive"
+         : c.warnings.empty()   ? "pass"
+                                : "warn";
 }
 
 // Findings with fault codes get the code, severity and next-step columns.
@@ -68,6 +83,7 @@ std::string evidence_text(const CheckOutcome& c, const char* indent) {
   std::string s;
   for (const auto& f : c.failures) s += fmt::format("{}rule broken: {}\n", indent, f);
   for (const auto& w : c.warnings) s += fmt::format("{}warning: {}\n", indent, w);
+  for (const auto& u : c.undecided) s += fmt::format("{}inconclusive: {}\n", indent, u);
   for (const auto& x : c.findings) {
     s += fmt::format("{}{} {}: {}{}\n", indent, x.kind, x.who, x.evidence, code_tag(x));
     if (!x.next_step.empty()) s += fmt::format("{}  next step: {}\n", indent, x.next_step);
@@ -95,7 +111,10 @@ std::string perf_plot(const CheckOutcome& c) {
 bool AcceptReport::passed() const { return failed_count(*this) == 0; }
 
 std::string AcceptReport::verdict() const {
-  return !passed() ? "CRIT" : warned_count(*this) > 0 ? "WARN" : "OK";
+  return !passed()                    ? "CRIT"
+         : undecided_count(*this) > 0 ? "INCONCLUSIVE"
+         : warned_count(*this) > 0    ? "WARN"
+                                      : "OK";
 }
 
 json accept_json(const AcceptReport& r) {
@@ -124,6 +143,7 @@ json accept_json(const AcceptReport& r) {
                {"verdict", c.verdict()}, {"seconds", c.seconds}, {"failures", c.failures},
                {"warnings", c.warnings}, {"findings", f},        {"metrics", c.metrics},
                {"details", c.details}};
+    if (!c.undecided.empty()) cj["inconclusive"] = c.undecided;
     if (!c.rows.empty()) {
       cj["rows"] = json::array();
       for (const auto& row : c.rows) cj["rows"].push_back(to_json(row));
@@ -142,6 +162,11 @@ std::string accept_text(const AcceptReport& r) {
   }
   if (!r.passed())
     out += fmt::format("REJECTED: {} of {} checks failed\n", failed_count(r), r.checks.size());
+  else if (undecided_count(r) > 0)
+    out += fmt::format(
+        "INCONCLUSIVE: no check failed, {} of {} could not decide; re-run to decide (see "
+        "'inconclusive:' above)\n",
+        undecided_count(r), r.checks.size());
   else if (warned_count(r) > 0)
     out += fmt::format("ACCEPTED WITH WARNINGS: all {} checks passed, {} with warnings\n",
                        r.checks.size(), warned_count(r));
@@ -157,15 +182,17 @@ std::string accept_markdown(const AcceptReport& r) {
   out += "| check | kind | result | time (s) |\n|---|---|---|---:|\n";
   for (const auto& c : r.checks)
     out += fmt::format("| {} | {} | {} | {:.1f} |\n", md_cell(c.name), c.kind,
-                       !c.passed            ? "**FAIL**"
-                       : c.warnings.empty() ? "pass"
-                                            : "*warn*",
+                       !c.passed              ? "**FAIL**"
+                       : !c.undecided.empty() ? "*inconclusive*"
+                       : c.warnings.empty()   ? "pass"
+                                              : "*warn*",
                        c.seconds);
   for (const auto& c : r.checks) {
     out += fmt::format("\n## {} — {}\n\n", md_cell(c.name), page_word(c));
     for (const auto& f : c.failures) out += "- rule broken: " + md_cell(f) + "\n";
     for (const auto& w : c.warnings) out += "- warning: " + md_cell(w) + "\n";
-    if (!c.failures.empty() || !c.warnings.empty()) out += "\n";
+    for (const auto& u : c.undecided) out += "- inconclusive: " + md_cell(u) + "\n";
+    if (!c.failures.empty() || !c.warnings.empty() || !c.undecided.empty()) out += "\n";
     if (!c.findings.empty() && !coded(c)) {
       out += "| kind | who | evidence |\n|---|---|---|\n";
       for (const auto& x : c.findings)
@@ -199,6 +226,11 @@ std::string accept_junit(const AcceptReport& r) {
     t.seconds = c.seconds;
     t.system_out = c.text;
     if (!c.warnings.empty()) t.system_out = evidence_text(c, "") + t.system_out;
+    if (c.passed && !c.undecided.empty()) {
+      t.outcome = JunitCase::Outcome::Skipped;
+      t.message = "inconclusive: " + c.undecided.front();
+      continue;
+    }
     if (c.passed) continue;
     t.outcome = JunitCase::Outcome::Failure;
     t.message = c.failures.empty() ? "failed" : c.failures.front();
@@ -230,10 +262,11 @@ std::string accept_html(const AcceptReport& r) {
         "<section class=\"check\" id=\"c{}\">\n<h2>{} — <span class=\"{}\">{}</span>"
         "</h2>\n",
         i, xml_escape(c.name), cls(c.passed), page_word(c));
-    if (!c.failures.empty() || !c.warnings.empty()) {
+    if (!c.failures.empty() || !c.warnings.empty() || !c.undecided.empty()) {
       s += "<ul>\n";
       for (const auto& f : c.failures) s += "<li>" + xml_escape(f) + "</li>\n";
       for (const auto& w : c.warnings) s += "<li>warning: " + xml_escape(w) + "</li>\n";
+      for (const auto& u : c.undecided) s += "<li>inconclusive: " + xml_escape(u) + "</li>\n";
       s += "</ul>\n";
     }
     if (!c.findings.empty() && !coded(c)) {

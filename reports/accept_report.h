@@ -43,6 +43,9 @@ struct CheckOutcome {
   bool passed = true;
   std::vector<std::string> failures;  // one line per broken rule (CRIT)
   std::vector<std::string> warnings;  // WARN-level rules: the check still passes
+  // Rules the evidence could not decide (pairwise: an INCONCLUSIVE finding): neither a pass nor
+  // a failure; re-running decides. A failure outranks them.
+  std::vector<std::string> undecided;
   std::vector<Finding> findings;
   std::map<std::string, double> metrics;  // compared against a baseline by relative rules
   nlohmann::json details;                 // the probe's own JSON
@@ -54,8 +57,15 @@ struct CheckOutcome {
     failures.push_back(std::move(why));
   }
   void warn(std::string why) { warnings.push_back(std::move(why)); }
-  // "CRIT" (failed), "WARN" (passed with warnings) or "OK".
-  std::string verdict() const { return !passed ? "CRIT" : warnings.empty() ? "OK" : "WARN"; }
+  void inconclusive(std::string why) { undecided.push_back(std::move(why)); }
+  // "CRIT" (failed), "INCONCLUSIVE" (not failed, something undecided), "WARN" (passed with
+  // warnings) or "OK".
+  std::string verdict() const {
+    return !passed              ? "CRIT"
+           : !undecided.empty() ? "INCONCLUSIVE"
+           : warnings.empty()   ? "OK"
+                                : "WARN";
+  }
 };
 
 struct AcceptReport {
@@ -66,17 +76,18 @@ struct AcceptReport {
   std::string baseline;            // path of the baseline report ("" = none)
   std::vector<CheckOutcome> checks;
   bool passed() const;
-  // The worst check verdict: "CRIT" (rejected), "WARN" (accepted with warnings) or "OK".
+  // The worst check verdict: "CRIT" (rejected), "INCONCLUSIVE" (nothing failed, but a check
+  // could not decide: neither accepted nor rejected), "WARN" (accepted with warnings) or "OK".
   std::string verdict() const;
 };
 
 nlohmann::json accept_json(const AcceptReport& r);
-// What `collie accept` prints: each probe's own output, PASS/WARN/FAIL per check with the broken
-// rules and findings, then ACCEPTED, ACCEPTED WITH WARNINGS or REJECTED.
+// What `collie accept` prints: each probe's own output, PASS/WARN/INCONCLUSIVE/FAIL per check with
+// the broken rules and findings, then ACCEPTED, ACCEPTED WITH WARNINGS, INCONCLUSIVE or REJECTED.
 std::string accept_text(const AcceptReport& r);
 std::string accept_markdown(const AcceptReport& r);
 // One <testsuite> for the spec, one <testcase> per check; a failed check is a <failure> whose
-// text lists the broken rules and findings.
+// text lists the broken rules and findings, an inconclusive one <skipped> (as report compare).
 std::string accept_junit(const AcceptReport& r);
 // Self-contained page (html_page style); perf checks get their bus-bandwidth chart.
 std::string accept_html(const AcceptReport& r);

@@ -1,7 +1,8 @@
 // `collie accept --spec SPEC.yaml|json [--md F] [--junit F] [--html F] [-J F]`: cluster
 // acceptance (probes/accept.h), reports through reports/accept_report.h.
-// Exit status: 0 accepted (OK), 5 accepted with warnings (WARN), 1 rejected (CRIT), 2 unusable
-// spec or flags (probes/verdict.h has the mapping).
+// Exit status: 0 accepted (OK), 5 accepted with warnings (WARN), 6 inconclusive (no check failed,
+// one could not decide), 1 rejected (CRIT), 2 unusable spec or flags (probes/verdict.h has the
+// mapping).
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -45,22 +46,13 @@ int run_accept_rank(const AcceptFlags& f, const AcceptSpec& spec, ProbeContext& 
     std::fflush(nullptr);
     std::_Exit(kExitFailure);
   });
-  // Every rank exits with rank 0's verdict, so any launcher reports the same status.
-  const std::string key = "accept/verdict";
-  auto status = [](const std::string& v) {
-    return verdict_exit_code(v == "OK" ? Verdict::Ok : v == "WARN" ? Verdict::Warn : Verdict::Crit);
-  };
-  if (ctx.rank == 0) {
-    write_reports(f, rep);
-    ctx.store->set(key, rep.verdict());
-    return status(rep.verdict());
-  }
-  try {
-    ctx.store->wait({key}, ctx.timeout * 2);
-    return status(ctx.store->get_string(key));
-  } catch (const std::exception&) {
-    return kExitOk;  // rank 0 went away; its own status carries the verdict
-  }
+  // Only rank 0's status counts: launch_or_run_probes gives it to every rank.
+  if (ctx.rank == 0) write_reports(f, rep);
+  const std::string v = rep.verdict();
+  return verdict_exit_code(v == "OK"             ? Verdict::Ok
+                           : v == "WARN"         ? Verdict::Warn
+                           : v == "INCONCLUSIVE" ? Verdict::Inconclusive
+                                                 : Verdict::Crit);
 }
 
 COLLIE_COMMAND(Command{

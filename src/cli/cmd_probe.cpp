@@ -1,7 +1,8 @@
 // `collie probe connectivity|pairwise|stragglers|env [flags]`: one cluster probe (probes/).
 // Thin: parses flags, launches or joins the ranks, prints rank 0's result, writes -J JSON.
 // Exit status: 0 healthy, 1 the probe found a problem (pairwise: a CRIT finding), 5 pairwise
-// found only WARN findings, 2 bad flags, 3/4 runtime failures (probes/verdict.h).
+// found only WARN findings, 6 pairwise could not decide (an INCONCLUSIVE finding, no CRIT),
+// 2 bad flags, 3/4 runtime failures (probes/verdict.h).
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -37,6 +38,8 @@ struct ProbeFlags {
   double noise_k = 3;
   double min_link_gbps = 0;
   double max_latency_us = 0;
+  double capacity_fraction = 0.1;
+  double reverse_fraction = 0.1;
   // stragglers
   int coll_iters = 50;
   int64_t work = 0;
@@ -54,6 +57,7 @@ int emit(const RunFlags& f, const std::string& text, const nlohmann::json& j, bo
   return emit_status(f, text, j, healthy ? kExitOk : kExitFailure);
 }
 
+// Rank 0's status (launch_or_run_probes gives it to every rank; the others return 0 here).
 int run_probe(const ProbeFlags& f, ProbeContext& ctx) {
   if (f.name == "connectivity") {
     ConnectivityOptions o;
@@ -75,6 +79,8 @@ int run_probe(const ProbeFlags& f, ProbeContext& ctx) {
     o.noise_k = f.noise_k;
     o.min_link_gbps = f.min_link_gbps;
     o.max_latency_us = f.max_latency_us;
+    o.capacity_fraction = f.capacity_fraction;
+    o.reverse_fraction = f.reverse_fraction;
     const auto r = run_pairwise(ctx, o);
     if (ctx.rank != 0) return kExitOk;
     return emit_status(f.run, r.to_text(), r.to_json(), verdict_exit_code(r.verdict()));
@@ -122,6 +128,12 @@ COLLIE_COMMAND(Command{
       app.add_option("--min-link-gbps", f->min_link_gbps, "pairwise: absolute floor (0 = none)");
       app.add_option("--max-latency-us", f->max_latency_us,
                      "pairwise: absolute latency ceiling (0 = none)");
+      app.add_option("--capacity-fraction", f->capacity_fraction,
+                     "pairwise: CRIT for a link below this share of what its hosts can do "
+                     "(loopback, stated NIC speed; 0.1, 0 = off)");
+      app.add_option(
+          "--reverse-fraction", f->reverse_fraction,
+          "pairwise: bad for a direction below this share of its reverse (0.1, 0 = off)");
       app.add_option("--coll-iters", f->coll_iters, "stragglers: timed collectives");
       app.add_option("--work", f->work, "stragglers: fixed CPU work units before each collective");
       app.add_option("--late-us", f->late_us, "stragglers: name ranks this many us late (median)");
@@ -138,12 +150,14 @@ COLLIE_COMMAND(Command{
             !(f->crit_drop > 0 && f->crit_drop <= 1) || !(f->noise_k >= 0 && f->noise_k <= 1e6) ||
             !(f->min_link_gbps >= 0 && f->min_link_gbps <= 1e9) ||
             !(f->max_latency_us >= 0 && f->max_latency_us <= 1e12) ||
-            !(f->late_us >= 0 && f->late_us <= 1e9) || f->work < 0) {
+            !(f->late_us >= 0 && f->late_us <= 1e9) || f->work < 0 ||
+            !(f->capacity_fraction >= 0 && f->capacity_fraction < 1) ||
+            !(f->reverse_fraction >= 0 && f->reverse_fraction < 1)) {
           std::fprintf(stderr,
                        "collie probe: error: --repeats, -n, --coll-iters and --confirm must be "
                        ">= 1, --interval in 0..3600, --slow-threshold in (0, 1), --crit-drop in "
-                       "(0, 1], --late-us in 0..1e9, --noise-k and the floors finite and >= 0, "
-                       "--work >= 0\n");
+                       "(0, 1], --capacity-fraction and --reverse-fraction in [0, 1), --late-us "
+                       "in 0..1e9, --noise-k and the floors finite and >= 0, --work >= 0\n");
           return kExitUsage;
         }
         try {

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include "cli/rank_status.h"
 #include "comm/launch_env.h"
 #include "comm/registry.h"
 #include "core/env.h"
@@ -127,7 +128,7 @@ int launch_or_run_probes(const RunFlags& f, const RunCommand& c,
     o.backend = f.backend;
     if (f.timeout_s > 0) o.timeout = std::chrono::seconds(f.timeout_s);
     probes::ProbeContext ctx = probes::make_context(o);
-    return body(ctx);
+    return share_rank0_status(ctx, body(ctx));
   });
 }
 

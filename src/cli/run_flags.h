@@ -72,7 +72,8 @@ void check_run_flags(const RunFlags& f);
 int launch_or_run(const RunFlags& f, const RunCommand& c, const std::function<int()>& run_rank);
 
 // launch_or_run for the probes: the rank builds the probes' context (f.backend; -T, 10 s when 0,
-// bounding every step) and hands it to `body`.
+// bounding every step) and hands it to `body`, whose status on rank 0 becomes every rank's exit
+// status (share_rank0_status, cli/rank_status.h): any launcher reports rank 0's verdict.
 int launch_or_run_probes(const RunFlags& f, const RunCommand& c,
                          const std::function<int(probes::ProbeContext&)>& body);
 

@@ -135,6 +135,10 @@ TEST(CliBadInput, ProbeNumbersAndNp) {
   expect_usage({"probe", "pairwise", "--bytes", "1e30"}, "--bytes: '1e30' is larger than");
   expect_usage({"probe", "pairwise", "-np", "5000"}, "-np must be in 1..4096");
   expect_usage({"probe", "pairwise", "-np", "0"}, "-np must be in 1..4096");
+  expect_usage({"probe", "pairwise", "--capacity-fraction", "1"},
+               "--capacity-fraction and --reverse-fraction in [0, 1)");
+  expect_usage({"probe", "pairwise", "--reverse-fraction", "nan"},
+               "--capacity-fraction and --reverse-fraction in [0, 1)");
 }
 
 // nccl on a host that cannot run it (this CI: no CUDA driver; or a build without CUDA): one line

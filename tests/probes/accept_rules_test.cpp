@@ -4,12 +4,14 @@
 #include <cmath>
 #include <fstream>
 
+#include "pairwise_fixture.h"
 #include "probes/accept.h"
 
 namespace collie::probes {
 namespace {
 
 using json = nlohmann::json;
+using fixture::from_matrix;
 
 CheckSpec check(const std::string& spec) {
   return parse_spec(json::parse(R"({"baseline": "b.json", "checks": [)" + spec + "]}"))
@@ -58,23 +60,6 @@ TEST(AcceptRules, ConnectivityNamesBrokenPairsAndIsolatedHost) {
   const ConnectivityResult r2 = merge_connectivity(4, hosts, rows);
   EXPECT_EQ(r2.broken().size(), 3u);
   EXPECT_TRUE(r2.missing_ranks.empty());
-}
-
-// Re-measurements answered from the survey's own matrix: what the survey saw reproduces.
-MeasureRound from_matrix(const PairwiseResult& r) {
-  return [&r](const std::vector<UnitPair>& pairs) {
-    std::vector<LinkSample> out;
-    for (const auto& p : pairs) {
-      LinkSample s;
-      s.a = p.a;
-      s.b = p.b;
-      const int i = r.unit_rank.at(p.a), j = r.unit_rank.at(p.b);
-      s.gbps = {r.bw_gbps.at(i, j), r.bw_gbps.at(j, i)};
-      s.lat_us = r.latency_us.at(i, j);
-      out.push_back(s);
-    }
-    return out;
-  };
 }
 
 PairwiseResult slow_host_result(const PairwiseOptions& o = {}) {

@@ -104,6 +104,18 @@ TEST(AcceptSpec, UnusableSpecsNameTheProblem) {
   expect_error(
       R"({"checks": [{"probe": "pairwise", "crit_drop": 1.5, "rules": {"max_slow_hosts": 0}}]})",
       "crit_drop must be in (0, 1]");
+  expect_error(R"({"checks": [{"probe": "pairwise", "capacity_fraction": 1,
+               "rules": {"max_slow_hosts": 0}}]})",
+               "capacity_fraction must be in [0, 1) (0 = off)");
+  expect_error(R"({"checks": [{"probe": "pairwise", "reverse_fraction": 2,
+               "rules": {"max_slow_hosts": 0}}]})",
+               "reverse_fraction must be in [0, 1) (0 = off)");
+  expect_error(R"({"checks": [{"probe": "pairwise", "reverse_fraction": -0.1,
+               "rules": {"max_slow_hosts": 0}}]})",
+               "reverse_fraction must be a non-negative number");
+  expect_error(R"({"checks": [{"probe": "pairwise", "capacity_fraction": "10%",
+               "rules": {"max_slow_hosts": 0}}]})",
+               "capacity_fraction");
   expect_error(R"({"profiles": [{"name": "x"}], "checks": [{"probe": "env",
                "rules": {"consistent": true}}]})",
                "profiles[0]: a profile without limits checks nothing");

@@ -1,12 +1,14 @@
 #pragma once
 // A simulated cluster for the isolation schedule (probes/isolate.h): hosts with a NIC speed,
-// injected slow hosts, slow links, flapping links, high-latency hosts and measurement noise
-// (per-message jitter plus transient slowdowns of whole measurements, the "busy machine").
+// injected slow hosts, slow links, one-way slow hosts (ingress or egress only), flapping links,
+// high-latency hosts and measurement noise (per-message jitter plus transient slowdowns of whole
+// measurements, the "busy machine"), and optionally what each host can do (loopback, line rate).
 // measure() answers one round the way the real ranks would. Deterministic for a seed.
 #include <cmath>
 #include <map>
 #include <random>
 #include <set>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -21,7 +23,7 @@ struct SimCluster {
   double jitter = 0.05;            // per-message relative noise (sigma)
   double transient_rate = 0.01;    // chance a whole measurement runs slowed ...
   double transient_factor = 0.55;  // ... at this fraction of its speed
-  int messages = 10;               // timed messages per measurement (both directions)
+  int messages = 10;               // timed messages per measurement (half each way)
   int64_t bytes = 4 << 20;
   double setup_s = 0.05;                             // connect + latency ping-pong
   double timeout_s = 5;                              // a failed measurement costs the step deadline
@@ -33,6 +35,15 @@ struct SimCluster {
   std::set<std::pair<int, int>> flapping_per_use;
   std::map<std::pair<int, int>, int> uses;  // measurements of each flapping_per_use link
   std::map<int, double> latency_us;         // host -> one-way latency (default 5)
+  std::map<int, double> slow_ingress;       // host -> speed factor of traffic toward it
+  std::map<int, double> slow_egress;        // host -> speed factor of traffic from it
+  // Per-direction persistent slowdown of a measurement (a busy core, as on a loaded machine):
+  // with this chance one direction of a measurement runs at direction_factor.
+  double direction_rate = 0;
+  double direction_factor = 0.3;
+  // What every host can do (0 = unknown, the capacity rule then has nothing to judge by).
+  double loopback_gbps = 0, line_gbps = 0;
+  std::map<int, double> host_loopback;  // per-host override
   std::set<int> burst_rounds;  // rounds in which every link runs at burst_factor (a load burst)
   double burst_factor = 0.3;
   int rounds = 0;
@@ -66,10 +77,29 @@ struct SimCluster {
     std::uniform_real_distribution<double> u(0, 1);
     if (u(rng) < transient_rate) speed *= transient_factor;
     std::normal_distribution<double> n(1, jitter);
-    for (int i = 0; i < messages; ++i) s.gbps.push_back(speed * std::max(0.2, n(rng)));
+    auto way = [&](int from, int to) {
+      double v = speed;
+      if (slow_egress.count(from)) v *= slow_egress.at(from);
+      if (slow_ingress.count(to)) v *= slow_ingress.at(to);
+      if (u(rng) < direction_rate) v *= direction_factor;
+      return v;
+    };
+    const double ab = way(a, b), ba = way(b, a);
+    for (int i = 0; i < messages / 2; ++i) {
+      s.ab.push_back(ab * std::max(0.2, n(rng)));
+      s.ba.push_back(ba * std::max(0.2, n(rng)));
+    }
+    speed = std::min(ab, ba);
+    for (int h : {a, b}) {
+      HostCapacity& c = h == a ? s.cap_a : s.cap_b;
+      c.loopback_gbps = host_loopback.count(h) ? host_loopback.at(h) : loopback_gbps;
+      c.line_gbps = line_gbps;
+      c.iface = line_gbps > 0 ? "eth0" : "";
+    }
     auto lat = [&](int h) { return latency_us.count(h) ? latency_us.at(h) : 5.0; };
     s.lat_us = std::max(lat(a), lat(b)) * std::max(0.5, n(rng));
-    s.seconds = setup_s + static_cast<double>(bytes) * messages / (speed * 1e9);
+    s.seconds = setup_s + static_cast<double>(bytes) * messages / 2 / (speed * 1e9) +
+                static_cast<double>(bytes) * messages / 2 / (std::max(ab, ba) * 1e9);
     return s;
   }
 
@@ -85,5 +115,15 @@ struct SimCluster {
     return [this](const std::vector<UnitPair>& p) { return measure(p); };
   }
 };
+
+// The phases and findings of a report, for failure messages.
+inline std::string describe(const IsolationReport& r) {
+  std::string s;
+  for (const auto& p : r.phases) s += p + "\n";
+  for (const auto& f : r.findings)
+    s += std::string(fault_code(f.fault)) + " " + verdict_name(f.severity) + " " +
+         std::to_string(f.a) + (f.b >= 0 ? "-" + std::to_string(f.b) : "") + ": " + f.reason + "\n";
+  return s;
+}
 
 }  // namespace collie::probes::sim

@@ -54,11 +54,10 @@ setup() {
 }
 
 # run_job NAME TIMEOUT_S ARGS...: starts the 8 ranks of `collie ARGS` (rank r on host r/2);
-# rank r's output goes to $WORK/NAME.r.log. Sets JOB_PIDS and JOB_CMD (accept or probe).
+# rank r's output goes to $WORK/NAME.r.log. Sets JOB_PIDS.
 run_job() {
   local name=$1 limit=$2
   shift 2
-  JOB_CMD=$1
   local port=$((20000 + RANDOM % 20000))
   JOB_PIDS=()
   for ((r = 0; r < WORLD; r++)); do
@@ -75,19 +74,18 @@ run_job() {
 
 # wait_job NAME: waits for JOB_PIDS; sets RCS (every rank's status) and RC0 (rank 0's), and fails
 # the test, naming the rank, when another rank's status is not what the command promises:
-# `collie accept` exits with rank 0's verdict on every rank (docs/acceptance.md); `collie probe`
-# reports on rank 0 only, the other ranks exit 0 once done (src/cli/cmd_probe.cpp). So a rank
+# `collie probe` and `collie accept` exit with rank 0's verdict on every rank
+# (src/cli/rank_status.h, docs/acceptance.md), so any launcher reports it. So a rank
 # that crashed, hung past its timeout (124) or failed on its own is never hidden behind rank 0.
 wait_job() {
-  local name=$1
+  local name=${1:-job}
   RCS=()
   for ((r = 0; r < WORLD; r++)); do
     wait "${JOB_PIDS[$r]}"
     RCS+=($?)
   done
   RC0=${RCS[0]}
-  local want=0 why="a probe's other ranks exit 0"
-  if [ "$JOB_CMD" = accept ]; then want=$RC0 why="every rank exits with rank 0's verdict"; fi
+  local want=$RC0 why="every rank exits with rank 0's verdict"
   for ((r = 1; r < WORLD; r++)); do
     if [ "${RCS[$r]}" != "$want" ]; then
       show "$name" "$r"
