@@ -52,20 +52,17 @@ ProcessGroup::ProcessGroup(GroupInfo info) : info_(std::move(info)) {
 ProcessGroup::~ProcessGroup() = default;
 
 size_t per_rank_count(const OpCall& c, int n) {
-  switch (c.type) {
-    case OpType::AllGather:
-    case OpType::Gather:
+  switch (traits(c.type).count) {
+    case OpTraits::Count::Input:
       return c.input.numel;
-    case OpType::Scatter:
-    case OpType::ReduceScatter:
+    case OpTraits::Count::Output:
       return c.output.numel;
-    case OpType::AllToAll:
+    case OpTraits::Count::InputPerRank:
       return c.input.numel / static_cast<size_t>(n);
-    case OpType::Barrier:
+    case OpTraits::Count::None:
       return 0;
-    default:
-      return c.input.numel;
   }
+  return 0;
 }
 
 void ProcessGroup::validate(const OpCall& c) const {
@@ -94,30 +91,30 @@ void ProcessGroup::validate(const OpCall& c) const {
     }
   }
   const size_t in = c.input.numel, out = c.output.numel, un = static_cast<size_t>(n);
-  switch (c.type) {
-    case OpType::AllGather:
+  switch (traits(c.type).sizes) {
+    case OpTraits::Sizes::OutputIsInputTimesN:
       if (out != in * un) {
         bad(*this, c,
             fmt::format("output has {} elements, expected size*input = {}*{}", out, n, in));
       }
       break;
-    case OpType::Gather:
+    case OpTraits::Sizes::RootOutputIsInputTimesN:
       if (rank() == c.root && out != in * un) {
         bad(*this, c, fmt::format("root output has {} elements, expected {}*{}", out, n, in));
       }
       break;
-    case OpType::Scatter:
+    case OpTraits::Sizes::RootInputIsOutputTimesN:
       if (rank() == c.root && in != out * un) {
         bad(*this, c, fmt::format("root input has {} elements, expected {}*{}", in, n, out));
       }
       break;
-    case OpType::ReduceScatter:
+    case OpTraits::Sizes::InputIsOutputTimesN:
       if (in != out * un) {
         bad(*this, c,
             fmt::format("input has {} elements, expected size*output = {}*{}", in, n, out));
       }
       break;
-    case OpType::AllToAll:
+    case OpTraits::Sizes::Exchange:
       if (c.input_splits.empty() != c.output_splits.empty()) {
         bad(*this, c, "give both input_splits and output_splits, or neither");
       }
@@ -131,28 +128,22 @@ void ProcessGroup::validate(const OpCall& c) const {
       check_splits(*this, c, c.input_splits, in, "input_splits");
       check_splits(*this, c, c.output_splits, out, "output_splits");
       break;
-    default:
+    case OpTraits::Sizes::InPlace:
+    case OpTraits::Sizes::None:
       break;
   }
-  const bool skip_caps = c.type == OpType::Gather && rank() != c.root && !has_in;
-  if (!skip_caps && (has_in || has_out || c.type == OpType::Barrier)) {
+  const OpTraits& t = traits(c.type);
+  // A gather's non-root ranks may pass no input at all; a barrier has no buffer but still runs.
+  const bool skip_caps =
+      t.sizes == OpTraits::Sizes::RootOutputIsInputTimesN && rank() != c.root && !has_in;
+  if (!skip_caps && (has_in || has_out || t.sizes == OpTraits::Sizes::None)) {
     std::string why = capabilities().why_unsupported(c);
     if (!why.empty()) bad(*this, c, why);
   }
 }
 
 std::shared_ptr<Work> ProcessGroup::submit(OpCall call) {
-  switch (call.type) {
-    case OpType::Send:
-    case OpType::Recv:
-    case OpType::Broadcast:
-    case OpType::AllReduce:
-    case OpType::Reduce:
-      call.output = call.input;  // in place
-      break;
-    default:
-      break;
-  }
+  if (traits(call.type).sizes == OpTraits::Sizes::InPlace) call.output = call.input;
   validate(call);
   if (call.timeout == kUseGroupTimeout) call.timeout = info_.timeout;
   call.seq = is_p2p(call.type) ? p2p_seq_.fetch_add(1, std::memory_order_relaxed) + 1

@@ -38,8 +38,6 @@ struct Reader {
   }
 };
 
-bool uses_output_shape(OpType t) { return t == OpType::Scatter || t == OpType::ReduceScatter; }
-
 // Fields compared across ranks for a collective; splits are checked pairwise instead.
 bool same_call(const Fingerprint& a, const Fingerprint& b) {
   return differing_fields(a, b).empty();
@@ -56,11 +54,13 @@ Fingerprint Fingerprint::of(const OpCall& c, int rank, int group_size) {
   f.rank = rank;
   f.seq = c.seq;
   f.op = c.type;
-  const TensorView& t = uses_output_shape(c.type) ? c.output : c.input;
-  f.has_tensor = c.type != OpType::Barrier;
+  const OpTraits& op = traits(c.type);
+  const TensorView& t = op.output_shape ? c.output : c.input;
+  f.has_tensor = op.count != OpTraits::Count::None;
   f.dtype = (t.data != nullptr || t.numel > 0) ? t.dtype : c.output.dtype;
   f.count = per_rank_count(c, group_size);
-  if (f.has_tensor && c.type != OpType::AllToAll && (t.data != nullptr || t.numel > 0)) {
+  // Ops that may carry splits describe their per-rank count (the shapes differ across ranks).
+  if (f.has_tensor && !op.splits && (t.data != nullptr || t.numel > 0)) {
     f.shape = t.effective_shape();
   } else if (f.has_tensor) {
     f.shape.ndim = 1;
@@ -213,7 +213,7 @@ std::optional<std::string> check_collective(const std::vector<std::optional<Fing
     }
   }
   std::vector<std::string> splits_errors;
-  if (groups.size() == 1 && groups[0].first.op == OpType::AllToAll && missing.empty()) {
+  if (groups.size() == 1 && traits(groups[0].first.op).splits && missing.empty()) {
     // What rank r sends to q must be what q expects from r.
     const size_t n = fps.size();
     for (size_t r = 0; r < n; ++r) {

@@ -17,29 +17,11 @@ int inspector_size_unit(uint64_t bytes) {
   return u;
 }
 
-std::string_view inspector_op_name(OpType op) {
-  switch (op) {
-    case OpType::AllReduce:
-      return "AllReduce";
-    case OpType::AllGather:
-      return "AllGather";
-    case OpType::ReduceScatter:
-      return "ReduceScatter";
-    case OpType::Broadcast:
-      return "Broadcast";
-    case OpType::Reduce:
-      return "Reduce";
-    case OpType::Send:
-      return "Send";
-    case OpType::Recv:
-      return "Recv";
-    default:
-      return "";
-  }
-}
+std::string_view inspector_op_name(OpType op) { return traits(op).inspector; }
 
 uint64_t inspector_message_bytes(OpType op, uint64_t input_bytes, int nranks) {
-  if (op == OpType::ReduceScatter && nranks > 1) return input_bytes / nranks;
+  // What one rank's part of the op is: the output of a reduce_scatter, else the input.
+  if (traits(op).count == OpTraits::Count::Output && nranks > 1) return input_bytes / nranks;
   return input_bytes;
 }
 
@@ -58,23 +40,19 @@ std::string inspector_message_size(uint64_t bytes) {
 double inspector_bus_bandwidth_gbs(OpType op, uint64_t message_bytes, int nranks, double exec_us) {
   if (exec_us <= 0 || nranks < 1) return 0;
   const double n = nranks;
-  double traffic = static_cast<double>(message_bytes);
+  const OpTraits& t = traits(op);
+  const double traffic = static_cast<double>(message_bytes) * (t.traffic_n ? n : 1);
   double factor = 1;
-  switch (op) {
-    case OpType::AllReduce:
+  switch (t.bus) {
+    case OpTraits::BusFactor::TwoNMinus1OverN:
       factor = 2 * (n - 1) / n;
       break;
-    case OpType::AllGather:
-    case OpType::ReduceScatter:
-      traffic *= n;
+    case OpTraits::BusFactor::NMinus1OverN:
       factor = (n - 1) / n;
       break;
-    case OpType::Broadcast:
-    case OpType::Reduce:
-    case OpType::Send:
-    case OpType::Recv:
+    case OpTraits::BusFactor::One:
       break;
-    default:
+    case OpTraits::BusFactor::None:
       return 0;
   }
   return traffic / 1e9 / (exec_us * 1e-6) * factor;

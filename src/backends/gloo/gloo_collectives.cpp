@@ -94,8 +94,6 @@ void run_prepared(const GlooOpArgs& a, GlooOpKey key, DType d, Build&& build) {
       .run(a.tag, a.call.timeout);
 }
 
-}  // namespace
-
 void gloo_broadcast(const GlooOpArgs& a) {
   const OpCall& c = a.call;
   if (c.input.numel == 0) return;
@@ -271,11 +269,31 @@ void gloo_reduce_scatter(const GlooOpArgs& a) {
   post_divide(c, out, n, size);
 }
 
+void gloo_send_recv(const GlooOpArgs& a) { a.p2p->post(); }
+
 void gloo_barrier(const GlooOpArgs& a) {
   run_prepared(a, key_of(a.call, nullptr, 0, nullptr, 0), DType::UInt8, [&](auto) {
     return prepared(std::make_unique<gloo::BarrierOptions>(a.ctx),
                     [](auto& x) { gloo::barrier(x); });
   });
+}
+
+}  // namespace
+
+const OpTable<GlooOpFn>& gloo_ops() {
+  static constexpr OpTable<GlooOpFn> kOps =
+      op_table<GlooOpFn>({{OpType::Send, gloo_send_recv},
+                          {OpType::Recv, gloo_send_recv},
+                          {OpType::Broadcast, gloo_broadcast},
+                          {OpType::AllReduce, gloo_all_reduce},
+                          {OpType::Reduce, gloo_reduce},
+                          {OpType::AllGather, gloo_all_gather},
+                          {OpType::Gather, gloo_gather},
+                          {OpType::Scatter, gloo_scatter},
+                          {OpType::ReduceScatter, gloo_reduce_scatter},
+                          {OpType::AllToAll, gloo_all_to_all},
+                          {OpType::Barrier, gloo_barrier}});
+  return kOps;
 }
 
 }  // namespace collie

@@ -38,17 +38,11 @@ std::string group_label(const GroupInfo& i) { return fmt::format("group {} '{}'"
 }  // namespace
 
 const Capabilities& ProcessGroupGloo::declared_capabilities() {
-  static const Capabilities caps = [] {
-    Capabilities c;
-    c.backend = "gloo";
-    for (OpType t : kAllOpTypes) {
-      auto& op = c.at(t);
-      op.cpu = true;
-      op.dtypes = kAllDTypeBits;
-      op.reduce_ops = has_reduce_op(t) ? kAllReduceOpBits : 0;
-    }
-    return c;
-  }();
+  // Every op the table runs, every dtype and reduce op (collie's host kernel reduces), on CPU.
+  static const Capabilities caps = capabilities_from(
+      "gloo", gloo_ops(),
+      OpCapability{
+          .cpu = true, .cuda = false, .dtypes = kAllDTypeBits, .reduce_ops = kAllReduceOpBits});
   return caps;
 }
 
@@ -205,7 +199,7 @@ void ProcessGroupGloo::execute(const OpCall& call) {
   // Ops on one context never overlap (see run), so the seq alone keeps slots apart.
   GlooOpArgs a{context_, call, static_cast<uint32_t>(call.seq), scratch_, prepared_};
   try {
-    dispatch(a);
+    run_op(gloo_ops(), call.type, a);
   } catch (...) {
     // libgloo may still have receives posted into the prepared buffers: never reuse them.
     prepared_.clear();
@@ -213,34 +207,21 @@ void ProcessGroupGloo::execute(const OpCall& call) {
   }
 }
 
-void ProcessGroupGloo::dispatch(const GlooOpArgs& a) {
-  switch (a.call.type) {
-    case OpType::Broadcast:
-      return gloo_broadcast(a);
-    case OpType::AllReduce:
-      return gloo_all_reduce(a);
-    case OpType::Reduce:
-      return gloo_reduce(a);
-    case OpType::AllGather:
-      return gloo_all_gather(a);
-    case OpType::Gather:
-      return gloo_gather(a);
-    case OpType::Scatter:
-      return gloo_scatter(a);
-    case OpType::ReduceScatter:
-      return gloo_reduce_scatter(a);
-    case OpType::AllToAll:
-      return gloo_all_to_all(a);
-    case OpType::Barrier:
-      return gloo_barrier(a);
-    case OpType::Send:
-    case OpType::Recv:
-      break;
-  }
-  throw InvalidArgument(fmt::format("gloo: {} is not a collective", op_name(a.call.type)));
+void ProcessGroupGloo::run_p2p(const OpCall& call, const std::shared_ptr<Work>& work) {
+  // Through the op table like every op: gloo_send/gloo_recv call back into post_p2p.
+  struct Poster final : GlooP2PPoster {
+    ProcessGroupGloo& g;
+    const OpCall& c;
+    const std::shared_ptr<Work>& w;
+    Poster(ProcessGroupGloo& g_, const OpCall& c_, const std::shared_ptr<Work>& w_)
+        : g(g_), c(c_), w(w_) {}
+    void post() override { g.post_p2p(c, w); }
+  } poster(*this, call, work);
+  GlooOpArgs a{context_, call, static_cast<uint32_t>(call.seq), scratch_, prepared_, &poster};
+  run_op(gloo_ops(), call.type, a);
 }
 
-void ProcessGroupGloo::run_p2p(const OpCall& call, const std::shared_ptr<Work>& work) {
+void ProcessGroupGloo::post_p2p(const OpCall& call, const std::shared_ptr<Work>& work) {
   auto op = std::make_shared<PendingP2P>();
   op->is_send = call.type == OpType::Send;
   op->timeout = call.timeout;

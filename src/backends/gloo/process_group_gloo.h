@@ -62,8 +62,8 @@ class ProcessGroupGloo : public ProcessGroup {
   };
   // Runs a collective on this thread; throws collie errors.
   void execute(const OpCall& call);
-  static void dispatch(const GlooOpArgs& a);
   void run_p2p(const OpCall& call, const std::shared_ptr<Work>& work);
+  void post_p2p(const OpCall& call, const std::shared_ptr<Work>& work);
   void worker_loop();
   GlooErrorContext error_context(const OpCall& call) const;
   void fail(const OpCall& call, Work& work, std::exception_ptr error);

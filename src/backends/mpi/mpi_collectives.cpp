@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "backends/mpi/mpi_work.h"
-#include "comm/op_functions.h"
+#include "comm/op_table.h"
 #include "core/error.h"
 #include "core/reduce_kernel.h"
 
@@ -180,19 +180,22 @@ MpiIssued barrier(const MpiOpArgs& a) {
 
 }  // namespace
 
-MpiIssued mpi_issue(const MpiOpArgs& a) {
-  static constexpr OpFunctions<MpiIssued, MpiOpArgs> kOps{.send = send,
-                                                          .recv = recv,
-                                                          .broadcast = broadcast,
-                                                          .all_reduce = all_reduce,
-                                                          .reduce = reduce,
-                                                          .all_gather = all_gather,
-                                                          .gather = gather,
-                                                          .scatter = scatter,
-                                                          .reduce_scatter = reduce_scatter,
-                                                          .all_to_all = all_to_all,
-                                                          .barrier = barrier};
-  return issue_op(kOps, a.call.type, a);
+const OpTable<MpiOpFn>& mpi_ops() {
+  using Fn = MpiOpFn;
+  static constexpr OpTable<Fn> kOps = op_table<Fn>({{OpType::Send, send},
+                                                    {OpType::Recv, recv},
+                                                    {OpType::Broadcast, broadcast},
+                                                    {OpType::AllReduce, all_reduce},
+                                                    {OpType::Reduce, reduce},
+                                                    {OpType::AllGather, all_gather},
+                                                    {OpType::Gather, gather},
+                                                    {OpType::Scatter, scatter},
+                                                    {OpType::ReduceScatter, reduce_scatter},
+                                                    {OpType::AllToAll, all_to_all},
+                                                    {OpType::Barrier, barrier}});
+  return kOps;
 }
+
+MpiIssued mpi_issue(const MpiOpArgs& a) { return run_op(mpi_ops(), a.call.type, a); }
 
 }  // namespace collie

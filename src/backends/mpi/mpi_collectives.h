@@ -8,7 +8,7 @@
 // Thread safety: none of their own; call under MpiRuntime::lock().
 #include <mpi.h>
 
-#include "comm/op.h"
+#include "comm/op_table.h"
 
 namespace collie {
 
@@ -31,6 +31,9 @@ struct MpiIssued {
   int rc;                // MPI's return code
 };
 
+using MpiOpFn = MpiIssued (*)(const MpiOpArgs&);
+// The backend's op table (comm/op_table.h): what it runs, and so what it declares it supports.
+const OpTable<MpiOpFn>& mpi_ops();
 MpiIssued mpi_issue(const MpiOpArgs& a);
 
 }  // namespace collie

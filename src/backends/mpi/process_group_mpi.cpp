@@ -38,18 +38,11 @@ bool test_until(MPI_Request& req, Clock::time_point deadline) {
 }  // namespace
 
 const Capabilities& ProcessGroupMPI::declared_capabilities() {
-  static const Capabilities caps = [] {
-    Capabilities c;
-    c.backend = "mpi";
-    for (OpType t : kAllOpTypes) {
-      auto& o = c.at(t);
-      o.cpu = true;
-      o.cuda = false;  // collie does not assume a CUDA-aware Open MPI build
-      o.dtypes = kAllDTypeBits;
-      o.reduce_ops = has_reduce_op(t) ? kAllReduceOpBits : 0;
-    }
-    return c;
-  }();
+  // collie does not assume a CUDA-aware Open MPI build: host memory only.
+  static const Capabilities caps = capabilities_from(
+      "mpi", mpi_ops(),
+      OpCapability{
+          .cpu = true, .cuda = false, .dtypes = kAllDTypeBits, .reduce_ops = kAllReduceOpBits});
   return caps;
 }
 

@@ -1,6 +1,6 @@
 #include "backends/nccl/nccl_collectives.h"
 
-#include "comm/op_functions.h"
+#include "comm/op_table.h"
 #include "comm/process_group.h"
 
 namespace collie {
@@ -115,19 +115,22 @@ NcclIssued barrier(const NcclOpArgs& a) {
 
 }  // namespace
 
-NcclIssued nccl_issue(const NcclOpArgs& a) {
-  static constexpr OpFunctions<NcclIssued, NcclOpArgs> kOps{.send = send,
-                                                            .recv = recv,
-                                                            .broadcast = broadcast,
-                                                            .all_reduce = all_reduce,
-                                                            .reduce = reduce,
-                                                            .all_gather = all_gather,
-                                                            .gather = gather,
-                                                            .scatter = scatter,
-                                                            .reduce_scatter = reduce_scatter,
-                                                            .all_to_all = all_to_all,
-                                                            .barrier = barrier};
-  return issue_op(kOps, a.call.type, a);
+const OpTable<NcclOpFn>& nccl_ops() {
+  using Fn = NcclOpFn;
+  static constexpr OpTable<Fn> kOps = op_table<Fn>({{OpType::Send, send},
+                                                    {OpType::Recv, recv},
+                                                    {OpType::Broadcast, broadcast},
+                                                    {OpType::AllReduce, all_reduce},
+                                                    {OpType::Reduce, reduce},
+                                                    {OpType::AllGather, all_gather},
+                                                    {OpType::Gather, gather},
+                                                    {OpType::Scatter, scatter},
+                                                    {OpType::ReduceScatter, reduce_scatter},
+                                                    {OpType::AllToAll, all_to_all},
+                                                    {OpType::Barrier, barrier}});
+  return kOps;
 }
+
+NcclIssued nccl_issue(const NcclOpArgs& a) { return run_op(nccl_ops(), a.call.type, a); }
 
 }  // namespace collie

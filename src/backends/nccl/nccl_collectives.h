@@ -10,7 +10,7 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
-#include "comm/op.h"
+#include "comm/op_table.h"
 
 namespace collie {
 
@@ -30,6 +30,9 @@ struct NcclIssued {
   ncclResult_t result;
 };
 
+using NcclOpFn = NcclIssued (*)(const NcclOpArgs&);
+// The backend's op table (comm/op_table.h): what it runs, and so what it declares it supports.
+const OpTable<NcclOpFn>& nccl_ops();
 NcclIssued nccl_issue(const NcclOpArgs& a);
 
 }  // namespace collie

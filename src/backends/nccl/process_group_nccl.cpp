@@ -84,20 +84,14 @@ void premul_scalar(void* out, DType d, double f) {
 std::string cuda_unavailable_reason() { return device::cuda_unavailable_line(query_cuda_state()); }
 
 const Capabilities& ProcessGroupNCCL::declared_capabilities() {
-  static const Capabilities caps = [] {
-    Capabilities c;
-    c.backend = "nccl";
-    const uint32_t ops = bit(ReduceOp::Sum) | bit(ReduceOp::Prod) | bit(ReduceOp::Min) |
-                         bit(ReduceOp::Max) | bit(ReduceOp::Avg) | bit(ReduceOp::PreMulSum);
-    for (OpType t : kAllOpTypes) {
-      auto& o = c.at(t);
-      o.cpu = false;
-      o.cuda = true;
-      o.dtypes = kAllDTypeBits;
-      o.reduce_ops = has_reduce_op(t) ? ops : 0;
-    }
-    return c;
-  }();
+  static const Capabilities caps =
+      capabilities_from("nccl", nccl_ops(),
+                        OpCapability{.cpu = false,
+                                     .cuda = true,
+                                     .dtypes = kAllDTypeBits,
+                                     .reduce_ops = bit(ReduceOp::Sum) | bit(ReduceOp::Prod) |
+                                                   bit(ReduceOp::Min) | bit(ReduceOp::Max) |
+                                                   bit(ReduceOp::Avg) | bit(ReduceOp::PreMulSum)});
   return caps;
 }
 
