@@ -55,7 +55,7 @@ PerfOptions small(std::vector<std::string> colls) {
 TEST(PerfDriver, EveryCollectiveDtypeOpValidatesOn2To4Ranks) {
   std::vector<std::string> all;
   for (auto* d : all_collectives()) all.push_back(d->name);
-  ASSERT_EQ(all.size(), 10u);
+  ASSERT_EQ(all.size(), 11u);
   for (int n = 2; n <= 4; ++n) {
     PerfOptions o = small(all);
     o.dtypes = {DType::Float32, DType::Int32,  DType::Float16, DType::BFloat16,
@@ -77,17 +77,18 @@ TEST(PerfDriver, EveryCollectiveDtypeOpValidatesOn2To4Ranks) {
     std::set<std::string> seen;
     for (const auto& r : sink.rows) {
       seen.insert(r.collective);
-      // nccl-tests validates everything but in-place alltoall/sendrecv (and barrier has no data);
-      // in_place_test.cpp checks those in-place results over Gloo.
+      // nccl-tests validates everything but in-place alltoall(v)/sendrecv (and barrier has no
+      // data); in_place_test.cpp checks those in-place results over Gloo.
       const bool unchecked =
           r.collective == "barrier" ||
-          (r.placement == "in" && (r.collective == "alltoall" || r.collective == "sendrecv"));
+          (r.placement == "in" && (r.collective == "alltoall" || r.collective == "alltoallv" ||
+                                   r.collective == "sendrecv"));
       EXPECT_EQ(r.wrong, unchecked ? -1 : 0)
           << r.collective << " " << r.placement << " " << r.dtype << " " << r.redop;
       EXPECT_EQ(static_cast<int>(r.rank_time_us.size()), n);
       EXPECT_GT(r.time_us, 0);
     }
-    EXPECT_EQ(seen.size(), 10u);
+    EXPECT_EQ(seen.size(), 11u);
   }
 }
 
