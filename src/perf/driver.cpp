@@ -152,9 +152,9 @@ class Driver {
     for (int r = 0; r < pg_.size(); ++r) {
       if (all[r] != all[0])
         throw InvalidArgument(fmt::format(
-            "[Rank {}] alltoallv traffic differs between ranks: rank {} does not have rank 0's "
-            "({}); give every rank the same --traffic, NCCL_TESTS_ALLTOALLV_* variables and "
-            "matrix file",
+            "[Rank {}] alltoallv traffic differs between ranks: rank {}'s is not rank 0's (this "
+            "rank has {}); give every rank the same --traffic, NCCL_TESTS_ALLTOALLV_* variables "
+            "and matrix file",
             pg_.rank(), r, o_.traffic.describe()));
     }
   }

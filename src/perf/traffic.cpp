@@ -67,14 +67,14 @@ int64_t RankTraffic::recv_total() const {
 
 TrafficModel::TrafficModel(TrafficSpec spec, int n) : spec_(std::move(spec)), n_(n) {
   if (n < 1 || n > kMaxMatrixDim)
-    throw InvalidArgument(fmt::format("alltoallv traffic for {} ranks: at most {}", n,
-                                      kMaxMatrixDim));
+    throw InvalidArgument(
+        fmt::format("alltoallv traffic for {} ranks: at most {}", n, kMaxMatrixDim));
   if (spec_.kind == TrafficKind::Matrix && spec_.matrix_dim < n)
     throw InvalidArgument(fmt::format("traffic matrix {} is {}x{}: too small for {} ranks",
                                       spec_.matrix_path, spec_.matrix_dim, spec_.matrix_dim, n));
   if (spec_.kind == TrafficKind::Hot && spec_.hot_ranks > n)
-    throw InvalidArgument(fmt::format("--traffic hot:{} names more hot ranks than the {} ranks",
-                                      spec_.hot_ranks, n));
+    throw InvalidArgument(
+        fmt::format("--traffic hot:{} names more hot ranks than the {} ranks", spec_.hot_ranks, n));
   if (spec_.kind == TrafficKind::Spread || spec_.kind == TrafficKind::Matrix) return;
   // Multinomial draws: each of a rank's tokens goes to the rank its uniform number falls on in
   // the cumulative popularity.
@@ -131,8 +131,8 @@ int64_t TrafficModel::max_rank_bytes(int64_t total) const {
 std::shared_ptr<const RankTraffic> TrafficModel::for_rank(int rank, int64_t total, DType d) const {
   const int64_t ts = static_cast<int64_t>(dtype_size(d));
   if (kTrafficAlign % ts != 0)
-    throw InvalidArgument(fmt::format("alltoallv: {}-byte elements do not divide {} bytes", ts,
-                                      kTrafficAlign));
+    throw InvalidArgument(
+        fmt::format("alltoallv: {}-byte elements do not divide {} bytes", ts, kTrafficAlign));
   auto t = std::make_shared<RankTraffic>();
   const int n = n_;
   t->n = n;

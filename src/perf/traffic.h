@@ -32,7 +32,7 @@ class Env;
 
 namespace collie::perf {
 
-inline constexpr int kTrafficTokens = 8192;  // tokens each rank routes (the generators)
+inline constexpr int kTrafficTokens = 8192;   // tokens each rank routes (the generators)
 inline constexpr int64_t kTrafficAlign = 16;  // nccl-tests' per-peer alignment in bytes
 // The most bytes a matrix file may have, and the most ranks it may describe.
 inline constexpr int64_t kMaxMatrixFileBytes = int64_t{64} << 20;

@@ -174,9 +174,10 @@ void load_matrix(TrafficSpec& s) {
     throw InvalidArgument(fmt::format("traffic matrix {}: not a readable file", path));
   const auto size = fs::file_size(path, ec);
   if (ec || size > static_cast<uintmax_t>(kMaxMatrixFileBytes))
-    throw InvalidArgument(fmt::format("traffic matrix {}: larger than the {} bytes a matrix file "
-                                      "may have",
-                                      path, kMaxMatrixFileBytes));
+    throw InvalidArgument(
+        fmt::format("traffic matrix {}: larger than the {} bytes a matrix file "
+                    "may have",
+                    path, kMaxMatrixFileBytes));
   std::ifstream in(path, std::ios::binary);
   std::string text(size, '\0');
   if (!in.read(text.data(), static_cast<std::streamsize>(size)))
@@ -193,8 +194,8 @@ void load_matrix(TrafficSpec& s) {
     ++rows;
     in_row = 0;
     if (rows > static_cast<size_t>(kMaxMatrixDim))
-      throw InvalidArgument(fmt::format("traffic matrix {}: more than {} rows", path,
-                                        kMaxMatrixDim));
+      throw InvalidArgument(
+          fmt::format("traffic matrix {}: more than {} rows", path, kMaxMatrixDim));
   };
   size_t i = 0;
   while (i < text.size()) {
@@ -212,8 +213,8 @@ void load_matrix(TrafficSpec& s) {
       const double v = parse_finite(std::string_view(text).substr(i, j - i), where, 0, 1e15);
       const double scaled = v * s.matrix_scale;
       if (!(scaled <= kMaxCellBytes))
-        throw InvalidArgument(fmt::format("{}: {} x scale {} is more than {} bytes", where,
-                                          num(v), num(s.matrix_scale), num(kMaxCellBytes)));
+        throw InvalidArgument(fmt::format("{}: {} x scale {} is more than {} bytes", where, num(v),
+                                          num(s.matrix_scale), num(kMaxCellBytes)));
       cells.push_back(static_cast<int64_t>(scaled) & ~(kTrafficAlign - 1));
       ++in_row;
       i = j;
@@ -222,8 +223,8 @@ void load_matrix(TrafficSpec& s) {
   end_row();
   if (rows == 0) throw InvalidArgument(fmt::format("traffic matrix {}: no values", path));
   if (rows != cols)
-    throw InvalidArgument(fmt::format("traffic matrix {}: {} rows of {} values, not square", path,
-                                      rows, cols));
+    throw InvalidArgument(
+        fmt::format("traffic matrix {}: {} rows of {} values, not square", path, rows, cols));
   s.matrix_dim = static_cast<int>(rows);
   s.matrix_bytes = std::move(cells);
 }

@@ -33,7 +33,8 @@ TrafficSpec matrix_spec() {
   s.kind = TrafficKind::Matrix;
   s.matrix_path = "test";
   s.matrix_dim = 4;
-  for (const auto& row : kMatrix) s.matrix_bytes.insert(s.matrix_bytes.end(), row.begin(), row.end());
+  for (const auto& row : kMatrix)
+    s.matrix_bytes.insert(s.matrix_bytes.end(), row.begin(), row.end());
   return s;
 }
 

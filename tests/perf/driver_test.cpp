@@ -121,6 +121,37 @@ TEST(PerfDriver, CorruptionHookIsCountedAndLocated) {
   EXPECT_EQ(sink.rows.front().wrong, 0);
 }
 
+TEST(PerfDriver, AlltoallvTrafficMustBeTheSameOnEveryRank) {
+  // Rank 1 reads another spread (its own NCCL_TESTS_ALLTOALLV_SPREAD): every rank refuses to run
+  // before any alltoallv, naming the rank that differs and rank 0's traffic.
+  CaptureSink sink;
+  const auto ranks = run_ranks(
+      3,
+      [&](RankContext& ctx) {
+        PerfOptions o = small({"alltoallv"});
+        o.traffic.spread = ctx.rank == 1 ? 0.5 : 1.0;
+        run_perf(*ctx.pg, o, &sink, "test");
+      },
+      threads());
+  ASSERT_EQ(ranks.ranks.size(), 3u);
+  for (const auto& r : ranks.ranks) {
+    ASSERT_TRUE(r.error) << r.rank << ": " << r.message;
+    try {
+      std::rethrow_exception(r.error);
+    } catch (const InvalidArgument& e) {
+      const std::string mine = r.rank == 1 ? "spread:0.5" : "spread:1 ";
+      EXPECT_NE(std::string(e.what()).find("alltoallv traffic differs between ranks: rank 1's is "
+                                           "not rank 0's (this rank has " +
+                                           mine),
+                std::string::npos)
+          << e.what();
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "rank " << r.rank << ": " << e.what();
+    }
+  }
+  EXPECT_TRUE(sink.rows.empty());
+}
+
 TEST(PerfDriver, AllRootsAndPlacementsProduceRows) {
   PerfOptions o = small({"broadcast", "sendrecv"});
   o.root = -1;

@@ -130,8 +130,7 @@ TEST(Traffic, MatrixFileIsReadScaledAndCutToSixteenBytes) {
   TrafficSpec s = parse_traffic("file:" + path, 1, 1.5);
   EXPECT_EQ(s.matrix_dim, 3);
   // x 1.5, cut to 16 bytes: 150 -> 144, 300 -> 288, 225 -> 224, 75 -> 64, 112.5 -> 112, ...
-  EXPECT_EQ(s.matrix_bytes,
-            (std::vector<int64_t>{144, 288, 224, 64, 144, 112, 448, 224, 288}));
+  EXPECT_EQ(s.matrix_bytes, (std::vector<int64_t>{144, 288, 224, 64, 144, 112, 448, 224, 288}));
   const TrafficModel two(s, 2);  // the first 2 rows and columns of a 3x3 matrix
   EXPECT_EQ(two.bytes(1, 0, 999), 64);
   EXPECT_EQ(two.max_rank_bytes(0), 432);  // rank 1 receives 288 + 144
@@ -192,10 +191,10 @@ TEST(Traffic, FlagWordsAndNcclTestsVariables) {
   EXPECT_EQ(s.spread, 0.5);
   EXPECT_EQ(s.source, "NCCL_TESTS_ALLTOALLV_SPREAD");
   const std::string path = write_file("env.txt", "32 32\n32 32\n");
-  const TrafficSpec m = traffic_from_env(
-      MapEnv(MapEnv::Map{{"NCCL_TESTS_ALLTOALLV_SPREAD", "0.5"},
-                         {"NCCL_TESTS_ALLTOALLV_MATRIX_FILE", path},
-                         {"NCCL_TESTS_ALLTOALLV_MATRIX_SCALE", "2"}}));
+  const TrafficSpec m =
+      traffic_from_env(MapEnv(MapEnv::Map{{"NCCL_TESTS_ALLTOALLV_SPREAD", "0.5"},
+                                          {"NCCL_TESTS_ALLTOALLV_MATRIX_FILE", path},
+                                          {"NCCL_TESTS_ALLTOALLV_MATRIX_SCALE", "2"}}));
   EXPECT_EQ(m.kind, TrafficKind::Matrix);
   EXPECT_EQ(m.matrix_bytes, (std::vector<int64_t>{64, 64, 64, 64}));
   // Where nccl-tests would ignore or clamp a value, collie names the variable.
@@ -269,9 +268,9 @@ TEST(Traffic, GeneratorsAreSeededAndShapedAsTheySay) {
 
 TEST(Traffic, DescribedTrafficGivesTheSameBytesAgain) {
   const std::string path = write_file("again.txt", "16 32\n48 64\n");
-  for (const TrafficSpec& s : {parse_traffic("zipf:0.8", 42, 1), parse_traffic("hot:1", 5, 1),
-                               parse_traffic("spread:0.1", 1, 1), spread(1),
-                               parse_traffic("file:" + path, 1, 2)}) {
+  for (const TrafficSpec& s :
+       {parse_traffic("zipf:0.8", 42, 1), parse_traffic("hot:1", 5, 1),
+        parse_traffic("spread:0.1", 1, 1), spread(1), parse_traffic("file:" + path, 1, 2)}) {
     // repeat_flags() is "--traffic WORD [--traffic-seed N | --traffic-scale X]".
     std::istringstream flags(s.repeat_flags());
     std::string flag, word, extra, value;
