@@ -124,6 +124,14 @@ DumpEntry to_entry(const json& e, size_t index) {
   x.op = op_of(x.profiling_name);
   x.sizes = e.value("input_sizes", json::array()).dump();
   x.dtypes = e.value("input_dtypes", json::array()).dump();
+  x.output_sizes = e.value("output_sizes", json::array()).dump();
+  x.output_dtypes = e.value("output_dtypes", json::array()).dump();
+  x.reduce_op = get_str(e, "reduce_op", where, false);
+  if (const json* d = find(e, "duration_ms"); d != nullptr) {
+    if (!d->is_number() || !(d->get<double>() >= 0 && d->get<double>() < 1e12))
+      bad(fmt::format("{}duration_ms {} is not a duration in ms", where, d->dump()));
+    x.duration_ms = d->get<double>();
+  }
   x.state = get_str(e, "state", where, true);
   x.failed = get_bool(e, "failed");
   x.is_p2p = get_bool(e, "is_p2p");

@@ -164,6 +164,9 @@ json convert(const json& t, int rank) {
     x["p2p_seq_id"] = seq_id(e.value("p2p_seq_id", json()));
     x["input_sizes"] = e.value("input_sizes", json::array());
     x["input_dtypes"] = dtypes(e.value("input_dtypes", json()));
+    x["output_sizes"] = e.value("output_sizes", json::array());
+    x["output_dtypes"] = dtypes(e.value("output_dtypes", json()));
+    if (e.contains("duration_ms")) x["duration_ms"] = e["duration_ms"];
     const json pn = e.value("profiling_name", json(""));
     const std::string pname = pn.is_string() ? pn.get<std::string>() : "";
     const std::string op = op_of(pname);
