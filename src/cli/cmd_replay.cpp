@@ -43,11 +43,9 @@ replay::ReplayPlan load_plan(const ReplayFlags& f, int world) {
   const std::vector<RankDump> dumps = load_dump_dir(f.dumps, errors);
   if (!errors.empty()) {
     // A replay runs every rank's dump or none: an unusable one is refused, not skipped.
-    throw InvalidArgument(fmt::format("{}{}", errors.front(),
-                                      errors.size() > 1
-                                          ? fmt::format(" (and {} more unusable files)",
-                                                        errors.size() - 1)
-                                          : ""));
+    throw InvalidArgument(fmt::format(
+        "{}{}", errors.front(),
+        errors.size() > 1 ? fmt::format(" (and {} more unusable files)", errors.size() - 1) : ""));
   }
   if (dumps.empty()) {
     throw InvalidArgument(fmt::format(
@@ -89,8 +87,8 @@ int run_rank(const ReplayFlags& f) {
   const replay::RankTimes mine = replay::run_plan(*pg, plan, ro);
   const auto all = replay::gather_times(*pg, mine, pg->info().timeout);
   if (pg->rank() == 0) {
-    const replay::ReplayResult r = replay::summarize(
-        plan, all, {COLLIE_VERSION, f.run.backend, f.dumps, f.warmup, f.iters});
+    const replay::ReplayResult r =
+        replay::summarize(plan, all, {COLLIE_VERSION, f.run.backend, f.dumps, f.warmup, f.iters});
     const std::string text = replay::to_text(plan, r, {f.top, f.per_op});
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
@@ -105,8 +103,7 @@ int run_rank(const ReplayFlags& f) {
 }
 
 COLLIE_COMMAND(Command{
-    "replay",
-    "run the collectives and p2p ops of flight-recorder dumps again and time them",
+    "replay", "run the collectives and p2p ops of flight-recorder dumps again and time them",
     [](CLI::App& app) {
       auto f = std::make_shared<ReplayFlags>();
       app.add_option("dumps", f->dumps,
@@ -125,8 +122,7 @@ COLLIE_COMMAND(Command{
       app.add_option("--max-bytes", f->max_bytes,
                      "refuse ops whose buffers are larger (default 1G)");
       return [f]() -> int {
-        if (f->iters < 1 || f->warmup < 0)
-          throw InvalidArgument("-n must be >= 1 and -w >= 0");
+        if (f->iters < 1 || f->warmup < 0) throw InvalidArgument("-n must be >= 1 and -w >= 0");
         if (!f->run.np_given) f->run.np = replay_world(*f);
         // Every problem with the dumps or flags is one line here, before any rank starts.
         load_plan(*f, f->run.np);

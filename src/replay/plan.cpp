@@ -18,6 +18,8 @@
 namespace collie::replay {
 namespace {
 
+using GroupKey = std::pair<std::string, std::vector<int>>;  // a group's id and members
+
 // One played rank's recorded op that may be replayed.
 struct Cand {
   int rank = 0;  // replay rank
@@ -92,10 +94,10 @@ class Builder {
     }
     plan_.notes = notes_.lines();
     if (plan_.calls.empty()) {
-      throw InvalidArgument(fmt::format(
-          "nothing in the dumps can be replayed{}", plan_.notes.empty()
-                                                        ? ": they record no collective or p2p op"
-                                                        : ": " + plan_.notes.front()));
+      throw InvalidArgument(fmt::format("nothing in the dumps can be replayed{}",
+                                        plan_.notes.empty()
+                                            ? ": they record no collective or p2p op"
+                                            : ": " + plan_.notes.front()));
     }
     return std::move(plan_);
   }
@@ -114,15 +116,15 @@ class Builder {
       played.resize(world_);
       std::iota(played.begin(), played.end(), 0);
     } else if (static_cast<int>(played.size()) != o_.world) {
-      throw InvalidArgument(fmt::format("--ranks names {} ranks for a replay of {} ranks",
-                                        played.size(), o_.world));
+      throw InvalidArgument(
+          fmt::format("--ranks names {} ranks for a replay of {} ranks", played.size(), o_.world));
     }
     std::vector<int> missing;
     for (size_t i = 0; i < played.size(); ++i) {
       const int d = played[i];
       if (d >= world_)
-        throw InvalidArgument(fmt::format("--ranks names rank {}, but the dumps are of {} ranks",
-                                          d, world_));
+        throw InvalidArgument(
+            fmt::format("--ranks names rank {}, but the dumps are of {} ranks", d, world_));
       if (!replay_of_.emplace(d, static_cast<int>(i)).second)
         throw InvalidArgument(fmt::format("--ranks names rank {} twice", d));
       if (by_rank_.count(d) == 0) missing.push_back(d);
@@ -140,41 +142,51 @@ class Builder {
     plan_.ranks.resize(plan_.played.size());
   }
 
+  // A group is an id with its members: dumps of one job agree on them, but PyTorch's test
+  // fixtures (and jobs that reuse a name) may give one id different members on different ranks,
+  // which are then different groups. A group replays when every member is played and every
+  // member's dump has the same members under its id.
   void make_groups() {
-    std::map<std::string, std::pair<const RankDump::Group*, int>, decltype(&id_before)> seen(
-        &id_before);
-    for (int d : plan_.played) {
-      for (const auto& [id, g] : by_rank_.at(d)->groups) {
-        auto [it, fresh] = seen.emplace(id, std::make_pair(&g, d));
-        if (!fresh && it->second.first->ranks != g.ranks) {
-          throw InvalidArgument(fmt::format(
-              "group '{}' has ranks [{}] in rank {}'s dump and [{}] in rank {}'s: dumps of "
-              "different jobs?",
-              id, fmt::join(it->second.first->ranks, ", "), it->second.second,
-              fmt::join(g.ranks, ", "), d));
-        }
-      }
-    }
-    for (const auto& [id, entry] : seen) {
-      const RankDump::Group& g = *entry.first;
-      std::vector<int> absent;
-      PlanGroup pg{id, g.desc, g.ranks, {}};
-      for (int r : g.ranks) {
+    auto before = [](const GroupKey& a, const GroupKey& b) {
+      if (a.first != b.first) return id_before(a.first, b.first);
+      return a.second < b.second;
+    };
+    std::map<GroupKey, std::string, decltype(before)> seen(before);
+    for (int d : plan_.played)
+      for (const auto& [id, g] : by_rank_.at(d)->groups)
+        seen.emplace(GroupKey{id, g.ranks}, g.desc);
+    for (const auto& [key, desc] : seen) {
+      const auto& [id, ranks] = key;
+      if (ranks.empty()) continue;
+      std::vector<int> absent, disagree;
+      PlanGroup pg{id, desc, ranks, {}};
+      for (int r : ranks) {
         auto it = replay_of_.find(r);
-        if (it == replay_of_.end())
+        if (it == replay_of_.end()) {
           absent.push_back(r);
-        else
-          pg.replay_ranks.push_back(it->second);
+          continue;
+        }
+        pg.replay_ranks.push_back(it->second);
+        const auto& theirs = by_rank_.at(r)->groups;
+        const auto g = theirs.find(id);
+        if (g == theirs.end() || g->second.ranks != ranks) disagree.push_back(r);
       }
-      if (g.ranks.empty()) continue;
+      const std::string name =
+          fmt::format("group {} '{}' (ranks {})", id, desc, format_ranks(ranks));
       if (!absent.empty()) {
-        notes_.line(fmt::format("group {} '{}' (ranks {}) is not replayed: {} {} {} not", id,
-                                g.desc, format_ranks(g.ranks),
+        notes_.line(fmt::format("{} is not replayed: {} {} {} not", name,
                                 absent.size() == 1 ? "rank" : "ranks", format_ranks(absent),
                                 absent.size() == 1 ? "is" : "are"));
         continue;
       }
-      group_index_[id] = static_cast<int>(plan_.groups.size());
+      if (!disagree.empty()) {
+        notes_.line(fmt::format("{} is not replayed: the dump{} of {} {} give{} it other members",
+                                name, disagree.size() == 1 ? "" : "s",
+                                disagree.size() == 1 ? "rank" : "ranks", format_ranks(disagree),
+                                disagree.size() == 1 ? "s" : ""));
+        continue;
+      }
+      group_index_[key] = static_cast<int>(plan_.groups.size());
       plan_.groups.push_back(std::move(pg));
     }
   }
@@ -192,25 +204,30 @@ class Builder {
       for (size_t k = 0; k < d.entries.size(); ++k) {
         const DumpEntry& e = d.entries[k];
         const std::string where = fmt::format("rank {} entry {} ({})", d.rank, k, e.profiling_name);
-        const auto g = group_index_.find(e.pg_id);
+        const auto g = group_index_.find(GroupKey{e.pg_id, d.groups.at(e.pg_id).ranks});
         if (g == group_index_.end()) {
           notes_.add("in a group that is not replayed", where);
           continue;
         }
         std::string why;
-        const std::optional<RecordedOp> op = read_entry(e, &why);
+        std::optional<RecordedOp> op;
+        try {
+          op = read_entry(e, &why);
+        } catch (const InvalidArgument& bad) {
+          throw InvalidArgument(fmt::format("{}: {}", where, bad.what()));
+        }
         if (!op) {
           notes_.add(why, where);
           continue;
         }
         const int gi = g->second;
-        const uint64_t bytes = static_cast<uint64_t>(std::max(op->in_total, op->out_total)) *
-                               dtype_size(op->dtype);
+        const uint64_t bytes =
+            static_cast<uint64_t>(std::max(op->in_total, op->out_total)) * dtype_size(op->dtype);
         if (bytes > static_cast<uint64_t>(o_.max_op_bytes)) {
-          throw InvalidArgument(fmt::format(
-              "{} records {} bytes of buffers, more than the {} a replayed op may have "
-              "(--max-bytes)",
-              where, bytes, o_.max_op_bytes));
+          throw InvalidArgument(
+              fmt::format("{} records {} bytes of buffers, more than the {} a replayed op may have "
+                          "(--max-bytes)",
+                          where, bytes, o_.max_op_bytes));
         }
         Cand c{static_cast<int>(i), k, *op};
         if (is_p2p(op->type)) {
@@ -393,9 +410,10 @@ class Builder {
         const bool rooted = r0.type == OpType::Gather || r0.type == OpType::Scatter;
         const std::vector<int64_t>& part = gathers ? in : out;
         const std::vector<int64_t>& whole = gathers ? out : in;
-        const bool uneven = !all_equal(part) || (!rooted && std::any_of(whole.begin(), whole.end(), [&](int64_t w) {
-                                                   return w != 0 && w != part[0] * un;
-                                                 }));
+        const bool uneven =
+            !all_equal(part) || (!rooted && std::any_of(whole.begin(), whole.end(), [&](int64_t w) {
+              return w != 0 && w != part[0] * un;
+            }));
         if (uneven) {
           *why = fmt::format("per-rank sizes differ: collie's {} is even", op_name(r0.type));
           return false;
@@ -464,13 +482,13 @@ class Builder {
       const auto [gi, src, dst] = key;
       const auto& [sends, recvs] = lists;
       const PlanGroup& g = plan_.groups[gi];
-      const std::string pair = fmt::format("group {} rank {} -> rank {}", g.pg_id,
-                                           g.dump_ranks[src], g.dump_ranks[dst]);
+      const std::string pair =
+          fmt::format("group {} rank {} -> rank {}", g.pg_id, g.dump_ranks[src], g.dump_ranks[dst]);
       const size_t matched = std::min(sends.size(), recvs.size());
       // A ring that wrapped lost its oldest ops: pair the newest. Otherwise pair from the start
       // (what is left over was posted while its peer had not got there).
-      const bool wrapped = by_rank_.at(g.dump_ranks[src])->wrapped ||
-                           by_rank_.at(g.dump_ranks[dst])->wrapped;
+      const bool wrapped =
+          by_rank_.at(g.dump_ranks[src])->wrapped || by_rank_.at(g.dump_ranks[dst])->wrapped;
       const size_t s0 = wrapped ? sends.size() - matched : 0;
       const size_t r0 = wrapped ? recvs.size() - matched : 0;
       if (sends.size() != recvs.size()) {
@@ -512,7 +530,7 @@ class Builder {
   int world_ = 0;
   std::map<int, const RankDump*> by_rank_;
   std::map<int, int> replay_of_;  // dump rank -> replay rank
-  std::map<std::string, int> group_index_;
+  std::map<GroupKey, int> group_index_;
   std::map<std::pair<int, uint64_t>, std::vector<Cand>> colls_;
   // (group, src, dst) in group ranks -> (sends on src, recvs on dst), each in recorded order.
   std::map<std::tuple<int, int, int>, std::pair<std::vector<Cand>, std::vector<Cand>>> p2p_;
@@ -548,8 +566,8 @@ std::vector<int> parse_rank_list(const std::string& text, const std::string& wha
     int v = -1;
     auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
     if (ec != std::errc() || p != s.data() + s.size() || v < 0 || v >= kMaxAnalyzeWorld)
-      throw InvalidArgument(fmt::format("{} '{}': '{}' is not a rank in 0..{}", what, text, s,
-                                        kMaxAnalyzeWorld - 1));
+      throw InvalidArgument(
+          fmt::format("{} '{}': '{}' is not a rank in 0..{}", what, text, s, kMaxAnalyzeWorld - 1));
     return v;
   };
   size_t start = 0;

@@ -38,7 +38,7 @@ struct PlanGroup {
 
 // One call replayed: a collective of a group, or a send/recv pair.
 struct PlanCall {
-  int group = 0;  // index into ReplayPlan::groups
+  int group = 0;                  // index into ReplayPlan::groups
   OpType type = OpType::Barrier;  // Send for a send/recv pair
   std::string recorded;           // the op as recorded ("_allgather_base")
   uint64_t seq = 0;               // collective sequence number; for a pair, its index (1, 2, ...)
@@ -63,7 +63,7 @@ struct PlanOp {
   size_t out_count = 0;  // elements of a separate output buffer (0: in place, or none)
   int peer = -1;         // group rank (send/recv)
   std::vector<int64_t> input_splits, output_splits;  // all_to_all with uneven totals
-  double recorded_ms = -1;                            // the dump's duration; -1 when none
+  double recorded_ms = -1;                           // the dump's duration; -1 when none
 };
 
 struct ReplayPlan {

@@ -5,6 +5,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "core/error.h"
+
 namespace collie::replay {
 namespace {
 
@@ -104,9 +106,9 @@ std::optional<RecordedOp> read_entry(const DumpEntry& e, std::string* why) {
   r.in_total = total_elements(e.sizes);
   r.out_total = total_elements(e.output_sizes);
   if (r.in_total < 0 || r.out_total < 0) {
-    *why = fmt::format("sizes {} / {} are not lists of shapes of at most 2^50 elements",
-                       e.sizes.substr(0, 40), e.output_sizes.substr(0, 40));
-    return std::nullopt;
+    throw InvalidArgument(
+        fmt::format("sizes {} / {} are not lists of shapes of at most 2^50 elements",
+                    e.sizes.substr(0, 40), e.output_sizes.substr(0, 40)));
   }
   if (r.type == OpType::Barrier) return r;
   std::string dt = first_dtype(e.dtypes);

@@ -37,7 +37,8 @@ struct RecordedOp {
 };
 
 // The entry as a call, or nullopt with `why` (one phrase: "coalescing marker 'coalesced'",
-// "dtype 'Bool' has no collie equivalent", "input_sizes [[-1]] is not a list of shapes").
+// "dtype 'Bool' has no collie equivalent"). Sizes that are not lists of shapes, or add up to
+// more than kMaxRecordedElements, are hostile: InvalidArgument ("sizes ... are not ...").
 std::optional<RecordedOp> read_entry(const DumpEntry& e, std::string* why);
 
 }  // namespace collie::replay

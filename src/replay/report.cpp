@@ -10,7 +10,6 @@
 #include "comm/rendezvous.h"
 #include "perf/collective.h"
 #include "reports/json_io.h"
-#include "reports/markup.h"
 #include "reports/table.h"
 
 namespace collie::replay {
@@ -21,17 +20,16 @@ std::string ranks_text(const std::vector<int>& r) { return format_ranks(r); }
 // "all_reduce #7 of group 0 'default_pg', float32 x 1048576 (4 MiB)".
 std::string call_label(const ReplayPlan& plan, const PlanCall& c) {
   const PlanGroup& g = plan.groups[c.group];
-  std::string what = c.type == OpType::Send
-                         ? fmt::format("send/recv {}->{} #{}", g.dump_ranks[c.src],
-                                       g.dump_ranks[c.dst], c.seq)
-                         : fmt::format("{} #{}", c.recorded, c.seq);
+  std::string what =
+      c.type == OpType::Send
+          ? fmt::format("send/recv {}->{} #{}", g.dump_ranks[c.src], g.dump_ranks[c.dst], c.seq)
+          : fmt::format("{} #{}", c.recorded, c.seq);
   std::string size;
   if (c.kind == "alltoallv")
-    size = fmt::format(", {}, uneven: the busiest rank moves {}, splits made up",
-                       dtype_name(c.dtype), reports::size_label(c.bytes));
+    size = fmt::format(", {}, uneven: the busiest rank moves {} B, splits made up",
+                       dtype_name(c.dtype), c.bytes);
   else if (c.type != OpType::Barrier)
-    size = fmt::format(", {} x {} ({})", dtype_name(c.dtype), c.count,
-                       reports::size_label(c.bytes));
+    size = fmt::format(", {} x {} ({} B)", dtype_name(c.dtype), c.count, c.bytes);
   return fmt::format("{} of group {} '{}'{}", what, g.pg_id, g.desc, size);
 }
 
@@ -124,8 +122,8 @@ std::string to_text(const ReplayPlan& plan, const ReplayResult& r, const TextOpt
   std::string s = fmt::format(
       "# collie replay of {}: {} ranks playing the dumps' ranks {} (of {}), backend {}, {} "
       "warmup + {} timed passes\n",
-      r.meta.dumps, plan.played.size(), ranks_text(plan.played), plan.dump_world,
-      r.meta.backend, r.meta.warmup, r.meta.iters);
+      r.meta.dumps, plan.played.size(), ranks_text(plan.played), plan.dump_world, r.meta.backend,
+      r.meta.warmup, r.meta.iters);
   for (const PlanGroup& g : plan.groups)
     s += fmt::format("# group {} '{}': dump ranks {} as replay ranks {}\n", g.pg_id, g.desc,
                      ranks_text(g.dump_ranks), ranks_text(g.replay_ranks));
@@ -138,9 +136,9 @@ std::string to_text(const ReplayPlan& plan, const ReplayResult& r, const TextOpt
     const RankTotals& t = r.ranks[i];
     s += fmt::format("#   rank {} (dump rank {}): {} ops, {} per pass, {} summed over its ops", i,
                      plan.played[i], t.ops, us(t.pass_us), us(t.ops_us));
-    s += t.recorded_ops > 0 ? fmt::format("; recorded {} over {} ops\n", us(t.recorded_us),
-                                          t.recorded_ops)
-                            : "; no recorded durations\n";
+    s += t.recorded_ops > 0
+             ? fmt::format("; recorded {} over {} ops\n", us(t.recorded_us), t.recorded_ops)
+             : "; no recorded durations\n";
   }
   const std::vector<size_t> top = largest_differences(r, o.top);
   if (!top.empty()) {
@@ -174,9 +172,10 @@ std::string to_text(const ReplayPlan& plan, const ReplayResult& r, const TextOpt
       rows.push_back(r.rows[j++]);
     const std::string& kind = r.rows[i].collective;
     s += fmt::format("#\n# Collective test starting: {}_perf\n", kind);
-    s += fmt::format("# replayed {} on groups of {} ranks: each row is the mean of its calls "
-                     "(slowest rank each), data not checked\n",
-                     kind, r.row_ranks[i]);
+    s += fmt::format(
+        "# replayed {} on groups of {} ranks: each row is the mean of its calls "
+        "(slowest rank each), data not checked\n",
+        kind, r.row_ranks[i]);
     s += reports::format_column_header();
     for (const reports::ResultRow& row : rows) s += reports::format_row(&row, nullptr) + "\n";
     const std::string trailer = reports::format_trailer(kind, reports::summarize(rows, 1));

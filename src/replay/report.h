@@ -17,16 +17,16 @@
 namespace collie::replay {
 
 struct CallTime {
-  double replayed_us = 0;  // the slowest participant's mean time
-  int slowest_rank = -1;   // replay rank
+  double replayed_us = 0;   // the slowest participant's mean time
+  int slowest_rank = -1;    // replay rank
   double recorded_us = -1;  // the slowest participant's recorded duration; -1 when none recorded
 };
 
 struct RankTotals {
   size_t ops = 0;
-  double pass_us = 0;      // one pass, first op to last
-  double ops_us = 0;       // sum of its ops' times
-  double recorded_us = 0;  // sum of the recorded durations it has
+  double pass_us = 0;       // one pass, first op to last
+  double ops_us = 0;        // sum of its ops' times
+  double recorded_us = 0;   // sum of the recorded durations it has
   size_t recorded_ops = 0;  // ops with a recorded duration
 };
 
@@ -40,8 +40,8 @@ struct ReplayResult {
   std::vector<CallTime> calls;  // plan.calls order
   std::vector<RankTotals> ranks;
   std::vector<std::vector<double>> op_us;  // per replay rank, its ops' times (plan order)
-  std::vector<reports::ResultRow> rows;  // the tables' rows, table by table
-  std::vector<int> row_ranks;            // the group size of each row
+  std::vector<reports::ResultRow> rows;    // the tables' rows, table by table
+  std::vector<int> row_ranks;              // the group size of each row
 };
 
 // REQUIRES: times.size() == plan.ranks.size(), times[r].op_us.size() == plan.ranks[r].size().

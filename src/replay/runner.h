@@ -21,7 +21,7 @@ namespace collie::replay {
 
 struct RunnerOptions {
   int warmup = 1;
-  int iters = 3;                       // timed passes (>= 1)
+  int iters = 3;                      // timed passes (>= 1)
   Millis timeout = kUseGroupTimeout;  // each op and group creation; the world's when unset
 };
 

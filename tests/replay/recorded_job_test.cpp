@@ -174,8 +174,7 @@ std::map<int, Calls> planned(const json& replay) {
   for (const auto& c : replay["calls"]) {
     for (const auto& p : c["ranks"]) {
       const int rank = replay["played"][p["rank"].get<size_t>()];
-      by_entry[rank][p["entry"]] =
-          call(desc[c["group"]], p["op"], p["in_count"], p["out_count"]);
+      by_entry[rank][p["entry"]] = call(desc[c["group"]], p["op"], p["in_count"], p["out_count"]);
     }
   }
   std::map<int, Calls> out;
@@ -204,8 +203,8 @@ std::map<int, Calls> recorded_by_replay(const fs::path& dir) {
         for (const auto& dim : shape) k *= dim.get<size_t>();
         numel += k;
       }
-      out[rank].push_back(fmt::format("{} {} {}", d["pg_config"][pg]["desc"].get<std::string>(),
-                                      op, numel));
+      out[rank].push_back(
+          fmt::format("{} {} {}", d["pg_config"][pg]["desc"].get<std::string>(), op, numel));
     }
   }
   return out;
@@ -223,7 +222,8 @@ class RecordedJob : public ::testing::Test {
     o.deadline = Millis(60000);
     o.env = {{"COLLIE_FR_DUMP_DIR", (dir_ / "job").string()},
              {"COLLIE_FR_DUMP_FORMAT", "json,torch"}};
-    const auto r = testing::run_ranks(kWorld, [](RankContext& ctx) { job(ctx, dir_ / "job"); }, o);
+    const auto r = testing::run_ranks(
+        kWorld, [](RankContext& ctx) { job(ctx, dir_ / "job"); }, o);
     ASSERT_TRUE(r.ok()) << r.summary();
     fs::create_directories(dir_ / "json");
     fs::create_directories(dir_ / "torch");
@@ -234,7 +234,9 @@ class RecordedJob : public ::testing::Test {
       fs::copy_file(dir_ / "job" / t, dir_ / "torch" / t);
     }
   }
-  static void TearDownTestSuite() { if (!std::getenv("KEEP")) fs::remove_all(dir_); }
+  static void TearDownTestSuite() {
+    if (!std::getenv("KEEP")) fs::remove_all(dir_);
+  }
   static fs::path dir_;
 };
 
@@ -244,8 +246,9 @@ TEST_F(RecordedJob, ReplaysEveryRanksCallsInOrderOncePerPass) {
   const fs::path fr = dir_ / "replay_fr";
   fs::create_directories(fr);
   const std::string out = (dir_ / "replay.json").string();
-  const CliRun r = collie(fmt::format("replay {} -n 2 -w 1 -T 60 -J {} --per-op", (dir_ / "json").string(), out),
-                       "COLLIE_FR_DUMP_DIR=" + fr.string());
+  const CliRun r =
+      collie(fmt::format("replay {} -n 2 -w 1 -T 60 -J {} --per-op", (dir_ / "json").string(), out),
+             "COLLIE_FR_DUMP_DIR=" + fr.string());
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   const json j = json::parse(std::ifstream(out));
   EXPECT_EQ(j["played"], json({0, 1, 2, 3}));
@@ -272,11 +275,11 @@ TEST_F(RecordedJob, ReplaysEveryRanksCallsInOrderOncePerPass) {
   }
   // Every call has a time; the report has tables, totals and the largest differences.
   for (const auto& c : j["calls"]) EXPECT_GT(c["replayed_us"].get<double>(), 0) << c.dump();
-  for (const char* s : {"# Collective test starting: all_reduce_perf",
-                        "# Collective test starting: alltoallv_perf",
-                        "# Collective test starting: sendrecv_perf",
-                        "calls whose time differs most from the recorded durations",
-                        "# per rank (", "splits made up"})
+  for (const char* s :
+       {"# Collective test starting: all_reduce_perf", "# Collective test starting: alltoallv_perf",
+        "# Collective test starting: sendrecv_perf",
+        "calls whose time differs most from the recorded durations", "# per rank (",
+        "splits made up"})
     EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
   EXPECT_NE(j["notes"].dump().find("all_to_all splits are not recorded"), std::string::npos)
       << j["notes"].dump();
@@ -284,8 +287,8 @@ TEST_F(RecordedJob, ReplaysEveryRanksCallsInOrderOncePerPass) {
 
 TEST_F(RecordedJob, PyTorchDumpsOfTheJobReplayTheSameCalls) {
   const std::string out = (dir_ / "torch.json").string();
-  const CliRun r = collie(
-      fmt::format("replay {} -n 1 -w 0 -T 60 -J {}", (dir_ / "torch").string(), out));
+  const CliRun r =
+      collie(fmt::format("replay {} -n 1 -w 0 -T 60 -J {}", (dir_ / "torch").string(), out));
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   const json j = json::parse(std::ifstream(out));
   const auto plan = planned(j);
@@ -305,8 +308,8 @@ TEST_F(RecordedJob, PyTorchDumpsOfTheJobReplayTheSameCalls) {
 
 TEST_F(RecordedJob, ASubsetOfRanksReplaysTheGroupsInsideIt) {
   const std::string out = (dir_ / "subset.json").string();
-  const CliRun r = collie(fmt::format("replay {} --ranks 2,3 -n 1 -T 60 -J {}",
-                                   (dir_ / "json").string(), out));
+  const CliRun r =
+      collie(fmt::format("replay {} --ranks 2,3 -n 1 -T 60 -J {}", (dir_ / "json").string(), out));
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   const json j = json::parse(std::ifstream(out));
   EXPECT_EQ(j["played"], json({2, 3}));
@@ -327,6 +330,31 @@ TEST_F(RecordedJob, ASubsetOfRanksReplaysTheGroupsInsideIt) {
             std::string::npos)
       << r.out;
 }
+
+#ifdef MPIEXEC
+TEST_F(RecordedJob, ReplaysUnderMpirunOnTheMpiBackend) {
+  const fs::path fr = dir_ / "mpi_fr";
+  fs::create_directories(fr);
+  const std::string out = (dir_ / "mpi.json").string();
+  const CliRun r = collie(
+      fmt::format("replay {} --backend mpi -n 1 -w 0 -T 60 -J {}", (dir_ / "json").string(), out),
+      fmt::format("OMPI_MCA_btl=self,vader COLLIE_FR_DUMP_DIR={} {} "
+                  "--allow-run-as-root --oversubscribe -np 4 --mca "
+                  "mpi_yield_when_idle 1",
+                  fr.string(), MPIEXEC));
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  const json j = json::parse(std::ifstream(out));
+  EXPECT_EQ(j["backend"], "mpi");
+  const auto plan = planned(j);
+  const auto ran = recorded_by_replay(fr);
+  for (int rank = 0; rank < kWorld; ++rank) {
+    const Calls want = read_calls(dir_ / "job", rank);
+    EXPECT_EQ(plan.at(rank), want) << rank;
+    ASSERT_TRUE(ran.count(rank)) << rank;
+    EXPECT_EQ(ran.at(rank).size(), want.size()) << rank;
+  }
+}
+#endif
 
 // Exit 2 and one line on stderr containing `words`.
 void expect_refused(const std::string& args, const std::string& words) {
@@ -353,7 +381,8 @@ TEST_F(RecordedJob, UnusableDumpsAndFlagsAreOneLine) {
   }
   expect_refused(three.string() + " -np 4", "no dump of rank 3");
   // A hostile dump (a size no buffer has): refused naming the file, as the analyzer reads it.
-  std::ofstream(three / "collie_fr_rank_3.json") << R"({"rank": 3, "world_size": 4, "pg_config": {"0": {"desc": "default_pg", "ranks": [0, 1, 2, 3]}}, "entries": [{"pg_id": "0", "profiling_name": "gloo:all_reduce", "state": "completed", "collective_seq_id": 1, "input_sizes": [[1000000000000000]], "input_dtypes": ["float32"]}]})";
+  std::ofstream(three / "collie_fr_rank_3.json")
+      << R"({"rank": 3, "world_size": 4, "pg_config": {"0": {"desc": "default_pg", "ranks": [0, 1, 2, 3]}}, "entries": [{"pg_id": "0", "profiling_name": "gloo:all_reduce", "state": "completed", "collective_seq_id": 1, "input_sizes": [[1000000000000000]], "input_dtypes": ["float32"]}]})";
   expect_refused(three.string(), "more than the 1073741824 a replayed op may have");
   std::ofstream(three / "collie_fr_rank_3.json") << R"({"rank": 3, "entries": [{"pg_id": 7}]})";
   expect_refused(three.string(), "collie_fr_rank_3.json");
