@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "perf/collective.h"
 #include "perf/combine.h"
+#include "support/refusal.h"
 
 namespace collie::perf {
 namespace {
@@ -35,16 +36,7 @@ TrafficSpec spread(double s) {
   return t;
 }
 
-// The message of the InvalidArgument `f` throws ("" when it throws none).
-template <typename F>
-std::string refusal(F f) {
-  try {
-    f();
-  } catch (const InvalidArgument& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing::refusal;
 
 TEST(Traffic, SpreadIsNcclTestsDistanceWeightedPattern) {
   // 4 ranks, 1024 bytes per rank: uniform 256 each; distance-weighted d x 1024 / 6 = 0, 170.7,

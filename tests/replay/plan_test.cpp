@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "replay/recorded_op.h"
 #include "replay/splits.h"
+#include "support/refusal.h"
 
 namespace collie::replay {
 namespace {
@@ -60,8 +61,11 @@ struct Dumps {
     }
     std::vector<RankDump> out;
     for (int r : ranks) {
-      json d = {{"rank", r},           {"world_size", world}, {"pg_config", groups},
-                {"entries", entries[r]}, {"wrapped", static_cast<bool>(wrapped[r])}};
+      json d = {{"rank", r},
+                {"world_size", world},
+                {"pg_config", groups},
+                {"entries", entries[r]},
+                {"wrapped", static_cast<bool>(wrapped[r])}};
       out.push_back(parse_dump(d.dump()));
     }
     return out;
@@ -76,15 +80,7 @@ PlanOptions world(int n) {
 
 std::string notes(const ReplayPlan& p) { return json(p.notes).dump(); }
 
-template <typename F>
-std::string refusal(F f) {
-  try {
-    f();
-  } catch (const InvalidArgument& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing::refusal;
 
 TEST(ReplayPlan, CollectivesEveryMemberRecordedAreReplayedTheRestIsSaid) {
   Dumps d(3);
@@ -208,12 +204,16 @@ TEST(ReplayPlan, ChosenRanksPlayTheGroupsInsideThem) {
   EXPECT_NE(notes(p).find("group 0 'default_pg' (ranks 0-3) is not replayed: ranks 0, 1 are not"),
             std::string::npos)
       << notes(p);
-  EXPECT_NE(refusal([&] { build_plan(d.parse({2, 3}), world(2)); })
+  EXPECT_NE(refusal([&] {
+              build_plan(d.parse({2, 3}), world(2));
+            })
                 .find("the dumps are of 4 ranks and the replay has 2: run it on 4 ranks (-np "
                       "4), or pick 2 of the dumps' ranks with --ranks (e.g. --ranks 0-1)"),
             std::string::npos);
   o.ranks = {0, 2};
-  EXPECT_NE(refusal([&] { build_plan(d.parse({2, 3}), o); }).find("no dump of rank 0"),
+  EXPECT_NE(refusal([&] {
+              build_plan(d.parse({2, 3}), o);
+            }).find("no dump of rank 0"),
             std::string::npos);
 }
 
@@ -249,8 +249,9 @@ TEST(ReplayPlan, RefusesWhatCannotBeReplayedInOneLine) {
                       "is not replayed: the dump of rank 1 gives it other members"),
             std::string::npos)
       << refusal([&] { build_plan(mixed, world(2)); });
-  EXPECT_NE(refusal([&] { build_plan(Dumps(2).parse(), world(2)); })
-                .find("nothing in the dumps can be replayed: they record no collective"),
+  EXPECT_NE(refusal([&] {
+              build_plan(Dumps(2).parse(), world(2));
+            }).find("nothing in the dumps can be replayed: they record no collective"),
             std::string::npos);
 }
 
