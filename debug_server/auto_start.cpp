@@ -31,7 +31,7 @@ void start_debug_server_if_asked(const ProcessGroup& pg, const BackendArgs& args
   const Env& env = args.env ? *args.env : Env::process();
   int port = g_port_override.load();
   if (port < 0) {
-    auto v = env.get_int("COLLIE_DEBUG_PORT");
+    auto v = env.get_int_in("COLLIE_DEBUG_PORT", 0, 65535, " (0 = an ephemeral port)");
     if (!v) return;
     port = static_cast<int>(*v);
   }

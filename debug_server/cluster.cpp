@@ -1,9 +1,9 @@
 #include "debug_server/cluster.h"
 
 #include <fmt/format.h>
-#include <httplib.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <charconv>
 #include <chrono>
@@ -12,7 +12,11 @@
 #include <mutex>
 #include <thread>
 
+#include "core/json_input.h"
+#include "core/printable.h"
+#include "debug_server/http_client.h"
 #include "store/store.h"
+#include "store/store_secret.h"
 
 namespace collie {
 namespace {
@@ -22,43 +26,56 @@ struct Pending {
   std::condition_variable cv;
   int remaining = 0;
   std::vector<RankView> results;
+  std::atomic<bool> ended{false};  // the request that started the fetches has returned
 };
 
-// GET `path` within `timeout`; returns the body or throws with the reason.
-std::string get_body(httplib::Client& cli, const std::string& url, const char* path,
-                     const httplib::Headers& headers) {
-  auto res = cli.Get(path, headers);
-  if (!res)
-    throw std::runtime_error(fmt::format("{} ({}{})", httplib::to_string(res.error()), url, path));
-  if (res->status != 200)
-    throw std::runtime_error(fmt::format("HTTP {} from {}{}", res->status, url, path));
-  return std::move(res->body);
+struct Fetch {
+  int rank = 0;
+  std::string url;
+  MemberAddress at;
+  std::chrono::steady_clock::time_point deadline;
+  std::string token;       // "" = send none
+  std::string token_note;  // why a token was not sent, for a 401
+  const std::atomic<bool>* ended = nullptr;
+};
+
+// GET `target` of a rank; returns the body of a 200 or throws with the reason.
+std::string get_body(const Fetch& f, const std::string& target, size_t max_body) {
+  http::GetRequest r;
+  r.host = f.at.host;
+  r.port = f.at.port;
+  r.target = target;
+  if (!f.token.empty()) r.headers.emplace_back("Authorization", "Bearer " + f.token);
+  r.deadline = f.deadline;
+  r.max_body_bytes = max_body;
+  r.cancel = f.ended;
+  const http::Reply res = http::get(r);
+  if (res.status != 200) {
+    throw std::runtime_error(fmt::format("HTTP {} from {}{}{}", res.status, f.url, target,
+                                         res.status == 401 ? f.token_note : ""));
+  }
+  return res.body;
 }
 
-RankView fetch_one(int rank, const std::string& url, Millis timeout, const std::string& token) {
+RankView fetch_one(const Fetch& f) {
   RankView v;
-  v.rank = rank;
-  v.url = url;
+  v.rank = f.rank;
+  v.url = f.url;
   try {
-    httplib::Client cli(url);
-    const auto us = std::chrono::duration_cast<std::chrono::microseconds>(timeout).count();
-    cli.set_connection_timeout(us / 1000000, us % 1000000);
-    cli.set_read_timeout(us / 1000000, us % 1000000);
-    cli.set_write_timeout(us / 1000000, us % 1000000);
-    cli.set_keep_alive(true);
-    httplib::Headers headers;
-    if (!token.empty()) headers.emplace("Authorization", "Bearer " + token);
-    v.status = nlohmann::json::parse(get_body(cli, url, "/v1/status", headers));
-    const std::string fr = fmt::format("/v1/flight_recorder?entries={}", kClusterViewEntries);
-    v.dump = parse_dump(get_body(cli, url, fr.c_str(), headers));
-    if (v.dump->rank != rank) {
-      throw std::runtime_error(fmt::format("{} served the dump of rank {}", url, v.dump->rank));
+    // Depth-limited: the status is embedded in the cluster view's own JSON, whose writer
+    // recurses (a rank's status nests 4 deep).
+    v.status = parse_json_input(get_body(f, "/v1/status", kMaxFanoutStatusBytes), 32);
+    v.dump =
+        parse_dump(get_body(f, fmt::format("/v1/flight_recorder?entries={}", kClusterViewEntries),
+                            kMaxFanoutDumpBytes));
+    if (v.dump->rank != f.rank) {
+      throw std::runtime_error(fmt::format("{} served the dump of rank {}", f.url, v.dump->rank));
     }
     v.reachable = true;
   } catch (const std::exception& e) {
     v.status = nullptr;
     v.dump.reset();
-    v.error = e.what();
+    v.error = printable(e.what());
   }
   return v;
 }
@@ -66,9 +83,13 @@ RankView fetch_one(int rank, const std::string& url, Millis timeout, const std::
 }  // namespace
 
 bool is_member_url(const std::string& url, std::string* why) {
-  auto fail = [why](std::string w) {
+  return member_address(url, why).has_value();
+}
+
+std::optional<MemberAddress> member_address(const std::string& url, std::string* why) {
+  auto fail = [why](std::string w) -> std::optional<MemberAddress> {
     if (why) *why = std::move(w);
-    return false;
+    return std::nullopt;
   };
   constexpr std::string_view kScheme = "http://";
   if (url.size() > 300) return fail("longer than 300 characters");
@@ -103,7 +124,7 @@ bool is_member_url(const std::string& url, std::string* why) {
   if (port.empty() || ec != std::errc() || end != port.data() + port.size() || p < 1 || p > 65535) {
     return fail("port is not 1..65535 followed by nothing");
   }
-  return true;
+  return MemberAddress{std::string(host), p};
 }
 
 ClusterView fetch_cluster(Store& store, int world_size, Millis per_rank_timeout,
@@ -113,7 +134,16 @@ ClusterView fetch_cluster(Store& store, int world_size, Millis per_rank_timeout,
   view.world_size = world_size;
   auto pending = std::make_shared<Pending>();
   pending->results.resize(world_size);
-  std::vector<std::pair<int, std::string>> targets;
+  std::vector<Fetch> targets;
+  // The token goes only to addresses that members of the job wrote.
+  const bool send_token = !token.empty() && store.members_only();
+  const std::string token_note =
+      token.empty() || send_token
+          ? ""
+          : fmt::format(
+                "; the bearer token was not sent: the store serves anyone who reaches it, "
+                "so this address may be planted (give the job a {})",
+                kStoreSecretEnv);
   for (int r = 0; r < world_size; ++r) {
     RankView& v = pending->results[r];
     v.rank = r;
@@ -137,27 +167,34 @@ ClusterView fetch_cluster(Store& store, int world_size, Millis per_rank_timeout,
       }
       std::string url = store.get_string(key);
       std::string why;
-      if (!is_member_url(url, &why)) {
+      const std::optional<MemberAddress> at = member_address(url, &why);
+      if (!at) {
         // Never contact (or send the token to) something that is not a rank's debug server.
-        v.url = url.substr(0, 120);
+        v.url = printable(url.substr(0, 120));
         v.error = fmt::format(
             "{} = '{}' is not a debug server address http://HOST:PORT ({}); "
             "not contacted",
             key, v.url, why);
         continue;
       }
-      targets.emplace_back(r, std::move(url));
+      targets.push_back(Fetch{.rank = r,
+                              .url = std::move(url),
+                              .at = *at,
+                              .deadline = t0 + per_rank_timeout,
+                              .token = send_token ? token : "",
+                              .token_note = token_note,
+                              .ended = &pending->ended});
     } catch (const std::exception& e) {
       v.error = fmt::format("store lookup of {} failed: {}", key, e.what());
     }
   }
   pending->remaining = static_cast<int>(targets.size());
-  for (const auto& [rank, url] : targets) {
-    pending->results[rank].url = url;
-    std::thread([pending, rank = rank, url = url, per_rank_timeout, token] {
-      RankView v = fetch_one(rank, url, per_rank_timeout, token);
+  for (Fetch& f : targets) {
+    pending->results[f.rank].url = f.url;
+    std::thread([pending, f = std::move(f)] {
+      RankView v = fetch_one(f);
       std::lock_guard<std::mutex> lock(pending->mu);
-      if (pending->results[rank].error.empty()) pending->results[rank] = std::move(v);
+      if (pending->results[f.rank].error.empty()) pending->results[f.rank] = std::move(v);
       --pending->remaining;
       pending->cv.notify_all();
     }).detach();
@@ -173,6 +210,7 @@ ClusterView fetch_cluster(Store& store, int world_size, Millis per_rank_timeout,
     }
     view.ranks = pending->results;  // copy: late workers may still write into pending
   }
+  pending->ended = true;  // late fetches stop reading within 50 ms
   view.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return view;
 }

@@ -5,7 +5,7 @@
 // ranks that did not answer as live evidence. Partial results are normal: an unreachable rank is
 // a finding.
 // Thread safety: pure functions over their arguments (fetch_cluster may leave detached fetch
-// threads behind for ranks that did not answer in time; they end on their own timeouts).
+// threads behind for ranks that did not answer in time; they stop within 50 ms of its return).
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -21,6 +21,10 @@ class Store;
 // The cluster view analyzes the newest entries of each rank's ring (/v1/flight_recorder?entries=):
 // the recent past is where a hang is, and it keeps a refresh cheap for every rank.
 inline constexpr size_t kClusterViewEntries = 512;
+// The most the fan-out reads from one rank: its /v1/status and its dump of kClusterViewEntries
+// entries (a real one is well under 1 MiB); a rank sending more is marked unreachable.
+inline constexpr size_t kMaxFanoutStatusBytes = size_t{1} << 20;
+inline constexpr size_t kMaxFanoutDumpBytes = size_t{16} << 20;
 
 struct RankView {
   int rank = 0;
@@ -50,9 +54,18 @@ struct SelfData {
 // only such addresses; which ones exist is decided by who may write the store (the job's
 // members, when the store requires COLLIE_STORE_SECRET).
 bool is_member_url(const std::string& url, std::string* why);
+struct MemberAddress {
+  std::string host;  // without [] for IPv6
+  int port = 0;
+};
+// The same check, returning the address; nullopt (and `why`) for anything else.
+std::optional<MemberAddress> member_address(const std::string& url, std::string* why);
 
-// Returns within `per_rank_timeout` plus a small margin even if ranks hang: requests still
-// running at the deadline are abandoned (they end on their own timeouts) and marked unreachable.
+// Returns within `per_rank_timeout` plus a small margin even if ranks hang: each rank's two
+// requests share that deadline, read at most kMaxFanout*Bytes, and stop within 50 ms once this
+// returns; ranks not done by then are marked unreachable. `token` goes only to addresses read
+// from a store whose writers are the job's members (Store::members_only); otherwise no token is
+// sent and a rank that answers 401 says why.
 ClusterView fetch_cluster(Store& store, int world_size, Millis per_rank_timeout,
                           const std::string& token, const SelfData* self);
 

@@ -130,7 +130,12 @@ ParseResult parse_head(std::string_view head, size_t max_body, Request* out) {
     parse_params(out->query, &out->params);
   }
 
-  // Header fields.
+  return parse_fields(rest, max_body, &out->headers, &out->content_length, nullptr);
+}
+
+ParseResult parse_fields(std::string_view rest, size_t max_body,
+                         std::vector<std::pair<std::string, std::string>>* headers,
+                         size_t* content_length, bool* has_length) {
   bool have_length = false;
   while (!rest.empty()) {
     const size_t e = rest.find("\r\n");
@@ -147,11 +152,10 @@ ParseResult parse_head(std::string_view head, size_t max_body, Request* out) {
       const auto u = static_cast<unsigned char>(c);
       if ((u < 0x20 && c != '\t') || u == 0x7f) return bad(400, "control byte in a header value");
     }
-    if (out->headers.size() >= kMaxHeaderCount) return bad(431, "too many header fields");
-    out->headers.emplace_back(lower(name), std::string(value));
-    const std::string& n = out->headers.back().first;
-    if (n == "transfer-encoding")
-      return bad(501, "chunked or encoded request bodies are not served");
+    if (headers->size() >= kMaxHeaderCount) return bad(431, "too many header fields");
+    headers->emplace_back(lower(name), std::string(value));
+    const std::string& n = headers->back().first;
+    if (n == "transfer-encoding") return bad(501, "chunked or encoded bodies are not read");
     if (n == "content-length") {
       size_t len = 0;
       const char* b = value.data();
@@ -159,16 +163,37 @@ ParseResult parse_head(std::string_view head, size_t max_body, Request* out) {
       auto [p, ec] = std::from_chars(b, end, len);
       if (value.empty() || ec != std::errc() || p != end)
         return bad(400, "malformed Content-Length");
-      if (have_length && len != out->content_length) return bad(400, "conflicting Content-Length");
+      if (have_length && len != *content_length) return bad(400, "conflicting Content-Length");
       if (len > max_body) {
-        return bad(413, "request body of " + std::to_string(len) + " bytes exceeds " +
-                            std::to_string(max_body));
+        return bad(413,
+                   "body of " + std::to_string(len) + " bytes exceeds " + std::to_string(max_body));
       }
       have_length = true;
-      out->content_length = len;
+      *content_length = len;
     }
   }
+  if (has_length != nullptr) *has_length = have_length;
   return {};
+}
+
+ParseResult parse_response_head(std::string_view head, size_t max_body, Reply* out) {
+  if (head.size() > kMaxHeadBytes) {
+    return bad(431, "status line and headers exceed " + std::to_string(kMaxHeadBytes) + " bytes");
+  }
+  const size_t eol = head.find("\r\n");
+  const std::string_view line = head.substr(0, eol);
+  const std::string_view rest =
+      eol == std::string_view::npos ? std::string_view() : head.substr(eol + 2);
+  // Status line: HTTP/1.x SP 3DIGIT SP reason
+  if (line.size() < 12 || (line.substr(0, 9) != "HTTP/1.1 " && line.substr(0, 9) != "HTTP/1.0 ") ||
+      !std::all_of(line.begin() + 9, line.begin() + 12,
+                   [](char c) { return c >= '0' && c <= '9'; }) ||
+      (line.size() > 12 && line[12] != ' ')) {
+    return bad(400, "malformed status line");
+  }
+  out->status = (line[9] - '0') * 100 + (line[10] - '0') * 10 + (line[11] - '0');
+  if (out->status < 200) return bad(400, "interim (1xx) responses are not read");
+  return parse_fields(rest, max_body, &out->headers, &out->content_length, &out->has_length);
 }
 
 const char* reason_phrase(int status) {

@@ -137,7 +137,10 @@ std::unique_ptr<DebugServer> DebugServer::start(DebugServerOptions opts) {
   }
   // A wildcard bind is reached through this host's name; loopback through its address.
   const std::string public_host = (host == "0.0.0.0" || host == "::") ? host_name() : host;
-  s->url_ = fmt::format("http://{}:{}", public_host, s->port_);
+  // An IPv6 literal in brackets, the form is_member_url (debug_server/cluster.h) accepts.
+  s->url_ = public_host.find(':') != std::string::npos
+                ? fmt::format("http://[{}]:{}", public_host, s->port_)
+                : fmt::format("http://{}:{}", public_host, s->port_);
   s->http_->start();
   if (s->opts_.store) {
     s->opts_.store->set(fmt::format("debug_server/{}", s->opts_.rank), s->url_);
@@ -219,6 +222,9 @@ void DebugServer::install_rank_routes() {
   Metrics& metrics = opts_.metrics ? *opts_.metrics : Metrics::global();
   const LiveStatus& live = opts_.live ? *opts_.live : LiveStatus::global();
   InspectorMetrics& inspector = opts_.inspector ? *opts_.inspector : InspectorMetrics::global();
+  // Built before this server, so exit handlers destroy it only after the server has stopped
+  // (the process-wide singletons above are never destroyed).
+  if (!opts_.flight_recorder_json) (void)FlightRecorder::global();
   h.route("GET", "/healthz", [](const http::ServerRequest&, http::Response& res) {
     res.set_content("ok\n", "text/plain");
   });

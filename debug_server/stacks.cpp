@@ -36,9 +36,23 @@ struct Slot {
   void* frames[kMaxFrames];
   int depth = 0;
 };
-Slot g_slot;
-std::mutex g_capture_mu;  // one capture at a time; also guards the resolver
-uint64_t g_generation = 0;
+Slot g_slot;  // trivially destructible: still valid while exit handlers run
+
+// What a capture uses besides the slot. Never destroyed: the debug server is a static destroyed
+// by exit handlers, and a request it is serving may be capturing while exit handlers destroy
+// statics built after it (this state is built on the first capture, after the server started),
+// so a destroyed symbolizer was used (SIGSEGV in libdw at exit).
+struct CaptureState {
+  std::mutex mu;  // one capture at a time; guards the rest
+  uint64_t generation = 0;
+  std::unique_ptr<backward::TraceResolver> resolver;
+  std::chrono::steady_clock::time_point built;
+};
+
+CaptureState& capture_state() {
+  static CaptureState* s = new CaptureState();
+  return *s;
+}
 
 void on_signal(int, siginfo_t* info, void*) {
   const int saved = errno;
@@ -80,8 +94,9 @@ bool signal_thread(pid_t pid, long tid, int sig, uint64_t gen) {
 }
 
 // Asks thread `tid` for its return addresses; false when it did not answer in time.
+// REQUIRES: capture_state().mu held.
 bool ask_thread(pid_t pid, long tid, int sig, void** frames, int* depth, std::string* error) {
-  const uint64_t gen = ++g_generation;
+  const uint64_t gen = ++capture_state().generation;
   g_slot.armed.store(gen);
   if (!signal_thread(pid, tid, sig, gen)) {
     g_slot.armed.store(0);
@@ -112,16 +127,15 @@ std::string thread_name(long tid) {
   return name;
 }
 
-// REQUIRES: g_capture_mu held.
+// REQUIRES: capture_state().mu held.
 backward::TraceResolver& resolver() {
-  static std::unique_ptr<backward::TraceResolver> r;
-  static std::chrono::steady_clock::time_point built;
+  CaptureState& st = capture_state();
   const auto now = std::chrono::steady_clock::now();
-  if (!r || now - built > kResolverLifetime) {
-    r = std::make_unique<backward::TraceResolver>();
-    built = now;
+  if (!st.resolver || now - st.built > kResolverLifetime) {
+    st.resolver = std::make_unique<backward::TraceResolver>();
+    st.built = now;
   }
-  return *r;
+  return *st.resolver;
 }
 
 nlohmann::json symbolize(void* const* frames, int depth, int skip, int max_frames) {
@@ -144,7 +158,7 @@ nlohmann::json symbolize(void* const* frames, int depth, int skip, int max_frame
 }  // namespace
 
 nlohmann::json capture_all_stacks(int max_frames) {
-  std::lock_guard<std::mutex> lock(g_capture_mu);
+  std::lock_guard<std::mutex> lock(capture_state().mu);
   const int sig = stack_signal();
   const pid_t pid = getpid();
   const long self = syscall(SYS_gettid);

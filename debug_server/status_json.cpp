@@ -8,6 +8,7 @@
 #include "comm/network_choices.h"
 #include "comm/registry.h"
 #include "core/log.h"
+#include "core/secret_names.h"
 #include "metrics/live_status.h"
 
 extern char** environ;
@@ -18,13 +19,6 @@ namespace {
 constexpr std::array<std::string_view, 12> kEnvPrefixes = {
     "COLLIE_", "TORCH_", "MASTER_", "RANK", "WORLD_SIZE", "LOCAL_RANK",
     "GLOO_",   "NCCL_",  "OMPI_",   "PMI_", "SLURM_",     "CUDA_VISIBLE"};
-
-bool secret_name(std::string_view name) {
-  for (std::string_view s : {"TOKEN", "SECRET", "PASSWORD"}) {
-    if (name.find(s) != std::string_view::npos) return true;
-  }
-  return false;
-}
 
 }  // namespace
 
@@ -87,7 +81,8 @@ nlohmann::json config_json(const DebugServerOptions& opts) {
     bool relevant = false;
     for (std::string_view p : kEnvPrefixes) relevant = relevant || name.starts_with(p);
     if (!relevant) continue;
-    env[std::string(name)] = secret_name(name) ? "<redacted>" : std::string(kv.substr(eq + 1));
+    env[std::string(name)] =
+        is_secret_env_name(name) ? "<redacted>" : std::string(kv.substr(eq + 1));
   }
   // What this rank bound and how it found the others (comm/network_choices.h).
   nlohmann::json network = nlohmann::json::object();

@@ -10,6 +10,7 @@
 
 #include "core/env.h"
 #include "core/error.h"
+#include "core/json_input.h"
 #include "core/size.h"
 #include "probes/perf_check.h"
 #include "probes/spec_yaml.h"
@@ -172,13 +173,13 @@ void check_keys(const json& obj, const std::vector<KeySpec>& allowed, const Loc&
 // JSON nested at most 64 deep (a spec needs 4); the file is already at most 1 MiB.
 constexpr int kMaxJsonDepth = 64;
 
+// A key given twice is refused, as in YAML: JSON readers disagree on which one counts.
 json parse_json_limited(const std::string& text) {
-  return json::parse(text, [](int depth, json::parse_event_t event, json&) {
-    if ((event == json::parse_event_t::object_start || event == json::parse_event_t::array_start) &&
-        depth >= kMaxJsonDepth)
-      throw SpecError(fmt::format("nested deeper than {} levels", kMaxJsonDepth));
-    return true;
-  });
+  try {
+    return parse_json_input(text, kMaxJsonDepth);
+  } catch (const InvalidArgument& e) {
+    throw SpecError(e.what());
+  }
 }
 
 // `profiles:` list: name, hosts glob and the absolute limits (sizes validated like rules).

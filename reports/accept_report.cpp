@@ -270,7 +270,13 @@ AcceptMetrics read_accept_metrics(const std::string& path) {
   ss << in.rdbuf();
   AcceptMetrics m;
   try {
-    const json j = json::parse(ss.str());
+    json j;
+    try {
+      j = parse_json_input(ss.str(), kMaxResultsDepth);
+    } catch (const InvalidArgument& e) {
+      throw InvalidArgument(
+          fmt::format("{} is not a `collie accept` JSON report ({})", path, e.what()));
+    }
     if (j.value("schema", "") != kAcceptSchemaName)
       throw InvalidArgument(fmt::format("{} is not a `collie accept` JSON report (schema '{}')",
                                         path, kAcceptSchemaName));

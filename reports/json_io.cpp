@@ -223,9 +223,11 @@ RunResult read_results(const std::string& path) {
   if (!in) throw InvalidArgument("cannot read results file " + path);
   json j;
   try {
-    j = json::parse(in);
+    j = parse_json_input(in, kMaxResultsDepth);
   } catch (const json::exception& e) {  // parse_error, and out_of_range for 1e999
     throw InvalidArgument("results file " + path + " is not valid JSON: " + e.what());
+  } catch (const InvalidArgument& e) {
+    throw InvalidArgument("results file " + path + ": " + e.what());
   }
   try {
     return is_nccl_tests_json(j) ? run_from_nccl_tests_json(j) : run_from_json(j);

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/atomic_file.h"
+#include "core/json_input.h"
 #include "reports/result.h"
 
 namespace collie::reports {
@@ -15,8 +16,13 @@ nlohmann::json to_json(const RunResult& r);
 ResultRow row_from_json(const nlohmann::json& j);
 RunResult run_from_json(const nlohmann::json& j);
 
+// Deepest nesting a results or report file is read with (core/json_input.h, which also refuses
+// a key given twice); real files nest 5 deep.
+inline constexpr int kMaxResultsDepth = 64;
+
 // Reads a results file written by collie perf -J (or by nccl-tests -J, see nccl_tests_json.h).
-// Throws InvalidArgument (file unreadable, not JSON, wrong schema) with the path in the message.
+// Throws InvalidArgument (file unreadable, not JSON, a key given twice, wrong schema) with the
+// path in the message.
 RunResult read_results(const std::string& path);
 
 // Writes `result` to `path` atomically: a temporary file in the same directory, then rename(),

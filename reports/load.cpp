@@ -36,7 +36,9 @@ json parse_file(const std::string& path) {
     throw InvalidArgument(path + ": results file is empty (the run did not write it; re-run " +
                           "collie perf -J)");
   try {
-    return json::parse(text);
+    return parse_json_input(text, kMaxResultsDepth);
+  } catch (const InvalidArgument& e) {  // a key given twice, or absurd nesting
+    throw InvalidArgument(path + ": " + e.what() + " (not a file collie perf -J wrote)");
   } catch (const json::parse_error& e) {
     const bool at_end = std::string(e.what()).find("end of input") != std::string::npos;
     throw InvalidArgument(

@@ -3,12 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <deque>
-#include <fstream>
 #include <map>
 #include <set>
-#include <sstream>
 #include <tuple>
 
 #include "core/error.h"
@@ -283,33 +280,18 @@ std::string render_table(const std::vector<LoadedRun>& runs) {
   return s;
 }
 
-void render_csv_file(const std::vector<LoadedRun>& runs, const std::string& path) {
-  if (runs.size() == 1) {
-    CsvWriter w(path);
-    for (const auto& r : runs[0].result.rows) w.write(r);
-    return;
-  }
-  // CsvWriter owns the row format; write each run through it and prefix the run's label.
-  std::string out;
-  for (size_t i = 0; i < runs.size(); ++i) {
-    const std::string part = path + ".part";
-    {
-      CsvWriter w(part);
-      for (const auto& r : runs[i].result.rows) w.write(r);
+std::string render_csv(const std::vector<LoadedRun>& runs) {
+  // CsvWriter owns the row format; with several runs each line gets the run's label in front.
+  // Built in memory (no temporary file beside the output for someone to plant a link at).
+  const bool labelled = runs.size() > 1;
+  std::string out = labelled ? std::string("source,") + CsvWriter::header() : CsvWriter::header();
+  for (const LoadedRun& run : runs) {
+    for (const auto& r : run.result.rows) {
+      if (labelled) out += run.label + ",";
+      out += CsvWriter::row(r);
     }
-    std::ifstream in(part);
-    std::string line;
-    bool header = true;
-    while (std::getline(in, line)) {
-      if (header && i == 0) out += "source," + line + "\n";
-      if (!header) out += runs[i].label + "," + line + "\n";
-      header = false;
-    }
-    std::remove(part.c_str());
   }
-  std::ofstream f(path, std::ios::trunc);
-  f << out;
-  if (!f) throw Error("cannot write " + path + " (check the directory exists and is writable)");
+  return out;
 }
 
 }  // namespace collie::reports

@@ -1,7 +1,7 @@
 #pragma once
 // `collie report render`: several result files side by side as Markdown, JUnit XML, the
-// nccl-tests table or CSV (the HTML report is html_report.h). Pure functions of the loaded runs
-// except render_csv_file, which writes a file. Thread-safe.
+// nccl-tests table or CSV (the HTML report is html_report.h). Pure functions of the loaded runs.
+// Thread-safe.
 #include <cstdint>
 #include <map>
 #include <string>
@@ -41,7 +41,6 @@ std::string render_junit(const std::vector<LoadedRun>& runs);
 // The nccl-tests table (byte-compatible rows) for each run, separated by '#' comment headers.
 std::string render_table(const std::vector<LoadedRun>& runs);
 // CsvWriter's columns; with several runs a leading "source" column holds the run's label.
-// Throws collie::Error when `path` cannot be written.
-void render_csv_file(const std::vector<LoadedRun>& runs, const std::string& path);
+std::string render_csv(const std::vector<LoadedRun>& runs);
 
 }  // namespace collie::reports

@@ -29,7 +29,9 @@ const char* CsvWriter::header() {
 
 CsvWriter::CsvWriter(const std::string& path) : RowWriter(path) { put(header()); }
 
-void CsvWriter::write(const ResultRow& r) {
+void CsvWriter::write(const ResultRow& r) { put(row(r)); }
+
+std::string CsvWriter::row(const ResultRow& r) {
   // Per-rank times go in one field separated by ';' so the column count stays fixed.
   std::string ranks;
   for (size_t i = 0; i < r.rank_time_us.size(); ++i) {
@@ -37,11 +39,11 @@ void CsvWriter::write(const ResultRow& r) {
     ranks.append(fmt::format("{}", r.rank_time_us[i]));
   }
   const std::string wrong = r.wrong >= 0 ? std::to_string(r.wrong) : "";
-  put(fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
-                  r.collective, r.placement, r.size_bytes, r.count, r.dtype, r.redop, r.root,
-                  r.time_us, r.algbw_gbps, r.busbw_gbps, wrong, r.wrong_rank, r.wrong_offset,
-                  r.slowest_rank, r.iter.min_us, r.iter.p50_us, r.iter.p95_us, r.iter.p99_us,
-                  r.iter.max_us, r.iter.cv, r.iters, r.agg_iters, r.cycle, ranks));
+  return fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+                     r.collective, r.placement, r.size_bytes, r.count, r.dtype, r.redop, r.root,
+                     r.time_us, r.algbw_gbps, r.busbw_gbps, wrong, r.wrong_rank, r.wrong_offset,
+                     r.slowest_rank, r.iter.min_us, r.iter.p50_us, r.iter.p95_us, r.iter.p99_us,
+                     r.iter.max_us, r.iter.cv, r.iters, r.agg_iters, r.cycle, ranks);
 }
 
 JsonlWriter::JsonlWriter(const std::string& path) : RowWriter(path) {}

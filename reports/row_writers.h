@@ -30,6 +30,8 @@ class CsvWriter : public RowWriter {
   explicit CsvWriter(const std::string& path);
   void write(const ResultRow& row) override;
   static const char* header();
+  // One row's line, '\n' included.
+  static std::string row(const ResultRow& row);
 };
 
 class JsonlWriter : public RowWriter {

@@ -5,15 +5,24 @@
 // slowest rank's time of each iteration, timed the way collie perf times one iteration: a
 // barrier, then back-to-back blocking MPI_Allreduce calls, each timed from its start to its
 // return, as an MPI user calls it (MPI_IN_PLACE, the communicator dup'd once).
+// RAW_MPI_THREAD=multiple initializes with MPI_THREAD_MULTIPLE, as collie's MPI backend does (its
+// watchdog and async ops call MPI from other threads); the default is MPI_Init.
 #include <mpi.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
+  const char* threads = std::getenv("RAW_MPI_THREAD");
+  if (threads != nullptr && std::string(threads) == "multiple") {
+    int provided = 0;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  } else {
+    MPI_Init(&argc, &argv);
+  }
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   if (argc != 6) {

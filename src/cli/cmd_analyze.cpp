@@ -13,6 +13,7 @@
 #include "cli/command.h"
 #include "core/env.h"
 #include "core/error.h"
+#include "core/printable.h"
 #include "debug/analyzer.h"
 #include "debug_server/cluster.h"
 #include "store/tcp_store.h"
@@ -84,17 +85,21 @@ int run_analyze(const AnalyzeArgs& a) {
   const std::vector<RankDump> dumps = load_dump_dir(a.dir, errors);
   if (dumps.empty() && !errors.empty()) {
     // Every dump was unusable: say why, one line per file, and nothing else.
-    for (const auto& e : errors) std::fprintf(stderr, "collie analyze: %s\n", e.c_str());
+    for (const auto& e : errors) {
+      std::fprintf(stderr, "collie analyze: %s\n", printable(e).c_str());
+    }
     return kExitUsage;
   }
-  for (const auto& e : errors) std::fprintf(stderr, "collie analyze: skipped %s\n", e.c_str());
+  for (const auto& e : errors) {
+    std::fprintf(stderr, "collie analyze: skipped %s\n", printable(e).c_str());
+  }
   if (dumps.empty()) {
     std::fprintf(
         stderr,
         "collie analyze: no collie_fr_rank_*.json nor PyTorch dump (nccl_trace_rank_<rank>) "
         "in %s (set COLLIE_FR_DUMP_DIR on every "
         "rank; dumps are written on timeout, error, SIGUSR1 or a store dump_request)\n",
-        a.dir.c_str());
+        printable(a.dir).c_str());
     return kExitUsage;
   }
   AnalyzeOptions o;

@@ -18,6 +18,7 @@
 #include "comm/init.h"
 #include "core/env.h"
 #include "core/error.h"
+#include "core/secret_names.h"
 #include "core/size.h"
 #include "debug/dump_service.h"
 #include "launch/launch.h"
@@ -165,10 +166,8 @@ std::vector<std::string> recorded_env() {
   std::vector<std::string> out;
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
     const std::string v = *e;
-    // Credentials never go into a result file (the store secret, the debug server's token).
-    const std::string name = v.substr(0, v.find('='));
-    if (name.find("SECRET") != std::string::npos || name.find("TOKEN") != std::string::npos)
-      continue;
+    // Credentials never go into a result file (the debug server's /v1/config hides the same).
+    if (is_secret_env_name(v.substr(0, v.find('=')))) continue;
     for (const char* p : kPrefixes) {
       if (v.starts_with(p)) {
         out.push_back(v);

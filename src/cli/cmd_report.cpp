@@ -61,7 +61,7 @@ int run_render(const ReportFlags& f) {
   } else if (f.format == "table") {
     write_output(f.output, render_table(runs));
   } else {
-    render_csv_file(runs, f.output.empty() || f.output == "-" ? "/dev/stdout" : f.output);
+    write_output(f.output, render_csv(runs));
   }
   return kExitOk;
 }

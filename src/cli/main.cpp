@@ -9,6 +9,7 @@
 #include "core/env.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/printable.h"
 
 namespace collie::cli {
 
@@ -22,23 +23,28 @@ const std::vector<Command>& commands() {
   return cmds;
 }
 
+// Messages carry text from files, stores and remote ranks: printed through core/printable.h, so
+// they stay one line and cannot drive the terminal.
 int report_exception(const std::string& command) {
+  const auto say = [&](const char* kind, const char* what) {
+    std::fprintf(stderr, "collie %s: %s: %s\n", command.c_str(), kind, printable(what).c_str());
+  };
   try {
     throw;
   } catch (const InvalidArgument& e) {
-    std::fprintf(stderr, "collie %s: error: %s\n", command.c_str(), e.what());
+    say("error", e.what());
     return kExitUsage;
   } catch (const DeviceError& e) {
-    std::fprintf(stderr, "collie %s: error: %s\n", command.c_str(), e.what());
+    say("error", e.what());
     return kExitUsage;
   } catch (const TimeoutError& e) {
-    std::fprintf(stderr, "collie %s: timeout: %s\n", command.c_str(), e.what());
+    say("timeout", e.what());
     return kExitTimeout;
   } catch (const Error& e) {
-    std::fprintf(stderr, "collie %s: error: %s\n", command.c_str(), e.what());
+    say("error", e.what());
     return kExitRuntime;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "collie %s: internal error: %s\n", command.c_str(), e.what());
+    say("internal error", e.what());
     return kExitRuntime;
   }
 }
@@ -84,7 +90,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::string msg = e.what();
+    const std::string msg = collie::printable(e.what());
     std::fprintf(stderr, "collie: error: %s (see collie --help)\n", msg.c_str());
     return kExitUsage;
   }

@@ -10,6 +10,7 @@
 #include "core/env.h"
 #include "core/error.h"
 #include "core/output_path.h"
+#include "debug/flight_recorder.h"
 #include "debug_server/auto_start.h"
 #include "perf/options.h"
 #include "probes/context.h"
@@ -46,6 +47,8 @@ void check_before_any_rank(const RunFlags& f, const RunCommand& c) {
   for (const auto& [flag, path] : c.outputs) check_output_file(path, flag);
   // Test-only hooks change what is measured: refused unless enabled (perf/options.h).
   perf::TestHooks::from_env(Env::process());
+  // What every rank sizes from the environment: refused here once, not by each rank.
+  (void)FlightRecorder::capacity_from_env(Env::process());
 }
 
 int launch_local(const RunFlags& f, const RunCommand& c) {

@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "store/file_store.h"
+#include "store/store_secret.h"
 #include "store/tcp_store.h"
 
 namespace collie {
@@ -47,13 +48,17 @@ void resolve_rank_and_size(RendezvousRequest& req, const Env& env) {
 }
 
 // Rank `serve`'s store binds the address choose_store_bind picks for `host`; clients dial `host`.
-std::shared_ptr<Store> tcp_store(const std::string& host, uint16_t port, bool serve,
-                                 Millis timeout) {
+// Every store of the job uses the secret the environment gives (collie launch and the MPI
+// bootstrap set one; a user exports one); a store served without one is said once, by the
+// rank serving it.
+std::shared_ptr<Store> tcp_store(const std::string& host, uint16_t port, bool serve, Millis timeout,
+                                 const Env& env) {
   TcpStoreOptions o;
   o.host = host;
   o.port = port;
   o.is_server = serve;
   o.timeout = timeout;
+  o.secret = env.get(kStoreSecretEnv).value_or("");
   if (serve) {
     const BindChoice b = choose_store_bind(host);
     o.bind_host = b.address;
@@ -61,19 +66,27 @@ std::shared_ptr<Store> tcp_store(const std::string& host, uint16_t port, bool se
     log(LogLevel::Info, "store: serving on {}:{} ({}); clients dial {}", b.address, port, b.reason,
         host);
   }
-  return std::make_shared<TcpStore>(o);
+  auto store = std::make_shared<TcpStore>(o);
+  if (serve && !store->members_only()) {
+    log(LogLevel::Warning,
+        "store: the job's store on port {} has no secret, so anyone who can reach it can rewrite "
+        "its keys (rendezvous, debug_server/<rank>); export one {} to every rank (srun and "
+        "torchrun pass it on), or start the job with collie launch or mpirun, which share one",
+        store->port(), kStoreSecretEnv);
+  }
+  return store;
 }
 
 // A Slurm step's (or a torchrun job's) store: the serving task takes the first free candidate
 // port and marks the store
 // with the step id; the others try the candidates in turn until one answers with that id.
-std::shared_ptr<Store> slurm_store(const RendezvousPlan& plan, Millis timeout) {
+std::shared_ptr<Store> slurm_store(const RendezvousPlan& plan, Millis timeout, const Env& env) {
   const std::string mark = "collie/job_id";
   if (plan.serve) {
     std::string last;
     for (uint16_t port : plan.ports) {
       try {
-        auto s = tcp_store(plan.host, port, true, timeout);
+        auto s = tcp_store(plan.host, port, true, timeout, env);
         s->set(mark, to_bytes(plan.id));
         return s;
       } catch (const NetworkError& e) {
@@ -93,6 +106,7 @@ std::shared_ptr<Store> slurm_store(const RendezvousPlan& plan, Millis timeout) {
         o.host = plan.host;
         o.port = port;
         o.timeout = Millis(300);
+        o.secret = env.get(kStoreSecretEnv).value_or("");
         TcpStore probe(o);
         if (probe.check({mark}) && to_string(probe.get(mark)) == plan.id) {
           o.timeout = timeout;
@@ -184,11 +198,11 @@ Rendezvous rendezvous(const RendezvousRequest& in, const Env& env) {
   if (m == "env://") {
     switch (plan.kind) {
       case RendezvousPlan::Kind::Explicit:
-        out.store = tcp_store(plan.host, plan.ports.front(), req.rank == 0, req.timeout);
+        out.store = tcp_store(plan.host, plan.ports.front(), req.rank == 0, req.timeout, env);
         break;
       case RendezvousPlan::Kind::SlurmStep:
       case RendezvousPlan::Kind::TorchrunAgent:
-        out.store = slurm_store(plan, req.timeout);
+        out.store = slurm_store(plan, req.timeout, env);
         break;
       case RendezvousPlan::Kind::Mpi:
         throw InvalidArgument(
@@ -216,7 +230,7 @@ Rendezvous rendezvous(const RendezvousRequest& in, const Env& env) {
       host = host.substr(1, host.size() - 2);
     }
     out.store =
-        tcp_store(host, parse_port(hp.substr(colon + 1), "port"), req.rank == 0, req.timeout);
+        tcp_store(host, parse_port(hp.substr(colon + 1), "port"), req.rank == 0, req.timeout, env);
     out.store_host = host;
     record_network_choice({"rendezvous", m, "init method"});
     out.method = "tcp";

@@ -1,8 +1,13 @@
 #pragma once
 // Writing a whole file so a reader sees the old file, the new file or none, never half of one:
-// the bytes go to a hidden temporary file beside the target (".<name>.<pid>.tmp", so tools that
-// scan a directory for rank-numbered names never pick it up), which is then renamed over the
-// target. Thread-safe for distinct targets.
+// the bytes go to a hidden temporary file beside the target (".<name>.<16 random hex>.tmp", so
+// tools that scan a directory for rank-numbered names never pick it up), which is then renamed
+// over the target. Safe in a folder others can write (a shared COLLIE_FR_DUMP_DIR or results
+// folder): the temporary name cannot be predicted and is created with O_EXCL|O_NOFOLLOW, so a
+// planted symlink or FIFO is never written through or opened (a taken name is retried), and the
+// rename replaces a symlink at the target instead of following it. The file gets the usual
+// 0666 & ~umask mode. Thread-safe (also for one target from several threads: the last rename
+// wins).
 #include <string>
 #include <string_view>
 

@@ -38,6 +38,16 @@ std::optional<long long> Env::get_int(std::string_view name) const {
   return out;
 }
 
+std::optional<long long> Env::get_int_in(std::string_view name, long long lo, long long hi,
+                                         std::string_view what) const {
+  const auto v = get_int(name);
+  if (v && (*v < lo || *v > hi)) {
+    throw InvalidArgument(std::string(name) + "=" + std::to_string(*v) + " is not in " +
+                          std::to_string(lo) + ".." + std::to_string(hi) + std::string(what));
+  }
+  return v;
+}
+
 const Env& Env::process() {
   static ProcessEnv env;
   return env;

@@ -20,6 +20,10 @@ class COLLIE_API Env {
   std::optional<std::string> first_of(std::initializer_list<std::string_view> names) const;
   // Parses an integer; throws InvalidArgument naming the variable if it is not one.
   std::optional<long long> get_int(std::string_view name) const;
+  // The same, and in [lo, hi]: else InvalidArgument "NAME=V is not in LO..HI" + `what` (what the
+  // number means or costs), so a value is refused by name before anything is sized from it.
+  std::optional<long long> get_int_in(std::string_view name, long long lo, long long hi,
+                                      std::string_view what = "") const;
   static const Env& process();
 };
 

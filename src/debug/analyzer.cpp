@@ -11,6 +11,7 @@
 
 #include "comm/rendezvous.h"
 #include "core/error.h"
+#include "core/printable.h"
 #include "debug/flight_recorder.h"
 
 namespace collie {
@@ -483,10 +484,50 @@ Analysis analyze(const std::vector<RankDump>& dumps, int expected_world) {
   return analyze(dumps, o);
 }
 
+namespace {
+
+// The world size of a folder of dumps: the size most of them claim (ties: the smaller, which
+// names no rank that may not exist); when none claims one (0: written before the world group
+// existed), the highest rank with a dump + 1. Dumps claiming another size are one finding naming
+// them (dumps of two jobs in one folder, or a corrupt one) rather than ranks called missing.
+int agreed_world_size(const std::vector<RankDump>& dumps, std::vector<Finding>& findings) {
+  std::map<int, std::vector<int>> claims;  // world_size -> ranks whose dump says so
+  int highest = -1;
+  for (const RankDump& d : dumps) {
+    highest = std::max(highest, d.rank);
+    if (d.world_size > 0) claims[d.world_size].push_back(d.rank);
+  }
+  if (claims.empty()) return highest + 1;
+  auto best = claims.begin();
+  for (auto it = claims.begin(); it != claims.end(); ++it) {
+    if (it->second.size() > best->second.size()) best = it;
+  }
+  if (claims.size() > 1) {
+    std::string said;
+    std::vector<int> others;
+    for (const auto& [size, ranks] : claims) {
+      said += fmt::format("{}{} say{} {}", said.empty() ? "" : "; ", rank_word(ranks),
+                          ranks.size() == 1 ? "s" : "", size);
+      if (size != best->first) others.insert(others.end(), ranks.begin(), ranks.end());
+    }
+    std::sort(others.begin(), others.end());
+    findings.push_back(Finding{
+        .kind = "WORLD_SIZE_MISMATCH",
+        .ranks = others,
+        .message = fmt::format(
+            "Dumps disagree on world_size ({}); analyzed as {} ranks: are dumps of another job "
+            "in the folder? (--world-size N says which)",
+            said, best->first)});
+  }
+  return best->first;
+}
+
+}  // namespace
+
 Analysis analyze(const std::vector<RankDump>& dumps, const AnalyzeOptions& opts) {
   AnalyzeOptions o = opts;
   Analysis a;
-  a.world_size = o.expected_world;
+  a.world_size = o.expected_world < 0 ? agreed_world_size(dumps, a.findings) : o.expected_world;
   a.live = o.live;
   a.unreachable = o.unreachable;
   if (o.stall_after_s < 0) o.stall_after_s = automatic_stall_s(dumps, o.live);
@@ -497,7 +538,6 @@ Analysis analyze(const std::vector<RankDump>& dumps, const AnalyzeOptions& opts)
   std::map<std::string, GroupView> groups;
   for (const RankDump& d : dumps) {
     a.ranks_with_dumps.push_back(d.rank);
-    if (o.expected_world < 0) a.world_size = std::max(a.world_size, d.world_size);
     for (const auto& [id, g] : d.groups) {
       GroupView& v = groups[id];
       v.pg_id = id;
@@ -610,7 +650,9 @@ std::string to_text(const Analysis& a) {
   out += c.empty()
              ? "No culprit rank identified.\n"
              : fmt::format("Culprit {}: {}\n", c.size() == 1 ? "rank" : "ranks", format_ranks(c));
-  return out;
+  // Names from dumps were made printable when read; this covers text from elsewhere (a rank's
+  // error, a store's address) that reached a finding.
+  return printable_lines(out);
 }
 
 nlohmann::json to_json_value(const Analysis& a) {

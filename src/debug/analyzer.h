@@ -62,23 +62,27 @@ struct RankDump {
 inline constexpr int kMaxAnalyzeWorld = 65536;
 
 // Parses one dump (FlightRecorder::dump_json). Dumps are untrusted input: throws InvalidArgument
-// (one line) on malformed JSON, nesting deeper than 16, a negative or non-integer seq id, a rank
-// outside 0..kMaxAnalyzeWorld-1 (or not below world_size), an entry of a group absent from
-// pg_config. Time and memory grow with the input's size, never with a number inside it.
+// (one line) on malformed JSON, a key given twice, nesting deeper than 16, a negative or
+// non-integer seq id, a rank outside 0..kMaxAnalyzeWorld-1 (or not below world_size), an entry
+// of a group absent from pg_config. Every string kept is printable (core/printable.h). Time and
+// memory grow with the input's size, never with a number inside it; debug/dump_parse.h states
+// the memory per byte and the file size limits.
 RankDump parse_dump(const std::string& json_text);
 // The same, streamed from a file (the file's text is never held whole).
 RankDump parse_dump_file(const std::string& path);
 // Reads every collie_fr_rank_*.json in dir, and every file that is a pickle (first byte 0x80,
 // PyTorch's dump layout, torch_dump.h) with its rank at the end of its name; a rank with both
-// keeps collie's. Unreadable or malformed files, and a second file for a rank that already has
-// one, are reported in `errors` and skipped.
+// keeps collie's. Only regular files are read (a FIFO or device planted under a dump's name is
+// refused without blocking) and none larger than its format's limit. Unreadable or malformed
+// files, and a second file for a rank that already has one, are reported in `errors` and
+// skipped.
 std::vector<RankDump> load_dump_dir(const std::string& dir, std::vector<std::string>& errors);
 
 struct Finding {
   std::string pg_id{};
   std::string kind{};  // NOT_ALL_JOINED, COLLECTIVE_TYPE_MISMATCH, SIZE_MISMATCH, DTYPE_MISMATCH,
                        // ROOT_MISMATCH, UNMATCHED_P2P, P2P_MISMATCH, MISSING_DUMP, UNREACHABLE,
-                       // RING_WRAPPED, STUCK
+                       // RING_WRAPPED, STUCK, WORLD_SIZE_MISMATCH
   std::vector<int> culprits{};  // world ranks; empty for informational findings
   std::vector<int> ranks{};     // world ranks the finding is about (culprits included)
   uint64_t seq = 0;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <limits>
 #include <utility>
 
 #include "comm/record_mesh.h"
@@ -65,11 +66,9 @@ DesyncCheckingProcessGroup::~DesyncCheckingProcessGroup() {
 }
 
 uint64_t DesyncCheckingProcessGroup::sample_from_env(const Env& env) {
-  auto v = env.get_int("COLLIE_DESYNC_SAMPLE");
-  if (!v) return 1;
-  if (*v < 1)
-    throw InvalidArgument("COLLIE_DESYNC_SAMPLE must be a positive integer (1 = every op)");
-  return static_cast<uint64_t>(*v);
+  const auto v = env.get_int_in("COLLIE_DESYNC_SAMPLE", 1, std::numeric_limits<long long>::max(),
+                                " (check every N-th op; 1 = every op)");
+  return v ? static_cast<uint64_t>(*v) : 1;
 }
 
 void DesyncCheckingProcessGroup::fail(const std::string& msg) {

@@ -135,14 +135,24 @@ FlightRecorder::FlightRecorder(size_t capacity, Clock* clock)
     : slots_(capacity), clock_(clock ? clock : &Clock::system()) {}
 
 size_t FlightRecorder::capacity_from_env(const Env& env) {
-  auto v = env.get_int("COLLIE_FR_BUFFER_SIZE");
-  if (!v) return kDefaultCapacity;
-  if (*v < 0) throw InvalidArgument("COLLIE_FR_BUFFER_SIZE must be >= 0 (0 turns it off)");
-  return static_cast<size_t>(*v);
+  const auto v =
+      env.get_int_in("COLLIE_FR_BUFFER_SIZE", 0, static_cast<long long>(kMaxCapacity),
+                     fmt::format(" (ops the flight recorder keeps, {} bytes each; 0 turns it off)",
+                                 sizeof(FrEntry)));
+  return v ? static_cast<size_t>(*v) : kDefaultCapacity;
 }
 
 FlightRecorder& FlightRecorder::global() {
-  static FlightRecorder fr(capacity_from_env(Env::process()));
+  static FlightRecorder& fr = []() -> FlightRecorder& {
+    const size_t n = capacity_from_env(Env::process());
+    try {
+      return *new FlightRecorder(n);  // lives as long as the process: threads dump it at exit
+    } catch (const std::bad_alloc&) {
+      throw InvalidArgument(fmt::format(
+          "COLLIE_FR_BUFFER_SIZE={}: cannot allocate the flight recorder's {} bytes; lower it", n,
+          n * sizeof(FrEntry)));
+    }
+  }();
   return fr;
 }
 

@@ -125,7 +125,12 @@ class FlightRecorder {
   FlightRecorder(const FlightRecorder&) = delete;
   FlightRecorder& operator=(const FlightRecorder&) = delete;
 
-  // The process recorder, sized from COLLIE_FR_BUFFER_SIZE (default 2000, 0 = off).
+  // The largest ring COLLIE_FR_BUFFER_SIZE may ask for: about 320 MB per process, and a JSON
+  // dump of about 0.5 GB (collie analyze reads JSON dumps up to 1 GiB).
+  static constexpr size_t kMaxCapacity = 1000000;
+  // The process recorder, sized from COLLIE_FR_BUFFER_SIZE (default 2000, 0 = off). Throws
+  // InvalidArgument naming the variable when it is not in 0..kMaxCapacity or the ring cannot be
+  // allocated.
   static FlightRecorder& global();
   static size_t capacity_from_env(const Env& env);
 

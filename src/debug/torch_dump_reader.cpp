@@ -1,5 +1,7 @@
 // parse_torch_dump: a PyTorch dump becomes a collie dump (FlightRecorder::dump_json's layout),
-// which parse_dump then validates like any other: one set of range checks for both formats.
+// validated by the steps of parse_dump (dump_parse.h): one set of range checks for both formats.
+// The pickle is read into a PickleDoc and only the fields collie uses are converted, entry by
+// entry, under the dump's InputBudget (frames, output sizes and the like are never copied).
 // What torch does not record stays unknown: root (-1), failure (false), dump time (ages unknown),
 // ring size (wrapped false).
 #include <fmt/format.h>
@@ -9,6 +11,8 @@
 #include <map>
 
 #include "core/error.h"
+#include "core/printable.h"
+#include "debug/dump_parse.h"
 #include "debug/pickle.h"
 #include "debug/torch_dump.h"
 
@@ -23,7 +27,7 @@ using nlohmann::json;
 
 std::string brief(const json& v) {
   std::string s = v.dump(-1, ' ', false, json::error_handler_t::replace);
-  return s.size() > 60 ? s.substr(0, 57) + "..." : s;
+  return printable(s.size() > 60 ? s.substr(0, 57) + "..." : s);
 }
 
 // pg_config ranks: torch writes the str "[0, 1]"; its tests sometimes a list.
@@ -107,96 +111,178 @@ std::string op_of(const std::string& profiling_name) {
   return op.substr(0, op.find(' '));
 }
 
-json convert(const json& t, int rank) {
-  if (!t.is_object()) bad(fmt::format("the pickle holds {}, not a dict", brief(t)));
-  json out;
-  out["rank"] = rank;
-  const json* version = t.contains("version") ? &t["version"] : nullptr;
-  out["reason"] = fmt::format("PyTorch flight-recorder dump (version {})",
-                              version != nullptr ? brief(*version) : "unknown");
-  // Groups: their global ranks, sorted as fr_trace reads them.
-  if (!t.contains("pg_config") || !t["pg_config"].is_object()) bad("pg_config is not a dict");
-  std::map<std::string, std::vector<int>> members;
-  json config = json::object();
-  int world = 0;
-  for (const auto& [name, c] : t["pg_config"].items()) {
-    const std::string where = fmt::format("pg_config[{}]: ", name);
-    if (!c.is_object()) bad(where + "not a dict");
-    json ranks = ranks_list(c.value("ranks", json()), where);
-    std::vector<int> sorted;
-    for (const json& r : ranks) {
-      if (r.is_number_integer() && r.get<int64_t>() >= 0 && r.get<int64_t>() < kMaxAnalyzeWorld) {
-        sorted.push_back(r.get<int>());
+using Ref = PickleDoc::Ref;
+
+// A str or int as text (torch's group names and uids); nullopt for anything else.
+std::optional<std::string> name_of(const json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_number_integer()) return v.dump();
+  return std::nullopt;
+}
+
+class Converter {
+ public:
+  // Work is bounded like memory: a value memoized once and referenced by every entry is
+  // converted again for each, so every value visited and dict item looked at is a step, at most
+  // kDumpStepsPerByte per byte of the pickle.
+  Converter(const PickleDoc& doc, InputBudget& budget, size_t bytes)
+      : doc_(doc),
+        budget_(budget),
+        steps_(kDumpStepsPerByte * bytes + (size_t{1} << 20), "PyTorch flight-recorder dump",
+               "steps") {}
+
+  // The converted fields of one entry (or the header) are dropped once read: they are charged to
+  // a scratch budget of what the dump's budget has left, so the peak stays within that budget.
+  RankDump run(int rank) {
+    InputBudget first = scratch();
+    scratch_ = &first;
+    const Ref root = doc_.root();
+    if (doc_.kind(root) != PickleDoc::Kind::Dict) {
+      bad(fmt::format("the pickle holds {}, not a dict", brief(to_json(root))));
+    }
+    const std::optional<Ref> entries = doc_.get(root, "entries", &steps_);
+    if (entries && doc_.kind(*entries) != PickleDoc::Kind::List &&
+        doc_.kind(*entries) != PickleDoc::Kind::Tuple) {
+      bad(fmt::format("entries is {}, not a list", brief(to_json(*entries))));
+    }
+    // First pass: each entry's group (torch's pg_id, an int uid, only links it to pg_status).
+    size_t i = 0;
+    if (entries) {
+      doc_.for_each(*entries, [&](Ref e) {
+        InputBudget each = scratch();
+        scratch_ = &each;
+        group_of(e, i++);
+      });
+    }
+    RankDump d;
+    {
+      InputBudget head = scratch();
+      scratch_ = &head;
+      read_dump_header(header(root, rank), &d);
+    }
+    i = 0;
+    if (entries) {
+      doc_.for_each(*entries, [&](Ref e) {
+        InputBudget each = scratch();
+        scratch_ = &each;
+        DumpEntry x = read_dump_entry(entry(e, i), i);
+        keep_dump_entry(std::move(x), &d, budget_);
+        ++i;
+      });
+    }
+    check_dump_entries(d);
+    return d;
+  }
+
+ private:
+  InputBudget scratch() const { return budget_.scratch(); }
+  json to_json(Ref r) { return doc_.to_json(r, *scratch_, &steps_); }
+  json field(Ref dict, const char* key) {
+    const std::optional<Ref> v = doc_.get(dict, key, &steps_);
+    return v ? to_json(*v) : json();
+  }
+
+  // The (name of the) group an entry belongs to; records torch's uid -> name.
+  std::string group_of(Ref e, size_t i) {
+    const std::string where = fmt::format("entry {}: ", i);
+    if (doc_.kind(e) != PickleDoc::Kind::Dict) bad(where + "not a dict");
+    const json pg = field(e, "process_group");
+    const std::optional<std::string> name =
+        pg.is_array() && !pg.empty() ? name_of(pg[0]) : std::nullopt;
+    if (!name) bad(fmt::format("{}process_group is {}, not (name, desc)", where, brief(pg)));
+    if (const json uid = field(e, "pg_id"); !uid.is_null()) {
+      uid_to_name_[uid.is_string() ? uid.get<std::string>() : uid.dump()] = *name;
+    }
+    return *name;
+  }
+
+  json header(Ref root, int rank) {
+    json out;
+    out["rank"] = rank;
+    const std::optional<Ref> version = doc_.get(root, "version", &steps_);
+    out["reason"] = fmt::format("PyTorch flight-recorder dump (version {})",
+                                version ? brief(to_json(*version)) : "unknown");
+    // Groups: their global ranks, sorted as fr_trace reads them.
+    const json pg_config = field(root, "pg_config");
+    if (!pg_config.is_object()) bad("pg_config is not a dict");
+    json config = json::object();
+    int world = 0;
+    for (const auto& [name, c] : pg_config.items()) {
+      const std::string where = fmt::format("pg_config[{}]: ", printable(name));
+      if (!c.is_object()) bad(where + "not a dict");
+      json ranks = ranks_list(c.value("ranks", json()), where);
+      std::vector<int> sorted;
+      for (const json& r : ranks) {
+        if (r.is_number_integer() && r.get<int64_t>() >= 0 && r.get<int64_t>() < kMaxAnalyzeWorld) {
+          sorted.push_back(r.get<int>());
+        }
+      }
+      std::sort(sorted.begin(), sorted.end());
+      if (!sorted.empty()) world = std::max(world, sorted.back() + 1);
+      members_[name] = sorted;
+      config[name] = {{"desc", c.value("desc", json(""))}, {"ranks", std::move(ranks)}};
+    }
+    out["world_size"] = std::max(world, rank + 1);
+    out["pg_config"] = std::move(config);
+    // pg_status is keyed by str(pg_id); collie's by group name.
+    json status = json::object();
+    const json pg_status = field(root, "pg_status");
+    if (pg_status.is_object()) {
+      for (const auto& [uid, st] : pg_status.items()) {
+        auto it = uid_to_name_.find(uid);
+        if (it == uid_to_name_.end() || !st.is_object()) continue;
+        json s = json::object();
+        for (const char* k :
+             {"last_enqueued_collective", "last_started_collective", "last_completed_collective"}) {
+          // torch starts them at -1 (nothing yet): collie's 0.
+          if (st.contains(k))
+            s[k] = st[k].is_number_integer() && st[k].get<int64_t>() < 0 ? json(0) : st[k];
+        }
+        status[it->second] = std::move(s);
       }
     }
-    std::sort(sorted.begin(), sorted.end());
-    if (!sorted.empty()) world = std::max(world, sorted.back() + 1);
-    members[name] = sorted;
-    config[name] = {{"desc", c.value("desc", json(""))}, {"ranks", std::move(ranks)}};
+    out["pg_status"] = std::move(status);
+    out["entries"] = json::array();
+    return out;
   }
-  out["world_size"] = std::max(world, rank + 1);
-  out["pg_config"] = std::move(config);
-  // Entries; torch's pg_id (an int uid) only links an entry to its pg_status.
-  const json entries = t.value("entries", json::array());
-  if (!entries.is_array()) bad(fmt::format("entries is {}, not a list", brief(entries)));
-  std::map<std::string, std::string> uid_to_name;
-  json list = json::array();
-  for (size_t i = 0; i < entries.size(); ++i) {
-    const json& e = entries[i];
-    const std::string where = fmt::format("entry {}: ", i);
-    if (!e.is_object()) bad(where + "not a dict");
-    const json pg = e.value("process_group", json());
-    if (!pg.is_array() || pg.empty() || !(pg[0].is_string() || pg[0].is_number_integer())) {
-      bad(fmt::format("{}process_group is {}, not (name, desc)", where, brief(pg)));
-    }
-    const std::string name = pg[0].is_string() ? pg[0].get<std::string>() : pg[0].dump();
-    if (e.contains("pg_id")) {
-      const json& uid = e["pg_id"];
-      uid_to_name[uid.is_string() ? uid.get<std::string>() : uid.dump()] = name;
-    }
+
+  // One entry in collie's layout: only the fields collie reads are converted.
+  json entry(Ref e, size_t i) {
+    const std::string name = group_of(e, i);
     json x;
     x["pg_id"] = name;
     for (const char* k : {"record_id", "profiling_name", "state", "time_created_ns",
                           "time_discovered_started_ns", "time_discovered_completed_ns"}) {
-      if (e.contains(k)) x[k] = e[k];
+      if (json v = field(e, k); !v.is_null()) x[k] = std::move(v);
     }
-    x["collective_seq_id"] = seq_id(e.value("collective_seq_id", json()));
-    x["p2p_seq_id"] = seq_id(e.value("p2p_seq_id", json()));
-    x["input_sizes"] = e.value("input_sizes", json::array());
-    x["input_dtypes"] = dtypes(e.value("input_dtypes", json()));
-    x["output_sizes"] = e.value("output_sizes", json::array());
-    x["output_dtypes"] = dtypes(e.value("output_dtypes", json()));
-    if (e.contains("duration_ms")) x["duration_ms"] = e["duration_ms"];
-    const json pn = e.value("profiling_name", json(""));
+    x["collective_seq_id"] = seq_id(field(e, "collective_seq_id"));
+    x["p2p_seq_id"] = seq_id(field(e, "p2p_seq_id"));
+    for (const char* k : {"input_sizes", "output_sizes"}) {
+      json sizes = field(e, k);
+      x[k] = sizes.is_null() ? json::array() : std::move(sizes);
+    }
+    x["input_dtypes"] = dtypes(field(e, "input_dtypes"));
+    x["output_dtypes"] = dtypes(field(e, "output_dtypes"));
+    if (json d = field(e, "duration_ms"); !d.is_null()) x["duration_ms"] = std::move(d);
+    const json pn = field(e, "profiling_name");
     const std::string pname = pn.is_string() ? pn.get<std::string>() : "";
     const std::string op = op_of(pname);
-    x["is_p2p"] = e.contains("is_p2p") ? e["is_p2p"] : json(op == "send" || op == "recv");
+    const json is_p2p = field(e, "is_p2p");
+    x["is_p2p"] = is_p2p.is_null() ? json(op == "send" || op == "recv") : is_p2p;
     if (op == "send" || op == "recv") {
-      auto m = members.find(name);
-      x["peer"] = m == members.end() ? -1 : p2p_peer(pname, m->second);
+      auto m = members_.find(name);
+      x["peer"] = m == members_.end() ? -1 : p2p_peer(pname, m->second);
     }
-    list.push_back(std::move(x));
+    return x;
   }
-  out["entries"] = std::move(list);
-  // pg_status is keyed by str(pg_id); collie's by group name.
-  json status = json::object();
-  if (t.contains("pg_status") && t["pg_status"].is_object()) {
-    for (const auto& [uid, st] : t["pg_status"].items()) {
-      auto it = uid_to_name.find(uid);
-      if (it == uid_to_name.end() || !st.is_object()) continue;
-      json s = json::object();
-      for (const char* k :
-           {"last_enqueued_collective", "last_started_collective", "last_completed_collective"}) {
-        // torch starts them at -1 (nothing yet): collie's 0.
-        if (st.contains(k))
-          s[k] = st[k].is_number_integer() && st[k].get<int64_t>() < 0 ? json(0) : st[k];
-      }
-      status[it->second] = std::move(s);
-    }
-  }
-  out["pg_status"] = std::move(status);
-  return out;
-}
+
+  const PickleDoc& doc_;
+  InputBudget& budget_;
+  InputBudget* scratch_ = nullptr;  // the current entry's (or the header's)
+  InputBudget steps_;
+  std::map<std::string, std::string> uid_to_name_;
+  std::map<std::string, std::vector<int>> members_;
+};
 
 }  // namespace
 
@@ -211,14 +297,13 @@ std::optional<int> torch_dump_rank(std::string_view file_name) {
 }
 
 RankDump parse_torch_dump(std::string_view bytes, int rank) {
-  const json t = parse_pickle(bytes);
-  std::string text;
+  InputBudget budget = dump_budget(bytes.size(), "PyTorch flight-recorder dump");
+  const PickleDoc doc(bytes, budget);
   try {
-    text = convert(t, rank).dump(-1, ' ', false, json::error_handler_t::replace);
+    return Converter(doc, budget, bytes.size()).run(rank);
   } catch (const json::exception& e) {
     bad(e.what());
   }
-  return parse_dump(text);
 }
 
 }  // namespace collie

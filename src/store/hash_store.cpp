@@ -32,11 +32,30 @@ std::shared_ptr<Store> HashStore::clone() {
   return std::shared_ptr<HashStore>(new HashStore(s_, timeout()));
 }
 
+void HashStore::put_locked(const std::string& key, const Bytes& value) {
+  auto [it, fresh] = s_->map.try_emplace(key);
+  s_->bytes = s_->bytes - (fresh ? 0 : it->second.size()) + (fresh ? key.size() : 0) + value.size();
+  it->second = value;
+}
+
+bool HashStore::erase_locked(const std::string& key) {
+  auto it = s_->map.find(key);
+  if (it == s_->map.end()) return false;
+  s_->bytes -= key.size() + it->second.size();
+  s_->map.erase(it);
+  return true;
+}
+
+size_t HashStore::stored_bytes() const {
+  std::lock_guard<std::mutex> lk(s_->mu);
+  return s_->bytes;
+}
+
 void HashStore::set(const std::string& key, const Bytes& value) {
   {
     std::lock_guard<std::mutex> lk(s_->mu);
     check_live({key});
-    s_->map[key] = value;
+    put_locked(key, value);
   }
   s_->cv.notify_all();
 }
@@ -64,7 +83,7 @@ void HashStore::wait_locked(std::unique_lock<std::mutex>& lk, const std::vector<
 Bytes HashStore::get(const std::string& key) {
   std::unique_lock<std::mutex> lk(s_->mu);
   wait_locked(lk, {key}, kUseGroupTimeout);
-  return s_->map[key];
+  return s_->map.at(key);
 }
 
 int64_t HashStore::add(const std::string& key, int64_t delta) {
@@ -78,7 +97,7 @@ int64_t HashStore::add(const std::string& key, int64_t delta) {
       throw StoreError("add on key '" + key + "': " + std::to_string(old) + " + " +
                        std::to_string(delta) + " overflows a 64-bit counter; value unchanged");
     }
-    s_->map[key] = to_bytes(std::to_string(v));
+    put_locked(key, to_bytes(std::to_string(v)));
   }
   s_->cv.notify_all();
   return v;
@@ -106,10 +125,10 @@ Bytes HashStore::compare_set(const std::string& key, const Bytes& expected, cons
     auto it = s_->map.find(key);
     if (it == s_->map.end()) {
       if (!expected.empty()) return expected;  // torch semantics: missing key returns expected
-      s_->map[key] = desired;
+      put_locked(key, desired);
       result = desired;
     } else if (it->second == expected) {
-      it->second = desired;
+      put_locked(key, desired);
       result = desired;
     } else {
       return it->second;
@@ -122,7 +141,7 @@ Bytes HashStore::compare_set(const std::string& key, const Bytes& expected, cons
 bool HashStore::delete_key(const std::string& key) {
   std::lock_guard<std::mutex> lk(s_->mu);
   check_live({key});
-  return s_->map.erase(key) > 0;
+  return erase_locked(key);
 }
 
 int64_t HashStore::value_size(const std::string& key) {
@@ -141,8 +160,9 @@ void HashStore::append(const std::string& key, const Bytes& value) {
   {
     std::lock_guard<std::mutex> lk(s_->mu);
     check_live({key});
-    auto& v = s_->map[key];
-    v.insert(v.end(), value.begin(), value.end());
+    auto [it, fresh] = s_->map.try_emplace(key);
+    s_->bytes += (fresh ? key.size() : 0) + value.size();
+    it->second.insert(it->second.end(), value.begin(), value.end());
   }
   s_->cv.notify_all();
 }
@@ -152,7 +172,7 @@ std::vector<Bytes> HashStore::multi_get(const std::vector<std::string>& keys) {
   wait_locked(lk, keys, kUseGroupTimeout);
   std::vector<Bytes> out;
   out.reserve(keys.size());
-  for (const auto& k : keys) out.push_back(s_->map[k]);
+  for (const auto& k : keys) out.push_back(s_->map.at(k));
   return out;
 }
 
@@ -164,7 +184,7 @@ void HashStore::multi_set(const std::vector<std::string>& keys, const std::vecto
   {
     std::lock_guard<std::mutex> lk(s_->mu);
     check_live(keys);
-    for (size_t i = 0; i < keys.size(); ++i) s_->map[keys[i]] = values[i];
+    for (size_t i = 0; i < keys.size(); ++i) put_locked(keys[i], values[i]);
   }
   s_->cv.notify_all();
 }

@@ -32,11 +32,15 @@ class COLLIE_API HashStore : public Store {
   std::vector<Bytes> multi_get(const std::vector<std::string>& keys) override;
   void multi_set(const std::vector<std::string>& keys, const std::vector<Bytes>& values) override;
   void interrupt() override;
+  bool members_only() const override { return true; }  // in this process only
   using Store::set;
   using Store::wait;
 
   // The size of key's value, or -1 when the key is missing; never waits.
   int64_t value_size(const std::string& key);
+  // Bytes of every key plus its value now in the map (what a size cap counts); kept by each
+  // write itself, so it cannot drift from the map's contents. Never waits.
+  size_t stored_bytes() const;
 
  private:
   void wait_locked(std::unique_lock<std::mutex>& lk, const std::vector<std::string>& keys,
@@ -45,10 +49,14 @@ class COLLIE_API HashStore : public Store {
     std::mutex mu;
     std::condition_variable cv;
     std::map<std::string, Bytes> map;
+    size_t bytes = 0;  // sum of key + value sizes in map
   };
   HashStore(std::shared_ptr<State> s, Millis timeout) : Store(timeout), s_(std::move(s)) {}
   // Throws when this handle was interrupted. REQUIRES: s_->mu held.
   void check_live(const std::vector<std::string>& keys) const;
+  // The only ways the map changes, so State::bytes follows it. REQUIRES: s_->mu held.
+  void put_locked(const std::string& key, const Bytes& value);
+  bool erase_locked(const std::string& key);
   std::shared_ptr<State> s_;  // shared with clones
   bool interrupted_ = false;  // this handle's alone; guarded by s_->mu
 };

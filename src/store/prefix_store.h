@@ -26,6 +26,7 @@ class COLLIE_API PrefixStore : public Store {
   std::vector<Bytes> multi_get(const std::vector<std::string>& keys) override;
   void multi_set(const std::vector<std::string>& keys, const std::vector<Bytes>& values) override;
   void interrupt() override;
+  bool members_only() const override { return base_->members_only(); }
   std::vector<Bytes> set_and_gather(const std::string& drop, const std::string& key,
                                     const Bytes& value, const std::vector<std::string>& gather,
                                     Millis timeout) override;

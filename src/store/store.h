@@ -78,6 +78,13 @@ class COLLIE_API Store {
   // blocks, idempotent.
   virtual void interrupt() = 0;
 
+  // True when only the job's own processes can write this store, so what its keys say (rank
+  // addresses, for one) was written by a member: a TcpStore whose server requires the job's
+  // secret (as the server itself answers when the client authenticates), a HashStore (in this
+  // process only), a PrefixStore over such a store. False for anything anyone who can reach it
+  // may have written: a TcpStore without a secret, a FileStore. Never blocks.
+  virtual bool members_only() const { return false; }
+
   void set(const std::string& key, std::string_view value) { set(key, to_bytes(value)); }
   std::string get_string(const std::string& key) { return to_string(get(key)); }
 

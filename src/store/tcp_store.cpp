@@ -37,6 +37,9 @@ class TcpStore::Connection {
   }
   ~Connection() { close(fd_); }
 
+  // What the server said when this connection authenticated: it requires the job's secret.
+  bool server_requires_secret() const { return server_requires_secret_; }
+
   // Shuts the socket down (it stays open until destruction, so fd_ cannot be reused under a
   // call in progress): a parked call's poll() returns and the call fails as interrupted.
   void interrupt() {
@@ -71,7 +74,9 @@ class TcpStore::Connection {
     w.u8(static_cast<uint8_t>(Op::kAuth)).str(secret);
     const std::vector<std::string> none;
     Request req{Op::kAuth, &w, &none};
-    call_all_impl({&req, 1}, timeout, true);
+    const Bytes reply = call_all_impl({&req, 1}, timeout, true).front();
+    // A server that predates the flag answers nothing more: treated as requiring none.
+    server_requires_secret_ = !reply.empty() && reply[0] == 1;
   }
 
   std::vector<Bytes> call_all_impl(std::span<Request> reqs, Millis io_budget, bool auth) {
@@ -158,6 +163,7 @@ class TcpStore::Connection {
   std::mutex mu_;
   bool broken_ = false;
   std::string broken_reason_;
+  bool server_requires_secret_ = false;  // set once, by the constructor
 };
 
 namespace {
@@ -205,6 +211,8 @@ std::shared_ptr<Store> TcpStore::clone() {
 }
 
 void TcpStore::interrupt() { conn_->interrupt(); }
+
+bool TcpStore::members_only() const { return conn_->server_requires_secret(); }
 
 void TcpStore::ping() {
   Writer w = request(Op::kPing);

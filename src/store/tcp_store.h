@@ -66,6 +66,8 @@ class COLLIE_API TcpStore : public Store {
   std::vector<Bytes> multi_get(const std::vector<std::string>& keys) override;
   void multi_set(const std::vector<std::string>& keys, const std::vector<Bytes>& values) override;
   void interrupt() override;
+  // Whether the server answered the authentication saying it requires a secret.
+  bool members_only() const override;
   std::vector<Bytes> set_and_gather(const std::string& drop, const std::string& key,
                                     const Bytes& value, const std::vector<std::string>& gather,
                                     Millis timeout) override;

@@ -27,7 +27,8 @@ enum class Op : uint8_t {
   kMultiSet,
   kPing,
   // First frame of every connection: the store secret (empty when the client has none). A server
-  // with a secret answers kError "store authentication failed ..." and closes on a mismatch.
+  // with a secret answers kError "store authentication failed ..." and closes on a mismatch;
+  // otherwise kOk followed by one byte: 1 when it requires a secret, 0 when it serves anyone.
   kAuth,
 };
 

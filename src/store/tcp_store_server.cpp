@@ -10,8 +10,10 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <map>
 #include <optional>
 #include <set>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -69,6 +71,9 @@ class TcpStoreServer::Loop {
     close(wake_fd_);
     close(epfd_);
   }
+
+  // Thread-safe: HashStore locks.
+  size_t stored_bytes() const { return data_.stored_bytes(); }
 
   void stop() {
     uint64_t one = 1;
@@ -308,26 +313,34 @@ class TcpStoreServer::Loop {
     return keys;
   }
 
-  // Key + value bytes of `key` in the store (0 when missing).
-  size_t stored(const std::string& key) {
-    const int64_t v = data_.value_size(key);
-    return v < 0 ? 0 : key.size() + static_cast<size_t>(v);
+  // The store's size once every (key, value size) of `writes` is stored, counted from the map
+  // (HashStore::stored_bytes, kept by the map itself): a key written twice counts once, with
+  // the last size, as the write leaves it.
+  size_t size_after(const std::vector<std::pair<std::string_view, size_t>>& writes) {
+    std::map<std::string_view, size_t> last;
+    for (const auto& [key, size] : writes) last[key] = size;
+    size_t total = data_.stored_bytes();
+    for (const auto& [key, size] : last) {
+      const int64_t old = data_.value_size(std::string(key));
+      total = total - (old < 0 ? 0 : key.size() + static_cast<size_t>(old)) + key.size() + size;
+    }
+    return total;
   }
 
-  // Throws (via reject) when storing `after` bytes in place of `before` would pass a cap.
-  bool fits(Conn& c, Op op, const std::string& key, size_t value_bytes, size_t before,
-            size_t after) {
+  // Rejects (and returns false) when a value would be larger than any client can read back, or
+  // the write would take the store from its size now to `after` past the server's cap (writes
+  // that do not grow it always pass).
+  bool fits(Conn& c, Op op, const std::string& key, size_t value_bytes, size_t after) {
     if (value_bytes > max_) {
       reject(c, fmt::format("{} on key '{}' would make its value {} bytes, above "
                             "max_message_bytes ({}): no client could read it back",
                             store_wire::op_name(op), key, value_bytes, max_));
       return false;
     }
-    if (after > before && data_bytes_ + (after - before) > lim_.max_store_bytes) {
+    if (after > data_.stored_bytes() && after > lim_.max_store_bytes) {
       reject(c, fmt::format("store is full: {} on key '{}' would raise the stored keys and "
                             "values to {} bytes, above the server's cap ({})",
-                            store_wire::op_name(op), key, data_bytes_ + (after - before),
-                            lim_.max_store_bytes));
+                            store_wire::op_name(op), key, after, lim_.max_store_bytes));
       return false;
     }
     return true;
@@ -345,7 +358,10 @@ class TcpStoreServer::Loop {
                                "this rank from another job?)");
       }
       c.authed = true;
-      return reply_ok(c);
+      // OK + whether this server requires the secret (TcpStore::members_only on the client).
+      Writer w;
+      w.u8(static_cast<uint8_t>(Status::kOk)).u8(secret_.empty() ? 0 : 1);
+      return send_frame(c, w);
     }
     if (!c.authed) {
       return reject(c, fmt::format("store authentication failed: this store requires "
@@ -357,10 +373,8 @@ class TcpStoreServer::Loop {
       case Op::kSet: {
         std::string key = r.str();
         Bytes value = r.bytes();
-        const size_t before = stored(key);
-        if (!fits(c, op, key, value.size(), before, key.size() + value.size())) return;
+        if (!fits(c, op, key, value.size(), size_after({{key, value.size()}}))) return;
         data_.set(key, value);
-        data_bytes_ = data_bytes_ - before + stored(key);
         reply_ok(c);
         return notify({key});
       }
@@ -375,10 +389,9 @@ class TcpStoreServer::Loop {
       }
       case Op::kAdd: {
         std::string key = r.str();
-        const size_t before = stored(key);
-        if (!fits(c, op, key, 0, before, key.size() + 24)) return;
+        // A counter's decimal text is at most 20 bytes.
+        if (!fits(c, op, key, 0, size_after({{key, 20}}))) return;
         const int64_t v = data_.add(key, r.i64());
-        data_bytes_ = data_bytes_ - before + stored(key);
         Writer w;
         w.u8(static_cast<uint8_t>(Status::kOk)).i64(v);
         send_frame(c, w);
@@ -393,20 +406,16 @@ class TcpStoreServer::Loop {
         std::string key = r.str();
         Bytes expected = r.bytes();
         Bytes desired = r.bytes();
-        const size_t before = stored(key);
-        if (!fits(c, op, key, desired.size(), before, key.size() + desired.size())) return;
+        if (!fits(c, op, key, desired.size(), size_after({{key, desired.size()}}))) return;
         Writer w;
         w.u8(static_cast<uint8_t>(Status::kOk)).bytes(data_.compare_set(key, expected, desired));
-        data_bytes_ = data_bytes_ - before + stored(key);
         send_frame(c, w);
         return notify({key});
       }
       case Op::kDeleteKey: {
         const std::string key = r.str();
-        const size_t before = stored(key);
         Writer w;
         w.u8(static_cast<uint8_t>(Status::kOk)).u8(data_.delete_key(key) ? 1 : 0);
-        data_bytes_ -= before;
         return send_frame(c, w);
       }
       case Op::kNumKeys: {
@@ -417,14 +426,10 @@ class TcpStoreServer::Loop {
       case Op::kAppend: {
         std::string key = r.str();
         Bytes value = r.bytes();
-        const size_t before = stored(key);
-        const size_t old_value = before == 0 ? 0 : before - key.size();
-        if (!fits(c, op, key, old_value + value.size(), before,
-                  key.size() + old_value + value.size())) {
-          return;
-        }
+        const size_t grown =
+            static_cast<size_t>(std::max<int64_t>(data_.value_size(key), 0)) + value.size();
+        if (!fits(c, op, key, grown, size_after({{key, grown}}))) return;
         data_.append(key, value);
-        data_bytes_ = data_bytes_ - before + stored(key);
         reply_ok(c);
         return notify({key});
       }
@@ -432,15 +437,14 @@ class TcpStoreServer::Loop {
         auto keys = read_keys(r);
         std::vector<Bytes> values;
         for (size_t i = 0; i < keys.size(); ++i) values.push_back(r.bytes());
-        size_t before = 0, after = 0;
+        std::vector<std::pair<std::string_view, size_t>> writes;
+        size_t largest = 0;
         for (size_t i = 0; i < keys.size(); ++i) {
-          before += stored(keys[i]);
-          after += keys[i].size() + values[i].size();
+          writes.emplace_back(keys[i], values[i].size());
+          largest = std::max(largest, values[i].size());
         }
-        if (!keys.empty() && !fits(c, op, keys[0], 0, before, after)) return;
+        if (!keys.empty() && !fits(c, op, keys[0], largest, size_after(writes))) return;
         data_.multi_set(keys, values);
-        for (const auto& k : keys) data_bytes_ += stored(k);
-        data_bytes_ -= before;
         reply_ok(c);
         return notify(keys);
       }
@@ -705,7 +709,6 @@ class TcpStoreServer::Loop {
   SteadyClock::time_point accept_resume_;
   uint64_t next_id_ = 2;
   HashStore data_;
-  size_t data_bytes_ = 0;
   size_t held_total_ = 0;
   std::unordered_map<uint64_t, std::unique_ptr<Conn>> conns_;
   std::unordered_map<std::string, std::vector<uint64_t>> waiting_;
@@ -728,6 +731,8 @@ TcpStoreServer::TcpStoreServer(const std::string& host, uint16_t port, const Tcp
   });
   log(LogLevel::Debug, "store server listening on {}:{}", host, port_);
 }
+
+size_t TcpStoreServer::stored_bytes() const { return loop_->stored_bytes(); }
 
 TcpStoreServer::~TcpStoreServer() {
   loop_->stop();

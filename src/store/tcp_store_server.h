@@ -53,6 +53,9 @@ class COLLIE_API TcpStoreServer {
   TcpStoreServer& operator=(const TcpStoreServer&) = delete;
 
   uint16_t port() const { return port_; }
+  // Bytes of the stored keys plus values, as the max_store_bytes cap counts them; never above
+  // the cap. Thread-safe.
+  size_t stored_bytes() const;
 
  private:
   class Loop;

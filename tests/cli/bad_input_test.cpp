@@ -71,6 +71,25 @@ struct TempDir {
   }
 };
 
+// Issue 27: COLLIE_FR_BUFFER_SIZE=4000000000 ended every rank in "internal error:
+// std::bad_alloc". A number that sizes something is refused by name, before any rank starts.
+TEST(CliBadInput, EnvironmentSizesAreCheckedByName) {
+  for (const char* v : {"4000000000", "-1", "4e9"}) {
+    const auto t0 = std::chrono::steady_clock::now();
+    ChildProcess p({COLLIE_BIN, "perf", "all_reduce", "-b", "8", "-e", "8", "-n", "1", "-np", "2"},
+                   {{"COLLIE_FR_BUFFER_SIZE", v}});
+    const auto st = p.wait(std::chrono::seconds(30));
+    ASSERT_TRUE(st.has_value()) << v;
+    const std::string err = p.err();
+    EXPECT_EQ(*st, 2) << v << ": " << err;
+    EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << v << ": " << err;
+    EXPECT_NE(err.find("COLLIE_FR_BUFFER_SIZE="), std::string::npos) << err;
+    EXPECT_EQ(err.find("bad_alloc"), std::string::npos) << err;
+    EXPECT_EQ(p.out(), "");
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
+  }
+}
+
 TEST(CliBadInput, PerfSizesAndNumbers) {
   expect_usage({"perf", "-b", "1e30"}, "-b '1e30' is larger than 1099511627776 bytes");
   expect_usage({"perf", "-e", "1e30"}, "-e '1e30' is larger than");

@@ -105,6 +105,43 @@ TEST(Rendezvous, TcpMethod) {
   expect_connected(out, kWorld, "tcp");
 }
 
+// Issue 27: env:// (torchrun, srun, by hand) ran the store with no secret and said nothing. Now
+// the job uses the COLLIE_STORE_SECRET its environment gives every rank, and without one the
+// rank serving the store says so in one line naming the variable (the others stay quiet).
+TEST(Rendezvous, AStoreWithoutASecretIsSaidOnceAndOneFromTheEnvironmentIsUsed) {
+  constexpr int kWorld = 3;
+  auto run = [&](const std::string& secret, std::vector<Outcome>* out) {
+    const std::string port = std::to_string(free_port());
+    ::testing::internal::CaptureStderr();
+    *out = rendezvous_on_threads(kWorld, [&](int r) {
+      MapEnv::Map vars = {{"MASTER_ADDR", "127.0.0.1"},
+                          {"MASTER_PORT", port},
+                          {"RANK", std::to_string(r)},
+                          {"WORLD_SIZE", std::to_string(kWorld)}};
+      if (!secret.empty()) vars["COLLIE_STORE_SECRET"] = secret;
+      return rendezvous(RendezvousRequest{"", -1, -1, 10s}, MapEnv(vars));
+    });
+    return ::testing::internal::GetCapturedStderr();
+  };
+  std::vector<Outcome> open;
+  const std::string said = run("", &open);
+  expect_connected(open, kWorld, "env");
+  EXPECT_FALSE(open[0].rdzv.store->members_only());
+  size_t lines = 0;
+  for (size_t at = said.find("has no secret"); at != std::string::npos;
+       at = said.find("has no secret", at + 1)) {
+    ++lines;
+  }
+  EXPECT_EQ(lines, 1u) << said;
+  EXPECT_NE(said.find("COLLIE_STORE_SECRET"), std::string::npos) << said;
+
+  std::vector<Outcome> locked;
+  const std::string quiet = run("job-secret", &locked);
+  expect_connected(locked, kWorld, "env");
+  EXPECT_EQ(quiet.find("has no secret"), std::string::npos) << quiet;
+  for (int r = 0; r < kWorld; ++r) EXPECT_TRUE(locked[r].rdzv.store->members_only()) << r;
+}
+
 TEST(Rendezvous, FileMethodRemovesTheFileAfterwards) {
   constexpr int kWorld = 3;
   const std::string path = temp_path("file");

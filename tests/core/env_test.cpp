@@ -5,6 +5,7 @@
 #include "comm/launch_env.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/secret_names.h"
 
 namespace collie {
 
@@ -24,6 +25,28 @@ TEST(Env, IntegerParsingNamesTheVariable) {
     FAIL();
   } catch (const InvalidArgument& e) {
     EXPECT_NE(std::string(e.what()).find("RANK='x1'"), std::string::npos);
+  }
+}
+
+TEST(Env, RangedIntegersNameTheVariableAndTheRange) {
+  MapEnv env(MapEnv::Map{{"N", "4000000000"}, {"M", "7"}});
+  EXPECT_EQ(env.get_int_in("M", 0, 10), 7);
+  EXPECT_FALSE(env.get_int_in("UNSET", 0, 10).has_value());
+  try {
+    env.get_int_in("N", 0, 1000000, " (entries)");
+    FAIL();
+  } catch (const InvalidArgument& e) {
+    EXPECT_EQ(std::string(e.what()), "N=4000000000 is not in 0..1000000 (entries)");
+  }
+}
+
+TEST(Env, OneRuleSaysWhichVariablesHoldCredentials) {
+  for (const char* n : {"COLLIE_STORE_SECRET", "COLLIE_DEBUG_TOKEN", "DB_PASSWORD", "IB_PASSWD",
+                        "aws_credentials", "my_token", "WANDB_API_KEY"}) {
+    EXPECT_TRUE(is_secret_env_name(n)) << n;
+  }
+  for (const char* n : {"NCCL_IB_PKEY", "COLLIE_DEBUG_PORT", "MASTER_ADDR", "RANK"}) {
+    EXPECT_FALSE(is_secret_env_name(n)) << n;
   }
 }
 

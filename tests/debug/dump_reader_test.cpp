@@ -1,7 +1,11 @@
 // Hostile flight-recorder dumps (issue 17): analysis time and memory follow the input's size,
 // never a number inside it; malformed numbers are one clear line and exit 2 from the real CLI.
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +17,7 @@
 #include "core/error.h"
 #include "debug/analyzer.h"
 #include "debug/flight_recorder.h"
+#include "debug/pickle.h"
 #include "support/child_process.h"
 #include "support/time_scale.h"
 
@@ -180,6 +185,242 @@ TEST(AnalyzeCliHostile, BadNumbersExit2WithOneLineAndNeverSpin) {
       analyze_cli({d.dir.string(), "--world-size", "2000000001"}, std::chrono::seconds(20));
   EXPECT_EQ(w.code, 2) << w.err;
   EXPECT_NE(w.err.find("--world-size 2000000001 is not in 1..65536"), std::string::npos) << w.err;
+}
+
+// Issue 27: a FIFO named like a dump made analyze block forever in open(). Whatever is planted
+// under a dump's name that is not a regular file is skipped at once, saying what it is.
+TEST(AnalyzeCliHostile, AFifoNamedLikeADumpIsSkippedWithoutBlocking) {
+  DumpDir d;
+  ASSERT_EQ(::mkfifo((d.dir / "collie_fr_rank_0.json").c_str(), 0644), 0);
+  ASSERT_EQ(::mkfifo((d.dir / "nccl_trace_rank_1").c_str(), 0644), 0);
+  d.write(2, dump(2, 3, {entry(1, 1)}).dump());
+  const CliRun r = analyze_cli({d.dir.string()}, std::chrono::seconds(20));
+  EXPECT_EQ(r.code, 1) << r.out << r.err;  // ranks 0 and 1 left no usable dump
+  EXPECT_NE(r.err.find("collie_fr_rank_0.json is a FIFO, not a regular file"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.out.find("MISSING_DUMP"), std::string::npos) << r.out;
+}
+
+// Issue 27: group ids and op names from dumps went to the terminal raw: escape sequences could
+// clear the screen and print a fake verdict. Nothing a dump says reaches stdout or stderr as a
+// control character.
+TEST(AnalyzeCliHostile, EscapeSequencesInDumpsArePrintedAsText) {
+  DumpDir d;
+  const std::string evil = "\x1b[2J\x1b[H\rNo problem found: every rank agrees.\n\xc2\x9b";
+  for (int r = 0; r < 2; ++r) {
+    json x = dump(r, 2, {entry(1, 1, r == 0 ? "all_reduce" : "broadcast")});
+    x["pg_config"] = {{evil, {{"desc", evil}, {"ranks", {0, 1}}}}};
+    x["pg_status"] = json::object();
+    x["entries"][0]["pg_id"] = evil;
+    x["entries"][0]["profiling_name"] =
+        std::string("gloo:") + (r == 0 ? "all_reduce" : "broadcast") + evil;
+    x["entries"][0]["input_dtypes"] = {evil};
+    x["reason"] = evil;
+    d.write(r, x.dump());
+  }
+  d.write(2, "{\"rank\": \"" + std::string("\x1b]0;owned\x07") + "\"}", "collie_fr_rank_9.json");
+  for (const bool as_json : {false, true}) {
+    std::vector<std::string> args = {d.dir.string()};
+    if (as_json) args.push_back("--json");
+    const CliRun r = analyze_cli(args, std::chrono::seconds(20));
+    EXPECT_EQ(r.code, 1) << r.out << r.err;
+    for (const std::string* s : {&r.out, &r.err}) {
+      EXPECT_EQ(s->find('\x1b'), std::string::npos) << *s;
+      EXPECT_EQ(s->find('\r'), std::string::npos) << *s;
+      EXPECT_EQ(s->find("\xc2\x9b"), std::string::npos) << *s;
+    }
+    if (!as_json) {
+      EXPECT_NE(r.out.find("\\x1b[2J"), std::string::npos) << r.out;  // shown, as text
+      EXPECT_EQ(r.out.find("\nNo problem found"), std::string::npos) << r.out;
+    }
+  }
+}
+
+// Issue 27: world_size 0 in every dump (written before the world group existed) printed "2 of
+// 0 ranks" and no verdict; dumps that disagreed on world_size named ranks that may not exist
+// MISSING_DUMP. The world is the ranks seen when nobody says, the majority's when they differ,
+// and a disagreement is a finding of its own.
+TEST(AnalyzeCliHostile, WorldSizeIsNeverZeroAndDisagreementIsNamed) {
+  DumpDir d;
+  d.write(0, dump(0, 0, {entry(1, 1)}).dump());
+  d.write(1, dump(1, 0, {entry(1, 1)}).dump());
+  Analysis a = analyze(
+      {parse_dump(dump(0, 0, {entry(1, 1)}).dump()), parse_dump(dump(1, 0, {entry(1, 1)}).dump())});
+  EXPECT_EQ(a.world_size, 2);
+  EXPECT_EQ(a.verdicts().size(), 2u);
+  const CliRun r = analyze_cli({d.dir.string()}, std::chrono::seconds(20));
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("2 of 2 ranks left dumps"), std::string::npos) << r.out;
+
+  // Three dumps say 2 ranks, one says 4 (another job's, left in the folder).
+  std::vector<RankDump> dumps;
+  for (int rank : {0, 1}) dumps.push_back(parse_dump(dump(rank, 2, {entry(1, 1)}).dump()));
+  json other = dump(1, 4, {entry(1, 1)});
+  other["rank"] = 3;
+  dumps.push_back(parse_dump(other.dump()));
+  a = analyze(dumps);
+  EXPECT_EQ(a.world_size, 2);
+  ASSERT_FALSE(a.findings.empty()) << to_text(a);
+  EXPECT_EQ(a.findings[0].kind, "WORLD_SIZE_MISMATCH") << to_text(a);
+  EXPECT_EQ(a.findings[0].ranks, std::vector<int>{3});
+  EXPECT_NE(a.findings[0].message.find("ranks 0, 1 say 2; rank 3 says 4"), std::string::npos)
+      << a.findings[0].message;
+  for (const Finding& f : a.findings) EXPECT_NE(f.kind, "MISSING_DUMP") << f.message;
+}
+
+std::string pickled_str(const std::string& s) {
+  std::string o = "X";
+  for (int i = 0; i < 4; ++i) o.push_back(static_cast<char>((s.size() >> (8 * i)) & 0xff));
+  return o + s;
+}
+
+// A pickled dict of `items` (keys as str, values already pickled).
+std::string pickled_dict(const std::vector<std::pair<std::string, std::string>>& items) {
+  std::string o = "}(";
+  for (const auto& [k, v] : items) o += pickled_str(k) + v;
+  return o + "u";
+}
+
+// A PyTorch dump of one rank whose one entry has `input_sizes` (already pickled).
+std::string torch_dump_with_sizes(const std::string& sizes) {
+  const std::string entry =
+      pickled_dict({{"process_group", "(" + pickled_str("0") + pickled_str("pg") + "t"},
+                    {"profiling_name", pickled_str("nccl:all_reduce")},
+                    {"state", pickled_str("completed")},
+                    {"collective_seq_id", "K\x01"},
+                    {"input_sizes", sizes}});
+  return "\x80\x02" +
+         pickled_dict(
+             {{"version", pickled_str("2.10")},
+              {"pg_config", pickled_dict({{"0", pickled_dict({{"ranks", pickled_str("[0]")}})}})},
+              {"entries", "](" + entry + "e"}}) +
+         ".";
+}
+
+// Under a sanitizer, a process's resident memory is mostly the sanitizer's (shadow memory,
+// redzones, quarantine): the memory bound is checked in the plain build only.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kSanitized = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+#else
+constexpr bool kSanitized = false;
+#endif
+
+// Runs collie analyze on `dir`; returns its exit status and peak resident memory in bytes.
+std::pair<int, size_t> analyze_peak_rss(const fs::path& dir) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int null = ::open("/dev/null", O_WRONLY);
+    ::dup2(null, 1);
+    ::dup2(null, 2);
+    ::execl(COLLIE_BIN, COLLIE_BIN, "analyze", dir.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  int status = 0;
+  rusage ru{};
+  ::wait4(pid, &status, 0, &ru);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status),
+          static_cast<size_t>(ru.ru_maxrss) * 1024};
+}
+
+// Issue 27: a pickle cost ~120x its size in memory (50 MB -> 6 GB). Reading one holds at most
+// 16 bytes per byte of what it builds plus the pickle itself and 8 MiB (debug/dump_parse.h);
+// hostile shapes are refused once they need more, a real one reads well within it. The process
+// itself is about 12 MiB.
+TEST(AnalyzeCliHostile, APickleCostsABoundedMultipleOfItsSize) {
+  DumpDir d;
+  struct Shape {
+    const char* what;
+    std::string sizes;
+  };
+  // 8 million references to one memoized list (2 bytes each): 64 bytes of JSON apiece.
+  std::string refs = "](]q\x01";
+  for (int i = 0; i < 8000000; ++i) refs += "h\x01";
+  refs += "e";
+  // 16 million Nones, pushed before one APPENDS (the parser's stack holds them all).
+  std::string nones = "](" + std::string(16000000, 'N') + "e";
+  // 3 million empty dicts, each memoized (6 bytes each).
+  std::string dicts = "](";
+  for (uint32_t i = 0; i < 3000000; ++i) {
+    dicts += "}r";
+    for (int k = 0; k < 4; ++k) dicts.push_back(static_cast<char>(((i + 2) >> (8 * k)) & 0xff));
+  }
+  dicts += "e";
+  for (const Shape& s : {Shape{"memo refs", refs}, Shape{"nones", nones}, Shape{"dicts", dicts}}) {
+    SCOPED_TRACE(s.what);
+    const std::string bytes = torch_dump_with_sizes(s.sizes);
+    std::ofstream(d.dir / "nccl_trace_rank_0", std::ios::binary | std::ios::trunc) << bytes;
+    const auto [code, rss] = analyze_peak_rss(d.dir);
+    EXPECT_EQ(code, 2);  // refused: hostile shapes need more than the budget
+    if (!kSanitized) {
+      EXPECT_LE(rss, 17 * bytes.size() + (24u << 20)) << rss << " bytes for " << bytes.size();
+    }
+    std::printf("%s: %zu bytes -> peak %zu bytes (%.1f per byte), exit %d\n", s.what, bytes.size(),
+                rss, static_cast<double>(rss) / bytes.size(), code);
+  }
+  // A real shape: 200k entries, as torch writes them without frames; read, not refused.
+  PickleWriter w;
+  w.begin_dict();
+  w.str("version");
+  w.str("2.10");
+  w.str("pg_config");
+  w.json({{"0", {{"ranks", "[0]"}, {"desc", "default_pg"}}}});
+  w.str("entries");
+  w.begin_list();
+  for (int i = 0; i < 200000; ++i) {
+    w.json({{"record_id", i},
+            {"pg_id", 0},
+            {"process_group", {"0", "default_pg"}},
+            {"collective_seq_id", i + 1},
+            {"p2p_seq_id", 0},
+            {"profiling_name", "nccl:all_reduce"},
+            {"time_created_ns", 1000 + i},
+            {"input_sizes", {{1024, 1024}}},
+            {"input_dtypes", {"Float"}},
+            {"state", "completed"}});
+  }
+  w.end_list();
+  w.end_dict();
+  const std::string real = w.finish();
+  std::ofstream(d.dir / "nccl_trace_rank_0", std::ios::binary | std::ios::trunc) << real;
+  const auto [code, rss] = analyze_peak_rss(d.dir);
+  EXPECT_EQ(code, 0);
+  if (!kSanitized) {
+    EXPECT_LE(rss, 17 * real.size() + (24u << 20)) << rss << " bytes for " << real.size();
+  }
+  std::printf("real: %zu bytes -> peak %zu bytes (%.1f per byte)\n", real.size(), rss,
+              static_cast<double>(rss) / real.size());
+}
+
+// Time too: one entry of 200k keys, memoized and listed 200k times, made the converter look its
+// fields up in every copy (10^11 steps, hours). Steps are counted per byte like memory, so it
+// is refused in about a second.
+TEST(AnalyzeCliHostile, APickleTakesBoundedWork) {
+  DumpDir d;
+  std::string items;
+  for (int i = 0; i < 200000; ++i) items += pickled_str(fmt::format("k{}", i)) + "N";
+  const std::string entry = "}q\x01(" + pickled_str("process_group") + "(" + pickled_str("0") +
+                            pickled_str("pg") + "t" + pickled_str("profiling_name") +
+                            pickled_str("nccl:all_reduce") + pickled_str("state") +
+                            pickled_str("completed") + items + "u";
+  std::string refs;
+  for (int i = 0; i < 200000; ++i) refs += "h\x01";
+  const std::string bytes =
+      "\x80\x02" +
+      pickled_dict(
+          {{"version", pickled_str("2.10")},
+           {"pg_config", pickled_dict({{"0", pickled_dict({{"ranks", pickled_str("[0]")}})}})},
+           {"entries", "](" + entry + refs + "e"}}) +
+      ".";
+  std::ofstream(d.dir / "nccl_trace_rank_0", std::ios::binary) << bytes;
+  const CliRun r = analyze_cli({d.dir.string()}, std::chrono::seconds(60));
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("steps to read"), std::string::npos) << r.err;
 }
 
 TEST(AnalyzeCliHostile, SecondDumpForARankIsSkippedWithItsReason) {

@@ -180,6 +180,17 @@ TEST(FlightRecorder, CapacityFromEnv) {
   EXPECT_THROW(
       FlightRecorder::capacity_from_env(MapEnv(MapEnv::Map{{"COLLIE_FR_BUFFER_SIZE", "-1"}})),
       InvalidArgument);
+  EXPECT_EQ(
+      FlightRecorder::capacity_from_env(MapEnv(MapEnv::Map{{"COLLIE_FR_BUFFER_SIZE", "1000000"}})),
+      FlightRecorder::kMaxCapacity);
+  try {
+    FlightRecorder::capacity_from_env(MapEnv(MapEnv::Map{{"COLLIE_FR_BUFFER_SIZE", "4000000000"}}));
+    ADD_FAILURE() << "a 1.3 TB ring was accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("COLLIE_FR_BUFFER_SIZE=4000000000 is not in 0..1000000"),
+              std::string::npos)
+        << e.what();
+  }
   FlightRecorder off(0);
   auto g = trace();
   std::vector<float> buf(1);

@@ -10,6 +10,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
+#include <mutex>
 #include <thread>
 
 #include "core/error.h"
@@ -263,6 +265,251 @@ TEST(DebugServerSecurity, FanOutNeverSendsTheTokenToAPlantedAddress) {
   };
   EXPECT_THROW(plant(), StoreError);
   EXPECT_FALSE(job.check({"debug_server/1"}));
+}
+
+// What a planted address can be: a listener that reads the fan-out's request (kept for the test)
+// and answers it with `serve`, which writes to the socket until a write fails (the fan-out
+// closed its end) or `serve` returns; it records how many bytes went out and when the peer
+// was gone.
+class Trap {
+ public:
+  // serve(fd, request head) returns the bytes it managed to send.
+  explicit Trap(std::function<size_t(int, const std::string&)> serve) : serve_(std::move(serve)) {
+    listen_fd_ = net::listen_on("127.0.0.1", 0, &port_);
+    thread_ = std::thread([this] {
+      while (!stop_.load()) {
+        const int fd = accept4(listen_fd_, nullptr, nullptr, 0);
+        if (fd < 0) {
+          std::this_thread::sleep_for(5ms);
+          continue;
+        }
+        timeval tv{0, 200000};
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+        std::string head;
+        char c;
+        while (head.find("\r\n\r\n") == std::string::npos && read(fd, &c, 1) == 1) head += c;
+        {
+          std::lock_guard<std::mutex> lk(mu_);
+          requests_ += head;
+        }
+        const size_t n = serve_(fd, head);
+        sent_ += n;
+        gone_at_ = Steady::now();
+        close(fd);
+      }
+    });
+  }
+  ~Trap() {
+    stop_ = true;
+    thread_.join();
+    close(listen_fd_);
+  }
+  std::string url() const { return fmt::format("http://127.0.0.1:{}", port_); }
+  std::string requests() {
+    std::lock_guard<std::mutex> lk(mu_);
+    return requests_;
+  }
+  size_t sent() const { return sent_.load(); }
+  Steady::time_point gone_at() const { return gone_at_.load(); }
+
+  // Sends `prefix`, then `unit` over and over (every `pause`) until a send fails or `limit`
+  // bytes went out; returns the bytes sent.
+  static size_t flood(int fd, const std::string& prefix, const std::string& unit,
+                      std::chrono::milliseconds pause, size_t limit) {
+    size_t total = 0;
+    auto put = [&](const std::string& s) {
+      const ssize_t n = send(fd, s.data(), s.size(), MSG_NOSIGNAL);
+      if (n <= 0) return false;
+      total += static_cast<size_t>(n);
+      return true;
+    };
+    if (!put(prefix)) return total;
+    const auto end = Steady::now() + 20s;
+    while (total < limit && Steady::now() < end && put(unit)) {
+      if (pause.count() > 0) std::this_thread::sleep_for(pause);
+    }
+    return total;
+  }
+
+ private:
+  std::function<size_t(int, const std::string&)> serve_;
+  int listen_fd_ = -1;
+  uint16_t port_ = 0;
+  std::thread thread_;
+  std::atomic<bool> stop_{false};
+  std::mutex mu_;
+  std::string requests_;
+  std::atomic<size_t> sent_{0};
+  std::atomic<Steady::time_point> gone_at_{Steady::time_point{}};
+};
+
+// Issue 27: with a store anyone can write (no COLLIE_STORE_SECRET, as env:// jobs had), a
+// planted but well-formed address got the caller's bearer token from rank 0's fan-out.
+TEST(DebugServerSecurity, TheTokenGoesOnlyToAddressesFromAMembersOnlyStore) {
+  Trap trap([](int fd, const std::string&) {
+    return Trap::flood(fd, "HTTP/1.1 401 Unauthorized\r\nContent-Length: 0\r\n\r\n", "", 0ms, 0);
+  });
+  TcpStoreOptions so;
+  so.is_server = true;
+  so.timeout = 5s;
+  so.secret = "";
+  auto open_store = std::make_shared<TcpStore>(so);
+  ASSERT_FALSE(open_store->members_only());
+  DebugServerOptions o;
+  o.token = "do-not-leak";
+  TestCluster c(2, o, open_store);
+  c.store().set("debug_server/1", trap.url());  // what anyone on the host could do
+  const auto view = fetch_cluster(c.store(), 2, 1000ms, "do-not-leak", nullptr);
+  EXPECT_EQ(trap.requests().find("do-not-leak"), std::string::npos)
+      << "the token went to a planted address: " << trap.requests();
+  EXPECT_NE(trap.requests().find("GET /v1/status"), std::string::npos) << trap.requests();
+  EXPECT_NE(view.ranks[1].error.find("bearer token was not sent"), std::string::npos)
+      << view.ranks[1].error;
+  EXPECT_NE(view.ranks[1].error.find("COLLIE_STORE_SECRET"), std::string::npos);
+  // Rank 0's own address is in the same store: with no token it is refused too (401), and says
+  // why rather than leaking the token to find out.
+  EXPECT_FALSE(view.ranks[0].reachable);
+
+  // The same job with a secret-protected store: the members get their token.
+  so.secret = "job-secret";
+  auto locked = std::make_shared<TcpStore>(so);
+  TestCluster d(2, o, locked);
+  const auto ok = fetch_cluster(d.store(), 2, 2000ms, "do-not-leak", nullptr);
+  EXPECT_TRUE(ok.ranks[0].reachable) << ok.ranks[0].error;
+  EXPECT_TRUE(ok.ranks[1].reachable) << ok.ranks[1].error;
+}
+
+// A planted address that answers with an endless body, an endless head, or a trickle: the
+// fan-out reads at most its caps, gives up at its deadline, and stops reading (closes) as soon
+// as the request it served has ended (rank 0 read 16 MB -> 3.9 GB in 12 s from one request).
+TEST(DebugServerSecurity, AHostileRankCannotMakeTheFanOutReadWithoutBound) {
+  const std::string ok_head = "HTTP/1.1 200 OK\r\n\r\n";
+  struct Case {
+    const char* what;
+    std::function<size_t(int, const std::string&)> serve;
+  };
+  const std::string chunk(64 << 10, 'x');
+  const std::vector<Case> cases = {
+      {"endless body",
+       [&](int fd, const std::string&) {
+         return Trap::flood(fd, ok_head, chunk, 0ms, size_t{8} << 30);
+       }},
+      {"endless body with a Content-Length",
+       [&](int fd, const std::string&) {
+         return Trap::flood(fd, "HTTP/1.1 200 OK\r\nContent-Length: 99999999999\r\n\r\n", chunk,
+                            0ms, size_t{8} << 30);
+       }},
+      {"endless head",
+       [&](int fd, const std::string&) {
+         return Trap::flood(fd, "HTTP/1.1 200 OK\r\n", "X-Pad: yyyyyyyyyyyyyyyyyyyy\r\n", 0ms,
+                            size_t{8} << 30);
+       }},
+      {"trickle",
+       [&](int fd, const std::string&) {
+         return Trap::flood(fd, ok_head, "{", 20ms, size_t{8} << 30);
+       }},
+  };
+  for (const Case& k : cases) {
+    SCOPED_TRACE(k.what);
+    Trap trap(k.serve);
+    TestCluster c(2);
+    c.store().set("debug_server/1", trap.url());
+    const auto t0 = Steady::now();
+    const auto view = fetch_cluster(c.store(), 2, 1000ms, "", nullptr);
+    const auto returned = Steady::now();
+    EXPECT_LT(returned - t0, 3s);
+    EXPECT_FALSE(view.ranks[1].reachable);
+    EXPECT_TRUE(view.ranks[0].reachable) << view.ranks[0].error;
+    // The trap's writes fail once the fan-out closed; the fan-out never reads past its caps
+    // (the rest is what socket buffers hold).
+    for (int i = 0; i < 100 && trap.gone_at() == Steady::time_point{}; ++i) {
+      std::this_thread::sleep_for(20ms);
+    }
+    ASSERT_NE(trap.gone_at(), Steady::time_point{}) << "still reading 2 s after the request ended";
+    EXPECT_LT(trap.gone_at() - returned, 1s);
+    EXPECT_LT(trap.sent(), size_t{48} << 20) << view.ranks[1].error;
+    std::printf("%s: %s; %zu bytes sent; closed %lld ms after the request ended\n", k.what,
+                view.ranks[1].error.c_str(), trap.sent(),
+                static_cast<long long>(
+                    std::chrono::duration_cast<std::chrono::milliseconds>(trap.gone_at() - returned)
+                        .count()));
+  }
+}
+
+// The fan-out's client reads a status line, header fields and a Content-Length; anything it
+// cannot bound or frame is an error naming why.
+// A rank whose /v1/status nests 200000 deep (within the 1 MiB cap) and whose dump is valid: the
+// status is refused by depth, so it never reaches the cluster view's JSON writer, which
+// recurses.
+TEST(DebugServerSecurity, ADeeplyNestedStatusIsRefused) {
+  testing::TestRank other(1, 2);
+  const std::string dump = other.fr.dump_json(1, "test", 16);
+  Trap trap([&](int fd, const std::string& head) {
+    const std::string body = head.find("/v1/status") != std::string::npos
+                                 ? std::string(200000, '[') + std::string(200000, ']')
+                                 : dump;
+    return Trap::flood(
+        fd, fmt::format("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{}", body.size(), body), "",
+        0ms, 0);
+  });
+  TestCluster c(2);
+  c.store().set("debug_server/1", trap.url());
+  auto res = testing::http_get(c.port(0), "/v1/cluster/status?timeout_ms=2000");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  const Json j = Json::parse(res->body);
+  EXPECT_FALSE(j["ranks"][1]["reachable"].get<bool>()) << j["ranks"][1].dump();
+  EXPECT_NE(j["ranks"][1]["error"].get<std::string>().find("nested deeper than 32"),
+            std::string::npos)
+      << j["ranks"][1].dump();
+}
+
+// Ranks serving on IPv6 loopback publish http://[::1]:PORT and the fan-out reaches them (the
+// request's Host brackets the address, or the server would read the port into it).
+TEST(DebugServerSecurity, TheFanOutReachesRanksOnIpv6) {
+  DebugServerOptions o;
+  o.bind_host = "::1";
+  TestCluster c(2, o);
+  const auto view = fetch_cluster(c.store(), 2, 2000ms, "", nullptr);
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(view.ranks[r].url.rfind("http://[::1]:", 0), 0u) << view.ranks[r].url;
+    EXPECT_TRUE(view.ranks[r].reachable) << view.ranks[r].error;
+  }
+}
+
+TEST(HttpResponseParser, ReadsOnlyWhatItCanBound) {
+  struct Case {
+    const char* head;
+    bool ok;
+  };
+  for (const Case& k : std::vector<Case>{
+           {"HTTP/1.1 200 OK\r\nContent-Length: 2", true},
+           {"HTTP/1.0 404 Not Found", true},
+           {"HTTP/1.1 200", true},
+           {"HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Bearer", true},
+           {"HTTP/2 200 OK", false},
+           {"HTTP/1.1 20 OK", false},
+           {"HTTP/1.1 2000 OK", false},
+           {"HTTP/1.1 100 Continue", false},
+           {"ICY 200 OK", false},
+           {"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked", false},
+           {"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6", false},
+           {"HTTP/1.1 200 OK\r\nContent-Length: 70000", false},
+           {"HTTP/1.1 200 OK\r\nContent-Length: -1", false},
+           {"HTTP/1.1 200 OK\r\n folded", false},
+       }) {
+    http::Reply r;
+    EXPECT_EQ(http::parse_response_head(k.head, 65536, &r).status == 0, k.ok) << k.head;
+  }
+  http::Reply r;
+  ASSERT_EQ(http::parse_response_head("HTTP/1.1 503 Busy\r\nContent-Length: 7", 10, &r).status, 0);
+  EXPECT_EQ(r.status, 503);
+  EXPECT_TRUE(r.has_length);
+  EXPECT_EQ(r.content_length, 7u);
+  std::string many = "HTTP/1.1 200 OK";
+  for (int i = 0; i < 200; ++i) many += fmt::format("\r\nH{}: x", i);
+  EXPECT_NE(http::parse_response_head(many, 10, &r).status, 0);
 }
 
 TEST(HttpRequestParser, RejectsWhatItCannotServe) {

@@ -1,6 +1,7 @@
 #pragma once
 // Ranks as threads: each "rank" has its own flight recorder, Metrics, LiveStatus, observer and
-// DebugServer on an ephemeral loopback port, all sharing one HashStore (the control plane). Ops
+// DebugServer on an ephemeral loopback port, all sharing one store (the control plane: a
+// HashStore unless the test gives another). Ops
 // are fed to the real recorder and observer the way the tracing layer does (record, then
 // started, then completed), so the cluster view analyzes real dumps.
 #include <httplib.h>
@@ -53,8 +54,10 @@ struct TestRank {
 
 class TestCluster {
  public:
-  explicit TestCluster(int world, DebugServerOptions base = {})
-      : store_(std::make_shared<HashStore>(std::chrono::seconds(5))) {
+  explicit TestCluster(
+      int world, DebugServerOptions base = {},
+      std::shared_ptr<Store> store = std::make_shared<HashStore>(std::chrono::seconds(5)))
+      : store_(std::move(store)) {
     for (int r = 0; r < world; ++r) {
       auto t = std::make_unique<TestRank>(r, world);
       DebugServerOptions o = base;
@@ -99,7 +102,7 @@ class TestCluster {
   uint64_t seq() const { return seq_; }
 
  private:
-  std::shared_ptr<HashStore> store_;
+  std::shared_ptr<Store> store_;
   std::vector<std::unique_ptr<TestRank>> ranks_;
   uint64_t seq_ = 0;
 };

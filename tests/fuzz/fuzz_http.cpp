@@ -1,7 +1,8 @@
-// libFuzzer target: the debug server's HTTP request parsing (debug_server/http_request.h), which
-// is everything a hostile client controls before a handler runs. The input is split the way the
-// server splits a connection's bytes (head up to CRLFCRLF, then the body); the parser must never
-// crash, hang or accept something the server cannot serve.
+// libFuzzer target: the debug server's HTTP parsing (debug_server/http_request.h): requests,
+// everything a hostile client controls before a handler runs, and responses, everything a
+// planted address controls when the cluster fan-out's client reads it. The input is split the
+// way both split a connection's bytes (head up to CRLFCRLF, then the body) and parsed as each;
+// the parsers must never crash, hang or accept something out of their limits.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -46,6 +47,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } else {
     check(r.status >= 400 && r.status < 600);
     check(!r.error.empty());
+  }
+  collie::http::Reply reply;
+  const auto rr = collie::http::parse_response_head(head, kMaxBody, &reply);
+  if (rr.status == 0) {
+    check(reply.status >= 200 && reply.status <= 999);
+    check(head.rfind("HTTP/1.", 0) == 0);
+    check(reply.headers.size() <= collie::http::kMaxHeaderCount);
+    check(!reply.has_length || reply.content_length <= kMaxBody);
+    for (const auto& [name, value] : reply.headers) check(name != "transfer-encoding");
+  } else {
+    check(!rr.error.empty());
   }
   std::string decoded;
   if (collie::http::percent_decode(in.substr(0, 256), true, &decoded)) {

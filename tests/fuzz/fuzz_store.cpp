@@ -2,8 +2,9 @@
 // by a client over a real loopback connection, the way a hostile local process would. Two real
 // servers run for the whole session, one with a secret; the first input byte picks which. Each
 // input is one connection: send the bytes, half-close, read until the server closes. The server
-// must never crash (ASan/UBSan abort), hang (no EOF within 5 s traps), or stop serving (a fresh
-// client's PING must still succeed every 256 inputs).
+// must never crash (ASan/UBSan abort), hang (no EOF within 5 s traps), stop serving (a fresh
+// client's PING must still succeed every 256 inputs), or hold more than its max_store_bytes
+// (checked after every input: the size cap's accounting must follow what is stored).
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -25,7 +26,6 @@ using namespace std::chrono_literals;
 struct Servers {
   Servers() {
     collie::set_log_level(collie::LogLevel::Error);
-    collie::TcpStoreLimits l;
     l.max_message_bytes = 64 * 1024;
     l.max_store_bytes = 4u << 20;
     l.max_total_buffered_bytes = 8u << 20;
@@ -34,6 +34,7 @@ struct Servers {
     open = std::make_unique<collie::TcpStoreServer>("127.0.0.1", 0, l, "");
     locked = std::make_unique<collie::TcpStoreServer>("127.0.0.1", 0, l, "fuzz-secret");
   }
+  collie::TcpStoreLimits l;
   std::unique_ptr<collie::TcpStoreServer> open, locked;
 };
 
@@ -78,12 +79,13 @@ void ping(uint16_t port, const char* secret) {
   p.u8(static_cast<uint8_t>(collie::store_wire::Op::kPing));
   const int fd = collie::net::connect_with_retry("127.0.0.1", port, collie::Millis(5000));
   const auto deadline = std::chrono::steady_clock::now() + 5s;
-  for (auto* w : {&a, &p}) {
+  // AUTH is answered OK + the server's "secret required" byte, PING with OK alone.
+  for (auto [w, len] : {std::pair{&a, 2}, std::pair{&p, 1}}) {
     const auto& f = w->finish();
     collie::net::send_all(fd, f.data(), f.size(), deadline, "fuzz");
-    uint8_t reply[5];
-    collie::net::recv_all(fd, reply, sizeof(reply), deadline, "fuzz");  // len 1 + status OK
-    if (reply[0] != 1 || reply[4] != 0) __builtin_trap();
+    uint8_t reply[6];
+    collie::net::recv_all(fd, reply, 4 + len, deadline, "fuzz");  // len + status OK [+ flag]
+    if (reply[0] != len || reply[4] != 0) __builtin_trap();
   }
   close(fd);
 }
@@ -99,7 +101,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     ++data;
     --size;
   }
-  if (!exchange(server.port(), data, size)) __builtin_trap();  // hung: no reply, no close
+  if (!exchange(server.port(), data, size)) __builtin_trap();         // hung: no reply, no close
+  if (server.stored_bytes() > s.l.max_store_bytes) __builtin_trap();  // the cap was bypassed
   if (++runs % 256 == 0) {
     try {
       ping(s.open->port(), "");

@@ -304,6 +304,22 @@ TEST_F(PerfCli, JsonCsvAndJsonlAgreeWithTheTable) {
   for (const auto& p : {json, csv, jsonl}) std::filesystem::remove(p);
 }
 
+// Issue 27: -J's environment snapshot left out *SECRET* and *TOKEN* but kept *PASSWORD*, which
+// the debug server hides; both now follow core/secret_names.h.
+TEST_F(PerfCli, NoCredentialReachesTheResultsFile) {
+  const std::string json = tmp("env.json");
+  const Result r = run("all_reduce -np 2 -b 8 -e 8 -n 1 -J " + json,
+                       "COLLIE_DB_PASSWORD=hunter2 NCCL_IB_PASSWD=hunter3 COLLIE_X_Token=hunter4 "
+                       "COLLIE_STORE_SECRET=hunter5 COLLIE_NOT_HIDDEN=visible");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const std::string text = slurp(json);
+  for (const char* s : {"hunter2", "hunter3", "hunter4", "hunter5"}) {
+    EXPECT_EQ(text.find(s), std::string::npos) << s << " is in " << json;
+  }
+  EXPECT_NE(text.find("COLLIE_NOT_HIDDEN=visible"), std::string::npos);  // the snapshot is there
+  std::filesystem::remove(json);
+}
+
 TEST_F(PerfCli, MinBusBandwidthGateFailsTheRun) {
   const Result r = run("all_reduce -np 2 -b 1K -e 1K -n 2 --min-busbw 1000000");
   EXPECT_EQ(r.rc, 1) << r.out << r.err;

@@ -180,6 +180,26 @@ std::string load_error(const std::string& text, const std::string& suffix = ".ya
   return "accepted";
 }
 
+// Issue 27: in JSON the last of two "checks" won silently, so a spec reviewed with its strict
+// check first could be ACCEPTED by the lax one that followed. Like YAML, JSON refuses a key
+// given twice, at any depth, naming it and where.
+TEST(AcceptSpec, AJsonKeyGivenTwiceIsRefused) {
+  const std::string strict =
+      R"([{"perf": "all_reduce", "rules": {"min_busbw_gbps": {"1M": 100000}}}])";
+  const std::string lax = R"([{"probe": "env", "rules": {"consistent": true}}])";
+  EXPECT_EQ(load_error("{\"checks\": " + strict + ", \"checks\": " + lax + "}", ".json"),
+            ": duplicate key 'checks' in the object at /");
+  EXPECT_EQ(load_error(R"({"checks": [{"probe": "env", "rules": {"consistent": true,
+                          "consistent": false}}]})",
+                       ".json"),
+            ": duplicate key 'consistent' in the object at /checks/0/rules");
+  // The same keys in sibling objects are not duplicates.
+  EXPECT_EQ(load_error(R"({"checks": [{"probe": "env", "rules": {"consistent": true}},
+      {"probe": "connectivity", "rules": {"all_reachable": true}}]})",
+                       ".json"),
+            "accepted");
+}
+
 TEST(AcceptSpec, YamlScalarsAreTypedLikeJson) {
   const std::string path = temp_file(R"(# comment
 name: "rack 12"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # End-to-end tests of `collie report` through the built binary. Usage:
-#   report_cli_test.sh COLLIE SOURCE_DIR CASE     CASE: junit | html | gate | badinput
+#   report_cli_test.sh COLLIE SOURCE_DIR CASE     CASE: junit | html | gate | badinput | shared
 # junit:    render, compare and accept JUnit validate against tests/reports/report_junit.xsd
 # html:     the HTML report opens in headless Chromium without console errors; the screenshot is
 #           not blank and the DOM holds the busbw/latency plots and the per-rank view; the golden
@@ -9,6 +9,8 @@
 #           one run slowed down through COLLIE_PERF_TEST_DELAY_US is inconclusive (exit 6),
 #           two such runs fail it with exit 1
 # badinput: empty / truncated / corrupt / mismatched inputs exit 2 with one line on stderr
+# shared:   outputs written into a folder others can write: links planted under the names a
+#           temporary file could take (out.csv.part, .out.json.<pid>.tmp) are not written through
 set -euo pipefail
 COLLIE=$1
 SRC=$2
@@ -111,6 +113,10 @@ badinput)
   printf '{"schema": "collie.perf.v1", "run": ]' > "$W/corrupt.json"
   sed 's/"collie.perf.v1"/"collie.perf.v9"/' "$ok" > "$W/newer.json"
   sed 's/"backend": "gloo"/"backend": "mpi"/' "$ok" > "$W/mpi.json"
+  # A key given twice (which one counts differs between JSON readers): refused, named.
+  sed '0,/"schema": "collie.perf.v1",/s//"schema": "collie.perf.v1", "schema": "collie.perf.v1",/' \
+    "$ok" > "$W/dupkey.json"
+  [ "$(grep -o '"schema"' "$W/dupkey.json" | wc -l)" = 2 ] || fail "could not build the duplicate-key file"
   expect2() {
     local rc=0
     "$@" > /dev/null 2> "$W/err" || rc=$?
@@ -118,7 +124,7 @@ badinput)
     [ "$(wc -l < "$W/err")" = 1 ] || fail "expected one stderr line from: $*, got: $(cat "$W/err")"
     echo "ok ($rc): $(cat "$W/err")"
   }
-  for f in empty truncated corrupt newer; do
+  for f in empty truncated corrupt newer dupkey; do
     expect2 "$COLLIE" report compare "$ok" "$W/$f.json"
     expect2 "$COLLIE" report render "$W/$f.json" --format md
   done
@@ -127,8 +133,26 @@ badinput)
   expect2 "$COLLIE" report compare "$ok" "$G/report_input_gloo2.json"
   expect2 "$COLLIE" report baseline "$ok" "$G/report_input_gloo2.json" -o "$W/x.json"
   expect2 "$COLLIE" report compare "$ok" "$ok" --max-regression lots
+  grep -q "duplicate key 'schema'" <("$COLLIE" report render "$W/dupkey.json" --format md 2>&1) ||
+    fail "a duplicate key is not named"
   grep -q 'world size differs' <("$COLLIE" report compare "$ok" "$G/report_input_gloo2.json" 2>&1) \
     || fail "world-size mismatch not named"
+  ;;
+shared)
+  ok="$G/report_input_gloo4.json"
+  printf precious > "$W/victim"
+  ln -s "$W/victim" "$W/out.csv.part"
+  "$COLLIE" report render "$ok" "$G/report_input_gloo2.json" --format csv -o "$W/out.csv"
+  [ "$(cat "$W/victim")" = precious ] || fail "render --format csv wrote through out.csv.part"
+  grep -q '^source,collective,' "$W/out.csv" || fail "the CSV has no header"
+  # perf -J: links planted for the temporary names of the pids the next processes get.
+  python3 -c 'import os, sys
+for p in range(os.getpid() + 1, os.getpid() + 400):
+    os.symlink(sys.argv[1] + "/victim", f"{sys.argv[1]}/.perf.json.{p}.tmp")' "$W"
+  "$COLLIE" perf all_reduce -b 1K -e 1K -n 2 -w 1 --np 2 -J "$W/perf.json" > "$W/perf.log" 2>&1 ||
+    fail "collie perf failed: $(tail -3 "$W/perf.log")"
+  [ "$(cat "$W/victim")" = precious ] || fail "perf -J wrote through a planted temporary name"
+  grep -q '"results"' "$W/perf.json" || fail "perf -J wrote no results"
   ;;
 *)
   fail "unknown case $CASE"

@@ -11,10 +11,12 @@
 #include <climits>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <string>
 #include <thread>
 
 #include "core/error.h"
+#include "store/hash_store.h"
 #include "store/socket_util.h"
 #include "store/store_secret.h"
 #include "store/tcp_store.h"
@@ -249,6 +251,22 @@ TEST(TcpStoreAuth, BigFirstFrameIsRefusedBeforeItIsRead) {
   EXPECT_TRUE(raw.closed());
 }
 
+// Whether what a store's keys say was written by the job's members (what the debug server's
+// fan-out decides on before it sends its token to the addresses there): the client learns it
+// from the server, so a client holding a secret does not vouch for a server that has none.
+TEST(TcpStoreAuth, MembersOnlyIsWhatTheServerRequires) {
+  TcpStore locked(server_with("s3cret"));
+  EXPECT_TRUE(locked.members_only());
+  EXPECT_TRUE(TcpStore(client_of(locked, "s3cret")).members_only());
+  TcpStore open(server_with(""));
+  EXPECT_FALSE(open.members_only());
+  EXPECT_FALSE(TcpStore(client_of(open, "")).members_only());
+  EXPECT_FALSE(TcpStore(client_of(open, "a-secret-the-server-ignores")).members_only());
+  EXPECT_FALSE(open.clone()->members_only());
+  EXPECT_TRUE(locked.clone()->members_only());
+  EXPECT_TRUE(HashStore().members_only());
+}
+
 TEST(TcpStoreAuth, SecretComesFromTheEnvironmentByDefault) {
   ASSERT_EQ(setenv(kStoreSecretEnv, "from-env", 1), 0);
   TcpStoreOptions so;
@@ -438,6 +456,104 @@ TEST(TcpStoreLimits, StoreSizeCapRefusesGrowthButNotReplacement) {
   EXPECT_TRUE(d.delete_key("a"));
   d.set("b", Bytes(600 << 10, 3));  // room again after the delete
   EXPECT_FALSE(d.check({"a"}));
+}
+
+// A server whose data may hold 1 MiB, and one client of it.
+struct CappedStore {
+  static TcpStoreLimits one_mib() {
+    TcpStoreLimits l;
+    l.max_store_bytes = 1 << 20;
+    return l;
+  }
+  static TcpStoreOptions client_of(uint16_t port) {
+    TcpStoreOptions o;
+    o.port = port;
+    return o;
+  }
+  TcpStoreLimits limits = one_mib();
+  TcpStoreServer server{"127.0.0.1", 0, limits, ""};
+  TcpStore client{client_of(server.port())};
+};
+
+// Issue 27: a MULTI_SET naming one key twice subtracted the key's old size twice. Shrinking it
+// that way wrapped the count below zero and every later write was "store is full".
+TEST(TcpStoreLimits, MultiSetOfOneKeyTwiceKeepsTheStoreWritable) {
+  CappedStore s;
+  TcpStore& c = s.client;
+  c.set("k", Bytes(600 << 10, 1));
+  c.multi_set({"k", "k"}, {Bytes{}, Bytes(3, 2)});
+  EXPECT_EQ(c.get("k"), Bytes(3, 2));  // the last value wins
+  c.set("b", Bytes(1 << 10, 3));       // threw "store is full"
+  EXPECT_EQ(s.server.stored_bytes(), 1u + 3 + 1 + (1 << 10));
+}
+
+// ... and undercounting by the key's old size each time let the store grow past its cap.
+TEST(TcpStoreLimits, RepeatedKeysInMultiSetCannotBypassTheSizeCap) {
+  CappedStore s;
+  TcpStore& c = s.client;
+  c.set("pad", Bytes(900 << 10, 1));
+  for (int i = 0; i < 3; ++i) {
+    c.set("k", Bytes(100 << 10, 2));
+    c.multi_set({"k", "k"}, {Bytes{}, Bytes{}});
+  }
+  EXPECT_THROW(c.set("c", Bytes(250 << 10, 3)), StoreError);  // 1150 KiB would be stored
+  EXPECT_LE(s.server.stored_bytes(), s.limits.max_store_bytes);
+}
+
+// The count the cap uses is kept by the map's own writes: after any mix of writes it equals the
+// keys plus values actually stored.
+TEST(HashStoreBytes, FollowTheMapThroughEveryWrite) {
+  HashStore h;
+  std::map<std::string, size_t> truth;
+  auto total = [&] {
+    size_t t = 0;
+    for (const auto& [k, v] : truth) t += k.size() + v;
+    return t;
+  };
+  uint32_t x = 12345;
+  auto next = [&](uint32_t n) {
+    x = x * 1103515245 + 12345;
+    return (x >> 8) % n;
+  };
+  for (int i = 0; i < 3000; ++i) {
+    const std::string k = "key" + std::to_string(next(7));
+    const std::string k2 = "key" + std::to_string(next(7));
+    const Bytes v(next(50), 'v');
+    switch (next(6)) {
+      case 0:
+        h.set(k, v);
+        truth[k] = v.size();
+        break;
+      case 1:
+        h.append(k, v);
+        truth[k] += v.size();
+        break;
+      case 2:
+        h.delete_key(k);
+        truth.erase(k);
+        break;
+      case 3: {
+        const Bytes w(next(50), 'w');
+        h.multi_set({k, k2, k}, {v, w, w});
+        truth[k2] = w.size();
+        truth[k] = w.size();
+        break;
+      }
+      case 4: {
+        const Bytes cur = truth.count(k) ? h.get(k) : Bytes{};
+        h.compare_set(k, cur, v);
+        truth[k] = v.size();
+        break;
+      }
+      default:
+        h.delete_key(k);
+        truth.erase(k);
+        h.add(k, static_cast<int64_t>(next(100000)));
+        truth[k] = h.get(k).size();
+        break;
+    }
+    ASSERT_EQ(h.stored_bytes(), total()) << "after write " << i;
+  }
 }
 
 // Found by tests/fuzz/fuzz_store.cpp: ADD overflowing int64 was undefined behaviour on rank 0.

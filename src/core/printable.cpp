@@ -1,0 +1,73 @@
+#include "core/printable.h"
+
+#include <fmt/format.h>
+
+#include <cstdint>
+
+namespace collie {
+namespace {
+
+// Length of the valid UTF-8 sequence starting at s[i] and its code point; 0 when invalid
+// (truncated, overlong, a surrogate, above U+10FFFF, a stray continuation byte).
+size_t utf8_at(std::string_view s, size_t i, uint32_t* cp) {
+  const auto b = [&](size_t k) { return static_cast<unsigned char>(s[i + k]); };
+  const unsigned char c = b(0);
+  size_t n = 0;
+  uint32_t v = 0, min = 0;
+  if (c < 0x80) {
+    *cp = c;
+    return 1;
+  } else if ((c & 0xe0) == 0xc0) {
+    n = 2, v = c & 0x1f, min = 0x80;
+  } else if ((c & 0xf0) == 0xe0) {
+    n = 3, v = c & 0x0f, min = 0x800;
+  } else if ((c & 0xf8) == 0xf0) {
+    n = 4, v = c & 0x07, min = 0x10000;
+  } else {
+    return 0;
+  }
+  if (i + n > s.size()) return 0;
+  for (size_t k = 1; k < n; ++k) {
+    if ((b(k) & 0xc0) != 0x80) return 0;
+    v = (v << 6) | (b(k) & 0x3f);
+  }
+  if (v < min || v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff)) return 0;
+  *cp = v;
+  return n;
+}
+
+bool is_bidi_control(uint32_t cp) {
+  return cp == 0x200e || cp == 0x200f || (cp >= 0x202a && cp <= 0x202e) ||
+         (cp >= 0x2066 && cp <= 0x2069);
+}
+
+std::string escape(std::string_view s, bool keep_newlines) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    uint32_t cp = 0;
+    const size_t n = utf8_at(s, i, &cp);
+    if (n == 0) {
+      out += fmt::format("\\x{:02x}", static_cast<unsigned char>(s[i]));
+      i += 1;
+    } else if ((cp < 0x20 && !(keep_newlines && cp == '\n')) || (cp >= 0x7f && cp <= 0x9f)) {
+      out += fmt::format("\\x{:02x}", cp);
+      i += n;
+    } else if (is_bidi_control(cp)) {
+      out += fmt::format("\\u{{{:04x}}}", cp);
+      i += n;
+    } else {
+      out.append(s.substr(i, n));
+      i += n;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string printable(std::string_view text) { return escape(text, false); }
+
+std::string printable_lines(std::string_view text) { return escape(text, true); }
+
+}  // namespace collie

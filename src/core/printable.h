@@ -1,0 +1,21 @@
+#pragma once
+// Untrusted text (names and messages from dumps, stores, remote ranks) made safe to print to a
+// terminal or a log line: every C0 control (newline, carriage return, escape, ...), DEL, every
+// C1 control (U+0080..U+009F, which terminals may take as CSI or OSC), every Unicode
+// bidirectional control (U+200E/F, U+202A..U+202E, U+2066..U+2069, which reorder what is shown)
+// and every byte that is not part of valid UTF-8 is written as an ASCII escape (\xNN for bytes
+// and C0/C1/DEL, \u{NNNN} for the bidirectional controls); all other text, accented and
+// non-Latin letters included, stays as it is. The escapes are themselves printable, so applying
+// it twice changes nothing. Pure functions, thread-safe.
+#include <string>
+#include <string_view>
+
+namespace collie {
+
+std::string printable(std::string_view text);
+
+// The same, but '\n' stays: for text whose line structure is ours and whose parts from elsewhere
+// went through printable() already.
+std::string printable_lines(std::string_view text);
+
+}  // namespace collie

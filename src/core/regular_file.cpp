@@ -1,0 +1,78 @@
+#include "core/regular_file.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "core/error.h"
+
+namespace collie {
+namespace {
+
+const char* kind_of(mode_t m) {
+  if (S_ISFIFO(m)) return "a FIFO";
+  if (S_ISCHR(m)) return "a character device";
+  if (S_ISBLK(m)) return "a block device";
+  if (S_ISSOCK(m)) return "a socket";
+  if (S_ISDIR(m)) return "a directory";
+  return "not a regular file";
+}
+
+}  // namespace
+
+RegularFile::RegularFile(const std::string& path, uint64_t max_bytes) : path_(path) {
+  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever.
+  fd_ = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  if (fd_ < 0) {
+    throw InvalidArgument(fmt::format("cannot open {}: {}", path, std::strerror(errno)));
+  }
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
+    const std::string what = kind_of(st.st_mode);
+    ::close(fd_);
+    throw InvalidArgument(fmt::format("{} is {}, not a regular file; not read", path, what));
+  }
+  size_ = static_cast<uint64_t>(st.st_size);
+  if (size_ > max_bytes) {
+    ::close(fd_);
+    throw InvalidArgument(
+        fmt::format("{} is {} bytes, more than the {} read", path, size_, max_bytes));
+  }
+  buf_ = std::make_unique<Buf>(fd_, size_);
+  stream_.rdbuf(buf_.get());
+}
+
+RegularFile::~RegularFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+RegularFile::Buf::int_type RegularFile::Buf::underflow() {
+  while (left_ > 0) {
+    const ssize_t n =
+        ::read(fd_, buf_, static_cast<size_t>(std::min<uint64_t>(left_, sizeof buf_)));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;  // shrank under us, or an error: the stream ends here
+    left_ -= static_cast<uint64_t>(n);
+    setg(buf_, buf_, buf_ + n);
+    return traits_type::to_int_type(buf_[0]);
+  }
+  left_ = 0;
+  return traits_type::eof();
+}
+
+std::string RegularFile::read_all() {
+  std::string out(size_, '\0');
+  stream_.read(out.data(), static_cast<std::streamsize>(size_));
+  if (static_cast<uint64_t>(stream_.gcount()) != size_) {
+    throw InvalidArgument(fmt::format("{}: read {} of its {} bytes (did it shrink?)", path_,
+                                      stream_.gcount(), size_));
+  }
+  return out;
+}
+
+}  // namespace collie

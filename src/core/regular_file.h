@@ -1,0 +1,51 @@
+#pragma once
+// Reading a file found in a folder others can write (a shared COLLIE_FR_DUMP_DIR), so that
+// nothing planted under its name can block or flood the reader: only a regular file is opened
+// (the open itself never blocks, so a FIFO, device or socket is refused at once), one larger
+// than max_bytes is refused, and reads stop at the size the file had when it was opened (a file
+// that keeps growing, or a /proc file that says it is empty, cannot keep a reader going).
+// Not thread-safe; one reader per instance.
+#include <cstdint>
+#include <istream>
+#include <memory>
+#include <streambuf>
+#include <string>
+
+namespace collie {
+
+class RegularFile {
+ public:
+  // Throws InvalidArgument, one line naming the path: cannot be opened, is not a regular file
+  // (naming what it is), or is larger than max_bytes.
+  RegularFile(const std::string& path, uint64_t max_bytes);
+  ~RegularFile();
+  RegularFile(const RegularFile&) = delete;
+  RegularFile& operator=(const RegularFile&) = delete;
+
+  uint64_t size() const { return size_; }
+  // The file's first size() bytes as a stream (read as they are parsed, never held whole).
+  std::istream& stream() { return stream_; }
+  // The file's first size() bytes. Throws InvalidArgument when fewer can be read.
+  std::string read_all();
+
+ private:
+  class Buf : public std::streambuf {
+   public:
+    Buf(int fd, uint64_t limit) : fd_(fd), left_(limit) {}
+
+   protected:
+    int_type underflow() override;
+
+   private:
+    int fd_;
+    uint64_t left_;
+    char buf_[65536];
+  };
+  std::string path_;
+  int fd_ = -1;
+  uint64_t size_ = 0;
+  std::unique_ptr<Buf> buf_;
+  std::istream stream_{nullptr};
+};
+
+}  // namespace collie
