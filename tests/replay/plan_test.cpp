@@ -95,6 +95,9 @@ TEST(ReplayPlan, CollectivesEveryMemberRecordedAreReplayedTheRestIsSaid) {
   d.entries[2].push_back(entry("0", "broadcast", 4, {{2}}));
   d.all(entry("0", "coalesced", 5, {{1}}));
   d.all(entry("0", "all_reduce", 6, {{3}}, nullptr, "Bool"));
+  json unsized = entry("0", "all_reduce", 7, json::array());
+  unsized.erase("output_dtypes");
+  d.all(unsized);
   const ReplayPlan p = build_plan(d.parse(), world(3));
   ASSERT_EQ(p.calls.size(), 2u);
   EXPECT_EQ(p.calls[0].recorded, "all_reduce");
@@ -120,6 +123,9 @@ TEST(ReplayPlan, CollectivesEveryMemberRecordedAreReplayedTheRestIsSaid) {
       << n;
   EXPECT_NE(n.find("3 ops: coalescing marker 'coalesced'"), std::string::npos) << n;
   EXPECT_NE(n.find("3 ops: dtype 'Bool' has no collie equivalent"), std::string::npos) << n;
+  EXPECT_NE(n.find("3 ops: no sizes recorded (first: rank 0 entry 6 (gloo:all_reduce))"),
+            std::string::npos)
+      << n;
 }
 
 TEST(ReplayPlan, RootsReduceOpsAndUnevenAllToAll) {
