@@ -112,6 +112,9 @@ COLLIE_COMMAND(Command{
           ->required();
       add_run_flags(app, f->run, "seconds bounding every op and step (0 = the group's default)",
                     "write the replay as JSON (collie.replay.v1)");
+      app.get_option("--np")->description(
+          "local ranks to start when not under a launcher (default: as many as the ranks "
+          "replayed; -np works too)");
       app.add_option("--ranks", f->ranks,
                      "the dumps' ranks to play, e.g. 0-3 (default: all; then -np is their "
                      "number)");
