@@ -119,11 +119,12 @@ class Runner {
   }
 
   void flush(std::vector<double>* times) {
-    for (auto& [i, work] : batch_) {
-      guarded(i, [&, w = work] {
-        w->wait();
+    for (const auto& posted : batch_) {
+      const size_t i = posted.first;
+      guarded(i, [&] {
+        posted.second->wait();
         sync(ops_[i]);
-        return w;
+        return posted.second;
       });
       if (times) (*times)[i] += us_since(batch_start_);
     }
