@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -21,6 +22,7 @@
 #include "core/size.h"
 #include "debug/dump_service.h"
 #include "launch/launch.h"
+#include "perf/collective.h"
 #include "perf/driver.h"
 #include "perf/metrics_sink.h"
 #include "perf/output.h"
@@ -48,7 +50,44 @@ struct PerfFlags {
   double min_busbw = 0;
   std::string duration;
   uint64_t seed = 0;
+  std::string traffic;  // alltoallv: --traffic, else nccl-tests' NCCL_TESTS_ALLTOALLV_* variables
+  uint64_t traffic_seed = 1;
+  double traffic_scale = -1;  // -1: NCCL_TESTS_ALLTOALLV_MATRIX_SCALE, else 1
+  bool traffic_summary = false;
 };
+
+// The traffic of the collectives that take one (alltoallv), read only when one is asked for:
+// --traffic, else nccl-tests' variables. A matrix file is read here, so a bad one is one line
+// before any rank starts (and again by each rank, which all must agree: run_perf checks).
+bool uses_traffic(const PerfOptions& o) {
+  return std::any_of(o.collectives.begin(), o.collectives.end(), [](auto& name) {
+    return perf::find_collective(name)->traffic_layout != nullptr;
+  });
+}
+
+void resolve_traffic(const PerfFlags& f, PerfOptions& o) {
+  const Env& env = Env::process();
+  if (!uses_traffic(o)) {
+    if (!f.traffic.empty())
+      throw InvalidArgument("--traffic shapes alltoallv only; add alltoallv to the collectives");
+    return;
+  }
+  if (!f.traffic.empty()) {
+    double scale = f.traffic_scale;
+    if (scale < 0) {
+      const auto v = env.get("NCCL_TESTS_ALLTOALLV_MATRIX_SCALE");
+      scale =
+          v && !v->empty() ? parse_finite(*v, "NCCL_TESTS_ALLTOALLV_MATRIX_SCALE", 0, 1e12) : 1.0;
+    }
+    o.traffic = perf::parse_traffic(f.traffic, f.traffic_seed, scale);
+  } else {
+    o.traffic = perf::traffic_from_env(env);
+  }
+  const auto summary = env.get("NCCL_TESTS_ALLTOALLV_PRINT_SUMMARY");
+  o.traffic_summary = f.traffic_summary ||
+                      (summary && !summary->empty() &&
+                       parse_finite(*summary, "NCCL_TESTS_ALLTOALLV_PRINT_SUMMARY", 0, 1e9) != 0);
+}
 
 // Turns flags into engine options; every mistake is one InvalidArgument line (exit 2). The
 // launch flags (f.run) are checked by launch_or_run; the conversions and the sweep's rules are
@@ -114,6 +153,7 @@ PerfOptions to_options(const PerfFlags& f, bool iters_given) {
   o.memory_report = f.memory_report != 0;
   check_finite(f.min_busbw, "--min-busbw", 0, 1e9);
   min_busbw_gate(f, Env::process());  // a bad NCCL_TESTS_MIN_BW is refused before any rank starts
+  resolve_traffic(f, o);
   return o;
 }
 
@@ -225,8 +265,8 @@ COLLIE_COMMAND(Command{
     "perf", "benchmark collectives (nccl-tests compatible table)", [](CLI::App& app) {
       auto f = std::make_shared<PerfFlags>();
       app.add_option("collectives", f->collectives,
-                     "all_reduce all_gather broadcast reduce reduce_scatter alltoall gather "
-                     "scatter sendrecv barrier, or all (default all_reduce)");
+                     "all_reduce all_gather broadcast reduce reduce_scatter alltoall alltoallv "
+                     "gather scatter sendrecv barrier, or all (default all_reduce)");
       app.add_option("-b,--minbytes", f->min_bytes,
                      "smallest size (8, 8B, 64K, 64KB, 64KiB, 1M, 1G: 1024-based)");
       app.add_option("-e,--maxbytes", f->max_bytes, "largest size");
@@ -258,6 +298,18 @@ COLLIE_COMMAND(Command{
                      "fail when avg busbw < 0.9 x this (GB/s; default $NCCL_TESTS_MIN_BW)");
       app.add_option("--placement", f->placement, "in | out | both");
       app.add_option("--seed", f->seed, "seed of the validation data");
+      app.add_option("--traffic", f->traffic,
+                     "alltoallv traffic: spread[:S] (nccl-tests' pattern, default), uniform, "
+                     "zipf:S, hot:K[:F] or file:PATH (an NxN byte matrix); default from "
+                     "NCCL_TESTS_ALLTOALLV_MATRIX_FILE / _SPREAD");
+      app.add_option("--traffic-seed", f->traffic_seed,
+                     "seed of the uniform, zipf and hot traffic (default 1)");
+      app.add_option("--traffic-scale", f->traffic_scale,
+                     "factor on a matrix file's bytes (default NCCL_TESTS_ALLTOALLV_MATRIX_SCALE "
+                     "or 1)");
+      app.add_flag("--traffic-summary", f->traffic_summary,
+                   "print each alltoallv row's per-rank bytes and bandwidth "
+                   "(NCCL_TESTS_ALLTOALLV_PRINT_SUMMARY=1)");
       auto* cycles = app.add_option("--duration", f->duration,
                                     "soak: repeat the sweep until this long has passed "
                                     "(e.g. 30s, 10m; with -N, whichever ends first)");
@@ -272,6 +324,8 @@ COLLIE_COMMAND(Command{
           for (const auto& r : opt->results()) v += (v.empty() ? "" : " ") + r;
           flags[opt->get_name()] = v;
         }
+        // The traffic as resolved (flags or nccl-tests' variables), so the run can be repeated.
+        if (uses_traffic(o)) flags["traffic"] = o.traffic.repeat_flags();
         RunCommand cmd("perf", {{"--csv", f->csv}, {"--jsonl", f->jsonl}});
         cmd.stop_grace = kStopGrace;
         // The ranks' stderr is a pipe: tell rank 0 whether the user's terminal takes a progress

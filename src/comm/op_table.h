@@ -3,8 +3,8 @@
 // so a table that leaves an op out, or lists one twice, does not build. An op the backend does
 // not run is listed with nullptr, explicitly; the backend's Capabilities come from the same table
 // (capabilities_from), so nothing is advertised that has no function behind it.
-//   static constexpr auto kOps = op_table<MpiFn>({{OpType::Send, send}, ..., {OpType::Barrier, barrier}});
-//   return run_op(kOps, call.type, args);
+//   static constexpr auto kOps = op_table<MpiFn>({{OpType::Send, send}, ..., {OpType::Barrier,
+//   barrier}}); return run_op(kOps, call.type, args);
 // Thread-safe: tables of function pointers.
 #include <array>
 #include <cstddef>

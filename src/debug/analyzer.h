@@ -26,6 +26,10 @@ struct DumpEntry {
   std::string op;              // "all_reduce" (from profiling_name)
   std::string sizes;           // input_sizes as JSON text, "[[1024]]"
   std::string dtypes;          // input_dtypes as JSON text
+  std::string output_sizes;    // output_sizes as JSON text ("[]" when not recorded)
+  std::string output_dtypes;   // output_dtypes as JSON text
+  std::string reduce_op;       // "sum", ... (collie's dumps); "" when not recorded
+  double duration_ms = -1;     // completed ops with timing; -1 when not recorded
   std::string state;           // scheduled | started | completed
   bool failed = false;
   bool is_p2p = false;

@@ -135,10 +135,20 @@ DumpEntry read_dump_entry(const json& e, size_t index) {
   x.profiling_name = get_str(e, "profiling_name", where, true);
   x.op = op_of(x.profiling_name);
   // Dumped in place (value() would copy the whole list first).
-  const json* sizes = find(e, "input_sizes");
-  const json* dtypes = find(e, "input_dtypes");
-  x.sizes = sizes != nullptr ? printable(sizes->dump()) : "[]";
-  x.dtypes = dtypes != nullptr ? printable(dtypes->dump()) : "[]";
+  auto text = [&](const char* key) {
+    const json* v = find(e, key);
+    return v != nullptr ? printable(v->dump()) : std::string("[]");
+  };
+  x.sizes = text("input_sizes");
+  x.dtypes = text("input_dtypes");
+  x.output_sizes = text("output_sizes");
+  x.output_dtypes = text("output_dtypes");
+  x.reduce_op = get_str(e, "reduce_op", where, false);
+  if (const json* d = find(e, "duration_ms"); d != nullptr) {
+    if (!d->is_number() || !(d->get<double>() >= 0 && d->get<double>() < 1e12))
+      bad(fmt::format("{}duration_ms {} is not a duration in ms", where, printable(d->dump())));
+    x.duration_ms = d->get<double>();
+  }
   x.state = get_str(e, "state", where, true);
   x.failed = get_bool(e, "failed");
   x.is_p2p = get_bool(e, "is_p2p");

@@ -257,9 +257,13 @@ class Converter {
     }
     x["collective_seq_id"] = seq_id(field(e, "collective_seq_id"));
     x["p2p_seq_id"] = seq_id(field(e, "p2p_seq_id"));
-    json sizes = field(e, "input_sizes");
-    x["input_sizes"] = sizes.is_null() ? json::array() : std::move(sizes);
+    for (const char* k : {"input_sizes", "output_sizes"}) {
+      json sizes = field(e, k);
+      x[k] = sizes.is_null() ? json::array() : std::move(sizes);
+    }
     x["input_dtypes"] = dtypes(field(e, "input_dtypes"));
+    x["output_dtypes"] = dtypes(field(e, "output_dtypes"));
+    if (json d = field(e, "duration_ms"); !d.is_null()) x["duration_ms"] = std::move(d);
     const json pn = field(e, "profiling_name");
     const std::string pname = pn.is_string() ? pn.get<std::string>() : "";
     const std::string op = op_of(pname);

@@ -11,8 +11,8 @@ std::vector<CollectiveDescriptor>& registry() {
 }
 
 constexpr const char* kOrder[] = {"all_reduce",     "all_gather", "broadcast", "reduce",
-                                  "reduce_scatter", "alltoall",   "gather",    "scatter",
-                                  "sendrecv",       "barrier"};
+                                  "reduce_scatter", "alltoall",   "alltoallv", "gather",
+                                  "scatter",        "sendrecv",   "barrier"};
 
 int rank_in_order(const std::string& name) {
   for (int i = 0; i < static_cast<int>(std::size(kOrder)); ++i)

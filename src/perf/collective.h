@@ -13,6 +13,7 @@
 #include "comm/process_group.h"
 #include "device/device_runtime.h"
 #include "perf/data.h"
+#include "perf/traffic.h"
 
 namespace collie::perf {
 
@@ -25,6 +26,11 @@ struct Layout {
   // (per rank, times `rank`), as nccl-tests does.
   size_t send_inplace_offset = 0;
   size_t recv_inplace_offset = 0;
+  // Uneven per-peer traffic (alltoallv): this rank's splits for this size; null otherwise.
+  std::shared_ptr<const RankTraffic> traffic = nullptr;
+  // Elements algbw counts when not 0 (alltoallv: the busiest rank's send or receive total);
+  // 0: count x algbw_ranks_factor(n).
+  size_t algbw_count = 0;
 };
 
 // Everything one call needs. Views are the caller's; they stay valid until the Work completes.
@@ -42,6 +48,8 @@ struct CallArgs {
   // The group's device runtime (never null; host memory unless the driver sets the group's):
   // views over staging and device copies go through it.
   device::DeviceRuntime* device = &device::host_runtime();
+  // The layout's traffic (alltoallv), null for every other collective. Outlives the Works.
+  const RankTraffic* traffic = nullptr;
 };
 
 struct CollectiveDescriptor {
@@ -64,6 +72,11 @@ struct CollectiveDescriptor {
   bool latency_only = false;  // no data: one row of size 0 (barrier)
   // Layout for `elems` elements of the sweep size (size / dtype size) on `n` ranks.
   Layout (*layout)(size_t elems, int n) = nullptr;
+  // Instead of `layout`, for a collective whose per-peer amounts come from the run's traffic
+  // (PerfOptions::traffic, perf/traffic.h): `rank`'s layout. A traffic of fixed bytes (a
+  // matrix) runs one size per dtype, whatever the sweep.
+  Layout (*traffic_layout)(size_t elems, DType dt, int n, int rank,
+                           const TrafficModel& t) = nullptr;
   // Bytes counted by algbw = count * dtype size * algbw_ranks_factor(n).
   int (*algbw_ranks_factor)(int n) = nullptr;
   double (*busbw_factor)(int n) = nullptr;

@@ -93,7 +93,9 @@ Combined combine_ranks(const RowContext& ctx, const PerfOptions& o, const std::v
       for (int it = o.iter_skip; it < ctx.iters; ++it)
         r.rank_samples_us[k].push_back(all[k * stride + kPackedIterAt + it]);
   }
-  const double algbytes = static_cast<double>(l.count * ts) * d.algbw_ranks_factor(world);
+  const double algbytes = l.algbw_count > 0
+                              ? static_cast<double>(l.algbw_count * ts)
+                              : static_cast<double>(l.count * ts) * d.algbw_ranks_factor(world);
   r.algbw_gbps = r.time_us > 0 ? algbytes / 1e3 / r.time_us : 0;
   r.busbw_gbps = r.algbw_gbps * d.busbw_factor(world);
   return c;

@@ -88,6 +88,8 @@ class Driver {
       throw InvalidArgument(
           fmt::format("root {} is outside the world of {} ranks (-r)", o_.root, pg_.size()));
     PerfOutcome out;
+    if (std::any_of(descs.begin(), descs.end(), [](auto* d) { return d->traffic_layout; }))
+      agree_on_traffic();
     steps_.enter("exchange host names");
     pids_ = fill_run_meta(pg_, dev_, timeout_, version, out.result.meta);
     out.result.meta.test_hooks = o_.hooks.active;
@@ -132,6 +134,55 @@ class Driver {
     return out;
   }
 
+  // Every rank builds the traffic from its own flags, variables and matrix file: one all_gather
+  // of their fingerprints makes sure they are the same before any rank sends by them.
+  void agree_on_traffic() {
+    steps_.enter("agree on the alltoallv traffic");
+    traffic_.emplace(o_.traffic, pg_.size());
+    // nccl-tests: -e bounds the buffers, so it must hold the matrix's busiest rank.
+    if (o_.traffic.fixed_bytes() && traffic_->max_rank_bytes(0) > o_.max_bytes)
+      throw InvalidArgument(fmt::format(
+          "traffic matrix {} needs -e of at least {} bytes (its busiest rank's send or receive "
+          "bytes on {} ranks); -e is {}",
+          o_.traffic.matrix_path, traffic_->max_rank_bytes(0), pg_.size(), o_.max_bytes));
+    const uint64_t mine = o_.traffic.fingerprint();
+    std::vector<uint64_t> all(pg_.size());
+    all_gather_host(pg_, TensorView::cpu(const_cast<uint64_t*>(&mine), 1, DType::UInt64),
+                    TensorView::cpu(all.data(), all.size(), DType::UInt64), timeout_);
+    for (int r = 0; r < pg_.size(); ++r) {
+      if (all[r] != all[0])
+        throw InvalidArgument(fmt::format(
+            "[Rank {}] alltoallv traffic differs between ranks: rank {}'s is not rank 0's (this "
+            "rank has {}); give every rank the same --traffic, NCCL_TESTS_ALLTOALLV_* variables "
+            "and matrix file",
+            pg_.rank(), r, o_.traffic.describe()));
+    }
+  }
+
+  // The sweep sizes of `d`: one row for barrier, one for traffic of fixed bytes (a matrix:
+  // its busiest rank's bytes), else -b..-e.
+  std::vector<int64_t> sizes_for(const CollectiveDescriptor& d) const {
+    if (d.latency_only) return {0};
+    if (d.traffic_layout && o_.traffic.fixed_bytes()) return {traffic_->max_rank_bytes(0)};
+    return sweep_sizes(o_);
+  }
+
+  Layout layout_for(const CollectiveDescriptor& d, int64_t bytes, DType dt) const {
+    const size_t elems = static_cast<size_t>(bytes) / dtype_size(dt);
+    if (d.traffic_layout) return d.traffic_layout(elems, dt, pg_.size(), pg_.rank(), *traffic_);
+    return d.layout(elems, pg_.size());
+  }
+
+  // Rank 0's one-line record of the traffic a table was measured with.
+  void note_traffic(const CollectiveDescriptor& d) {
+    if (!sink_ || !d.traffic_layout) return;
+    sink_->note(fmt::format("# {} traffic: {}; repeat with {}", d.name, o_.traffic.describe(),
+                            o_.traffic.repeat_flags()));
+    if (o_.traffic.fixed_bytes() && o_.traffic.matrix_dim > pg_.size())
+      sink_->note(fmt::format("# {} traffic: the matrix's first {} rows and columns of {}", d.name,
+                              pg_.size(), o_.traffic.matrix_dim));
+  }
+
   // Rank 0's clock decides; one broadcast per cycle boundary gives every rank the same answer,
   // so no rank starts a cycle its peers will not join.
   bool agree_to_stop(bool rank0_wants_stop) {
@@ -151,13 +202,13 @@ class Driver {
 
   size_t estimate_rows(const std::vector<const CollectiveDescriptor*>& descs) const {
     size_t n = 0;
-    const size_t sizes = sweep_sizes(o_).size();
     for (auto* d : descs) {
       if (d->latency_only) {
         ++n;
         continue;
       }
-      n += o_.dtypes.size() * (d->reduces ? o_.ops.size() : 1) * roots_for(*d).size() * sizes;
+      n += o_.dtypes.size() * (d->reduces ? o_.ops.size() : 1) * roots_for(*d).size() *
+           sizes_for(*d).size();
     }
     return std::max<size_t>(n, 1);
   }
@@ -197,6 +248,7 @@ class Driver {
       h.timestamps = o_.timestamps;
       h.per_iter = o_.report_iters;
       sink_->collective_started(h);
+      note_traffic(d);
     }
     std::vector<ResultRow> rows;
     int ran = 0;
@@ -234,14 +286,14 @@ class Driver {
 
   void run_sweep(const Job& j, std::vector<ResultRow>& rows) {
     const size_t ts = dtype_size(j.dtype);
-    const std::vector<int64_t> sizes =
-        j.desc->latency_only ? std::vector<int64_t>{0} : sweep_sizes(o_);
-    for (int64_t bytes : sizes) {
+    for (int64_t bytes : sizes_for(*j.desc)) {
       if (stopped_by_ != 0) return;
-      const Layout l = j.desc->layout(static_cast<size_t>(bytes) / ts, pg_.size());
+      const Layout l = layout_for(*j.desc, bytes, j.dtype);
       ++rows_done_;
-      if (!j.desc->latency_only && l.count == 0) continue;  // below one element per rank
-      const int iters = iters_for(o_, bytes);
+      // Below one element per rank (or a matrix of zeros): nothing to measure.
+      if (!j.desc->latency_only && l.send_count == 0 && l.recv_count == 0) continue;
+      const int iters =
+          iters_for(o_, static_cast<int64_t>(std::max(l.send_count, l.recv_count) * ts));
       const bool want_out = o_.placement != Placement::In;
       const bool want_in = o_.placement != Placement::Out;
       std::optional<ResultRow> out_row, in_row;
@@ -251,10 +303,23 @@ class Driver {
         if (out_row) rows.push_back(*out_row);
         if (in_row) rows.push_back(*in_row);
         if (sink_) {
+          if (l.traffic && o_.traffic_summary) note_traffic_summary(*l.traffic, out_row, in_row);
           sink_->row(out_row ? &*out_row : nullptr, in_row ? &*in_row : nullptr);
           sink_->progress(std::min(1.0, static_cast<double>(rows_done_) / total_rows_));
         }
       }
+    }
+  }
+
+  // NCCL_TESTS_ALLTOALLV_PRINT_SUMMARY: nccl-tests prints these inside the row's line, which
+  // breaks it for parsers; collie prints them as '#' lines before the row, one block per
+  // placement measured.
+  void note_traffic_summary(const RankTraffic& t, const std::optional<ResultRow>& out,
+                            const std::optional<ResultRow>& in) {
+    for (const auto* r : {&out, &in}) {
+      if (!*r) continue;
+      for (const std::string& line : traffic_summary_lines(o_.traffic, t, t.total, (*r)->time_us))
+        sink_->note(line);
     }
   }
 
@@ -315,9 +380,16 @@ class Driver {
     const int rank = pg_.rank();
     Buffers bufs = allocate(d, l, dt, in_place);
     const TensorView send = bufs.send, recv = bufs.recv;
-    CallArgs args{
-        send, recv, in_place, j.op, std::max(j.root, 0), timeout_, false, bufs.staging.data(),
-        &dev_};
+    CallArgs args{send,
+                  recv,
+                  in_place,
+                  j.op,
+                  std::max(j.root, 0),
+                  timeout_,
+                  false,
+                  bufs.staging.data(),
+                  &dev_,
+                  l.traffic.get()};
     const DataSpec spec{dt, d.reduces ? j.op : ReduceOp::Sum, pg_.size(), o_.seed};
     LocalResult res;
     stall_if_asked(o_.hooks, rank, timeout_, steps_, what);
@@ -368,6 +440,7 @@ class Driver {
   const Millis timeout_;
   StepTracker steps_;
   std::vector<int> pids_;
+  std::optional<TrafficModel> traffic_;  // when a collective takes the run's traffic
   size_t total_rows_ = 1;
   size_t rows_done_ = 0;
   int64_t wrong_total_ = 0;

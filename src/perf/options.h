@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/reduce_op.h"
 #include "core/timeout.h"
+#include "perf/traffic.h"
 
 namespace collie {
 class Env;
@@ -79,6 +80,11 @@ struct PerfOptions {
   bool timestamps = false;            // -S
   Placement placement = Placement::Both;
   uint64_t seed = 0;
+  // Who sends how much to whom in collectives with uneven traffic (alltoallv): --traffic, or
+  // nccl-tests' NCCL_TESTS_ALLTOALLV_* variables. Every rank must have the same (run_perf checks).
+  TrafficSpec traffic;
+  // NCCL_TESTS_ALLTOALLV_PRINT_SUMMARY: each such row is preceded by its per-rank bytes.
+  bool traffic_summary = false;
   TestHooks hooks;
   // Called on the step watchdog's thread just before it ends the process because a step
   // outlived the timeout plus grace (the backend ignored its deadline): the last chance for a

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "comm/registry.h"
 #include "support/child_process.h"
@@ -27,12 +28,13 @@ struct CliRun {
 };
 
 // `prefix` runs the binary through another command (setpriv, to drop root).
-CliRun collie(const std::vector<std::string>& args, const std::vector<std::string>& prefix = {}) {
+CliRun collie(const std::vector<std::string>& args, const std::vector<std::string>& prefix = {},
+              const std::map<std::string, std::string>& env = {}) {
   std::vector<std::string> argv = prefix;
   argv.push_back(COLLIE_BIN);
   argv.insert(argv.end(), args.begin(), args.end());
   const auto t0 = std::chrono::steady_clock::now();
-  ChildProcess p(argv, {});
+  ChildProcess p(argv, env);
   auto st = p.wait(std::chrono::seconds(30));
   EXPECT_TRUE(st.has_value()) << args[0] << " did not finish in 30 s";
   return {st.value_or(-1), p.out(), p.err(),
@@ -42,11 +44,13 @@ CliRun collie(const std::vector<std::string>& args, const std::vector<std::strin
 // Exit 2 with exactly one line on stderr containing `words`, nothing on stdout (no rank ran:
 // rank 0 prints the report header first), within a few seconds.
 void expect_usage(const std::vector<std::string>& args, const std::string& words,
-                  const std::vector<std::string>& prefix = {}) {
+                  const std::vector<std::string>& prefix = {},
+                  const std::map<std::string, std::string>& env = {}) {
   std::string cmd;
+  for (const auto& [k, v] : env) cmd += k + "=" + v + " ";
   for (const auto& a : prefix) cmd += a + " ";
   for (const auto& a : args) cmd += a + " ";
-  const CliRun r = collie(args, prefix);
+  const CliRun r = collie(args, prefix, env);
   EXPECT_EQ(r.code, 2) << cmd << "\n" << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << cmd << "\n" << r.err;
   EXPECT_NE(r.err.find(words), std::string::npos) << cmd << "\n" << r.err;
@@ -96,6 +100,27 @@ TEST(CliBadInput, PerfSizesAndNumbers) {
   expect_usage({"perf", "-b", "4X"}, "-b '4X' is not a size");
   expect_usage({"perf", "--min-busbw", "nan"}, "--min-busbw nan is not a number");
   expect_usage({"perf", "-np", "100000"}, "-np must be in 1..4096");
+}
+
+TEST(CliBadInput, PerfAlltoallvTraffic) {
+  TempDir t;
+  expect_usage({"perf", "alltoallv", "--traffic", "poisson"},
+               "--traffic 'poisson' is not spread[:S], uniform, zipf:S, hot:K[:F] or file:PATH");
+  expect_usage({"perf", "alltoallv", "--traffic", "zipf:nan"}, "zipf:nan: S 'nan' is not a number");
+  expect_usage({"perf", "alltoallv", "--traffic", "hot:0"}, "hot:0: K '0' is not an integer");
+  expect_usage({"perf", "all_reduce", "--traffic", "uniform"}, "--traffic shapes alltoallv only");
+  const std::string ragged = t.write("ragged.txt", "16 32\n48\n");
+  expect_usage({"perf", "alltoallv", "--traffic", "file:" + ragged},
+               "traffic matrix " + ragged + ": row 2 has 1 values, row 1 has 2");
+  expect_usage({"perf", "alltoallv"}, "NCCL_TESTS_ALLTOALLV_SPREAD '2' is not a number in [0, 1]",
+               {}, {{"NCCL_TESTS_ALLTOALLV_SPREAD", "2"}});
+  expect_usage({"perf", "alltoallv"}, "traffic matrix /nonexistent/m.txt: not a readable file", {},
+               {{"NCCL_TESTS_ALLTOALLV_MATRIX_FILE", "/nonexistent/m.txt"}});
+  // Read only when alltoallv runs: another collective ignores them, as nccl-tests' other
+  // binaries do.
+  const CliRun r = collie({"perf", "all_reduce", "-np", "1", "-b", "8", "-e", "8", "-n", "1"}, {},
+                          {{"NCCL_TESTS_ALLTOALLV_MATRIX_FILE", "/nonexistent/m.txt"}});
+  EXPECT_EQ(r.code, 0) << r.err;
 }
 
 TEST(CliBadInput, OutputPathsAreCheckedBeforeAnyRankStarts) {

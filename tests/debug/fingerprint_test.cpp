@@ -141,6 +141,26 @@ TEST(Fingerprint, AllToAllSplitsCheckedPairwise) {
   EXPECT_FALSE(check_collective({a, b}, Millis(1)));
 }
 
+TEST(Fingerprint, AllToAllWithSplitsMayHaveDifferentTotals) {
+  // alltoallv: rank 0 sends 1 + 2, rank 1 sends 4 + 5; each pair agrees, so nothing differs
+  // although the ranks' element counts (total / size) do.
+  auto a = fp(0, OpType::AllToAll, 2, 1), b = fp(1, OpType::AllToAll, 2, 4);
+  a.input_splits = {1, 2};
+  a.output_splits = {1, 4};
+  b.input_splits = {4, 5};
+  b.output_splits = {2, 5};
+  EXPECT_TRUE(differing_fields(a, b).empty());
+  EXPECT_FALSE(check_collective({a, b}, Millis(1)));
+  b.output_splits = {3, 5};
+  auto msg = check_collective({a, b}, Millis(1));
+  ASSERT_TRUE(msg);
+  EXPECT_NE(msg->find("rank 0 sends 2 elements to rank 1, which expects 3"), std::string::npos)
+      << *msg;
+  // Without splits the counts are still compared.
+  auto c = fp(0, OpType::AllToAll, 3, 2), e = fp(1, OpType::AllToAll, 3, 4);
+  EXPECT_EQ(differing_fields(c, e), std::vector<std::string>{"element count"});
+}
+
 TEST(Fingerprint, P2PPairs) {
   auto s = fp(0, OpType::Send, 1, 8), r = fp(1, OpType::Recv, 1, 8);
   s.peer = 1;

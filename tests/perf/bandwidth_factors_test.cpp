@@ -29,6 +29,9 @@ const std::map<std::string, Expected>& nccl_tests_factors() {
       {"all_gather", {all, n1_over_n}},
       {"reduce_scatter", {all, n1_over_n}},
       {"alltoall", {all, n1_over_n}},
+      // alltoallv: algbw counts the busiest rank's bytes (Layout::algbw_count, checked in
+      // traffic_test.cpp), busbw the same (n-1)/n.
+      {"alltoallv", {one, n1_over_n}},
       {"gather", {all, n1_over_n}},
       {"scatter", {all, n1_over_n}},
       {"broadcast", {one, unit}},

@@ -90,13 +90,37 @@ TEST_F(PerfCli, EveryCollectiveValidatesOverGlooOn2To4Ranks) {
         }
       }
       for (const char* c : {"all_reduce", "all_gather", "broadcast", "reduce", "reduce_scatter",
-                            "alltoall", "gather", "scatter", "sendrecv", "barrier"}) {
+                            "alltoall", "alltoallv", "gather", "scatter", "sendrecv", "barrier"}) {
         EXPECT_NE(r.out.find(std::string("# Collective test concluded: ") + c + "_perf"),
                   std::string::npos)
             << c;
       }
     }
   }
+}
+
+TEST_F(PerfCli, AlltoallvTrafficRunsCleanUnderDetail) {
+  // DETAIL checks every all_to_all's splits pairwise; uneven traffic (ranks with different
+  // totals, zeros) is not a desync, and a corrupted element is still counted.
+  const std::string matrix = tmp("matrix.txt");
+  std::ofstream(matrix) << "0 0 4096\n16 0 0\n48 32 0\n";
+  for (const std::string& traffic :
+       {std::string("--traffic zipf:1.5 --traffic-seed 3 -b 1K -e 64K -f 8"),
+        "--traffic file:" + matrix}) {
+    const Result r = run("alltoallv -np 3 -n 2 -w 1 -T 60 " + traffic, "COLLIE_DEBUG=DETAIL");
+    ASSERT_EQ(r.rc, 0) << traffic << "\n" << r.out << r.err;
+    const auto t = rows(r.out);
+    ASSERT_FALSE(t.empty()) << r.out;
+    for (const auto& row : t) EXPECT_EQ(row[8], "0") << traffic;
+    EXPECT_NE(r.out.find("# alltoallv traffic: "), std::string::npos) << r.out;
+  }
+  const Result bad = run("alltoallv -np 3 -n 2 -w 1 -T 60 --traffic file:" + matrix,
+                         "COLLIE_ENABLE_TEST_HOOKS=1 COLLIE_PERF_TEST_CORRUPT=0:3");
+  EXPECT_EQ(bad.rc, 1) << bad.out << bad.err;
+  const auto t = rows(bad.out);
+  ASSERT_EQ(t.size(), 1u) << bad.out;
+  EXPECT_EQ(t[0][8], "1");
+  std::filesystem::remove(matrix);
 }
 
 TEST_F(PerfCli, CorruptedResultIsCountedAndFailsTheRun) {

@@ -55,7 +55,7 @@ PerfOptions small(std::vector<std::string> colls) {
 TEST(PerfDriver, EveryCollectiveDtypeOpValidatesOn2To4Ranks) {
   std::vector<std::string> all;
   for (auto* d : all_collectives()) all.push_back(d->name);
-  ASSERT_EQ(all.size(), 10u);
+  ASSERT_EQ(all.size(), 11u);
   for (int n = 2; n <= 4; ++n) {
     PerfOptions o = small(all);
     o.dtypes = {DType::Float32, DType::Int32,  DType::Float16, DType::BFloat16,
@@ -77,17 +77,18 @@ TEST(PerfDriver, EveryCollectiveDtypeOpValidatesOn2To4Ranks) {
     std::set<std::string> seen;
     for (const auto& r : sink.rows) {
       seen.insert(r.collective);
-      // nccl-tests validates everything but in-place alltoall/sendrecv (and barrier has no data);
-      // in_place_test.cpp checks those in-place results over Gloo.
+      // nccl-tests validates everything but in-place alltoall(v)/sendrecv (and barrier has no
+      // data); in_place_test.cpp checks those in-place results over Gloo.
       const bool unchecked =
           r.collective == "barrier" ||
-          (r.placement == "in" && (r.collective == "alltoall" || r.collective == "sendrecv"));
+          (r.placement == "in" && (r.collective == "alltoall" || r.collective == "alltoallv" ||
+                                   r.collective == "sendrecv"));
       EXPECT_EQ(r.wrong, unchecked ? -1 : 0)
           << r.collective << " " << r.placement << " " << r.dtype << " " << r.redop;
       EXPECT_EQ(static_cast<int>(r.rank_time_us.size()), n);
       EXPECT_GT(r.time_us, 0);
     }
-    EXPECT_EQ(seen.size(), 10u);
+    EXPECT_EQ(seen.size(), 11u);
   }
 }
 
@@ -118,6 +119,37 @@ TEST(PerfDriver, CorruptionHookIsCountedAndLocated) {
   EXPECT_TRUE(found);
   // Rows too small to hold offset 3 stay clean: the hook only touches checked elements.
   EXPECT_EQ(sink.rows.front().wrong, 0);
+}
+
+TEST(PerfDriver, AlltoallvTrafficMustBeTheSameOnEveryRank) {
+  // Rank 1 reads another spread (its own NCCL_TESTS_ALLTOALLV_SPREAD): every rank refuses to run
+  // before any alltoallv, naming the rank that differs and rank 0's traffic.
+  CaptureSink sink;
+  const auto ranks = run_ranks(
+      3,
+      [&](RankContext& ctx) {
+        PerfOptions o = small({"alltoallv"});
+        o.traffic.spread = ctx.rank == 1 ? 0.5 : 1.0;
+        run_perf(*ctx.pg, o, &sink, "test");
+      },
+      threads());
+  ASSERT_EQ(ranks.ranks.size(), 3u);
+  for (const auto& r : ranks.ranks) {
+    ASSERT_TRUE(r.error) << r.rank << ": " << r.message;
+    try {
+      std::rethrow_exception(r.error);
+    } catch (const InvalidArgument& e) {
+      const std::string mine = r.rank == 1 ? "spread:0.5" : "spread:1 ";
+      EXPECT_NE(std::string(e.what()).find("alltoallv traffic differs between ranks: rank 1's is "
+                                           "not rank 0's (this rank has " +
+                                           mine),
+                std::string::npos)
+          << e.what();
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "rank " << r.rank << ": " << e.what();
+    }
+  }
+  EXPECT_TRUE(sink.rows.empty());
 }
 
 TEST(PerfDriver, AllRootsAndPlacementsProduceRows) {

@@ -6,7 +6,9 @@ The reader is written from nccl-tests' documented table (src/util.cu): '#' lines
 "# Collective test starting: <name>_perf" opens a table, a data line splits on whitespace into
 size, count, type, redop, root and then per placement (out-of-place, in-place) time, algbw,
 busbw and #wrong; parsers apply float() to time/algbw/busbw of both placements and read the
-"# Avg bus bandwidth    : X " line. Only #wrong may be N/A (in-place alltoall and sendrecv).
+"# Avg bus bandwidth    : X " line. Only #wrong may be N/A (in-place alltoall(v) and sendrecv).
+The alltoallv tables (collie's generated traffic with NCCL_TESTS_ALLTOALLV_PRINT_SUMMARY, and
+nccl-tests' matrix-file mode) must read the same way, summary lines included.
 
 usage: nccl_tests_text_reader.py COLLIE_BIN WORKDIR
 """
@@ -17,8 +19,8 @@ import subprocess
 import sys
 
 COLLECTIVES = ["all_reduce", "all_gather", "broadcast", "reduce", "reduce_scatter", "alltoall",
-               "gather", "scatter", "sendrecv", "barrier"]
-UNCHECKED_IN_PLACE = {"alltoall", "sendrecv"}
+               "alltoallv", "gather", "scatter", "sendrecv", "barrier"]
+UNCHECKED_IN_PLACE = {"alltoall", "alltoallv", "sendrecv"}
 
 
 def fail(msg):
@@ -105,6 +107,92 @@ def check_per_iter(collie, work):
     return n
 
 
+def rows_by_key(jpath):
+    """The -J file's rows by (collective, size, dtype, redop, root, placement)."""
+    rows = {}
+    for r in json.load(open(jpath))["rows"]:
+        rows[(r["collective"], r["size_bytes"], r["dtype"], r["redop"], r["root"],
+              r["placement"])] = r
+    return rows
+
+
+def round_trip(table, rows, coll):
+    """Every cell of one collective's table against the -J rows: (numbers checked, the busbw of
+    every cell)."""
+    checked, busbws = 0, []
+    for line in table["lines"]:
+        for place, at in (("out", 5), ("in", 9)):
+            key = (coll, line["size"], line["type"], line["redop"], line["root"], place)
+            if key not in rows:
+                fail("%s: no -J row for %s" % (coll, key))
+            row = rows[key]
+            got = line[place]
+            if line["count"] != row["count"]:
+                fail("%s: count %d vs -J %d" % (coll, line["count"], row["count"]))
+            for name, field, off in (("time", "time_us", 0), ("algbw", "algbw_gbps", 1),
+                                     ("busbw", "busbw_gbps", 2)):
+                cell = line["cells"][at + off]
+                if abs(got[name] - row[field]) > tolerance(cell) * (1 + 1e-9):
+                    fail("%s %s %s: table %s vs -J %r" % (coll, place, name, cell, row[field]))
+                checked += 1
+            want_na = coll == "barrier" or (place == "in" and coll in UNCHECKED_IN_PLACE)
+            if want_na != (got["wrong"] is None):
+                fail("%s %s: #wrong is %r" % (coll, place, line["cells"][at + 3]))
+            if got["wrong"] is not None and got["wrong"] != row["wrong"]:
+                fail("%s %s: #wrong %r vs -J %r" % (coll, place, got["wrong"], row["wrong"]))
+            if got["time"] <= 0:
+                fail("%s %s: time %r is not a measurement" % (coll, place, got["time"]))
+            busbws.append(row["busbw_gbps"])
+    return checked, busbws
+
+
+def check_alltoallv(collie, work):
+    """alltoallv as nccl-tests' parsers read it: collie's seeded traffic with the per-rank
+    summary lines between rows, and nccl-tests' matrix-file mode (count 0, the size of the
+    busiest rank). Returns the numbers round-tripped."""
+    n = 0
+    matrix = os.path.join(work, "alltoallv_matrix.txt")
+    with open(matrix, "w") as f:
+        f.write("0 4096 160\n1024 0 0\n48 16 65536\n")
+    runs = [
+        (["--traffic", "zipf:1.1", "--traffic-seed", "5", "-b", "1K", "-e", "64K", "-f", "4"],
+         {"NCCL_TESTS_ALLTOALLV_PRINT_SUMMARY": "1"}),
+        ([], {"NCCL_TESTS_ALLTOALLV_MATRIX_FILE": matrix}),
+    ]
+    for i, (flags, env) in enumerate(runs):
+        jpath = os.path.join(work, "alltoallv_%d.json" % i)
+        if os.path.exists(jpath):
+            os.remove(jpath)
+        cmd = [collie, "perf", "alltoallv", "-np", "3", "-n", "3", "-w", "1", "-T", "60",
+               "-J", jpath] + flags
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=120,
+                           env=dict(os.environ, **env))
+        if p.returncode != 0:
+            fail("%s exited %d: %s" % (cmd, p.returncode, p.stderr[-2000:]))
+        tables = parse_table(p.stdout)
+        if list(tables) != ["alltoallv"] or not tables["alltoallv"]["lines"]:
+            fail("alltoallv tables: %s" % p.stdout)
+        lines = tables["alltoallv"]["lines"]
+        n += round_trip(tables["alltoallv"], rows_by_key(jpath), "alltoallv")[0]
+        if "--traffic" in flags:
+            if len(lines) != 4:
+                fail("1K..64K by 4 gave %d rows" % len(lines))
+            # Summary blocks precede each row: a header and one line per rank, per placement.
+            if p.stdout.count("# NCCL_TESTS_ALLTOALLV_PRINT_SUMMARY: mode=collie") != 8 or \
+                    p.stdout.count("#   rank=2 send_bytes=") != 8:
+                fail("summary lines: %s" % p.stdout)
+            if "repeat with --traffic zipf:1.1 --traffic-seed 5" not in p.stdout:
+                fail("no repeatable traffic line: %s" % p.stdout)
+        else:
+            # Matrix mode: one row; count 0; the size is the busiest rank's bytes: rank 2
+            # receives 160 + 0 + 65536 = 65696.
+            if len(lines) != 1 or lines[0]["count"] != 0 or lines[0]["size"] != 65696:
+                fail("matrix mode rows: %r" % [(l["size"], l["count"]) for l in lines])
+            if lines[0]["out"]["wrong"] != 0:
+                fail("matrix mode #wrong: %r" % lines[0]["out"]["wrong"])
+    return n
+
+
 def main():
     collie, work = sys.argv[1], sys.argv[2]
     os.makedirs(work, exist_ok=True)
@@ -119,44 +207,21 @@ def main():
     tables = parse_table(p.stdout)
     if sorted(tables) != sorted(COLLECTIVES):
         fail("tables found: %s" % sorted(tables))
-    doc = json.load(open(jpath))
-    rows = {}
-    for r in doc["rows"]:
-        rows[(r["collective"], r["size_bytes"], r["dtype"], r["redop"], r["root"],
-              r["placement"])] = r
+    rows = rows_by_key(jpath)
     checked = 0
     for coll, t in tables.items():
         if not t["lines"]:
             fail("%s: no data lines" % coll)
         if t["avg_busbw"] is None:
             fail("%s: no '# Avg bus bandwidth    : X ' line" % coll)
-        busbws = []
-        for line in t["lines"]:
-            for place, at in (("out", 5), ("in", 9)):
-                key = (coll, line["size"], line["type"], line["redop"], line["root"], place)
-                if key not in rows:
-                    fail("%s: no -J row for %s" % (coll, key))
-                row = rows[key]
-                got = line[place]
-                for name, field, off in (("time", "time_us", 0), ("algbw", "algbw_gbps", 1),
-                                         ("busbw", "busbw_gbps", 2)):
-                    cell = line["cells"][at + off]
-                    if abs(got[name] - row[field]) > tolerance(cell) * (1 + 1e-9):
-                        fail("%s %s %s: table %s vs -J %r" % (coll, place, name, cell, row[field]))
-                    checked += 1
-                want_na = coll == "barrier" or (place == "in" and coll in UNCHECKED_IN_PLACE)
-                if want_na != (got["wrong"] is None):
-                    fail("%s %s: #wrong is %r" % (coll, place, line["cells"][at + 3]))
-                if got["wrong"] is not None and got["wrong"] != row["wrong"]:
-                    fail("%s %s: #wrong %r vs -J %r" % (coll, place, got["wrong"], row["wrong"]))
-                if got["time"] <= 0:
-                    fail("%s %s: time %r is not a measurement" % (coll, place, got["time"]))
-                busbws.append(row["busbw_gbps"])
+        n, busbws = round_trip(t, rows, coll)
+        checked += n
         # The table's average is nccl-tests' mean busbw over every cell of the table.
         mean = sum(busbws) / len(busbws)
         if abs(mean - t["avg_busbw"]) > max(1e-6, abs(mean) * 1e-5):
             fail("%s: Avg bus bandwidth %r vs mean of the rows %r" % (coll, t["avg_busbw"], mean))
     checked += check_per_iter(collie, work)
+    checked += check_alltoallv(collie, work)
     print("ok: %d collectives, %d numbers round-tripped" % (len(tables), checked))
 
 

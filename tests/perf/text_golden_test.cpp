@@ -21,8 +21,8 @@
 namespace {
 
 const std::vector<std::string> kCollectives = {
-    "all_reduce", "all_gather", "broadcast", "reduce",   "reduce_scatter",
-    "alltoall",   "gather",     "scatter",   "sendrecv", "barrier"};
+    "all_reduce", "all_gather", "broadcast", "reduce",   "reduce_scatter", "alltoall",
+    "alltoallv",  "gather",     "scatter",   "sendrecv", "barrier"};
 
 std::string slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

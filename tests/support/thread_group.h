@@ -180,8 +180,24 @@ class ThreadGroup : public ProcessGroup {
       }
       case OpType::AllToAll: {
         auto all = w_->exchange(r, c.input, t);
-        const size_t block = c.input.numel / n * ts;
-        for (int k = 0; k < n; ++k) std::memcpy(out + k * block, all[k].data() + r * block, block);
+        if (c.input_splits.empty()) {
+          const size_t block = c.input.numel / n * ts;
+          for (int k = 0; k < n; ++k)
+            std::memcpy(out + k * block, all[k].data() + r * block, block);
+          return;
+        }
+        // With splits: rank r's block from k starts after what k sends the ranks below r.
+        std::vector<int64_t> mine(c.input_splits.begin(), c.input_splits.end());
+        auto splits = w_->exchange(r, TensorView::cpu(mine.data(), mine.size(), DType::Int64), t);
+        size_t at = 0;
+        for (int k = 0; k < n; ++k) {
+          const auto* theirs = reinterpret_cast<const int64_t*>(splits[k].data());
+          int64_t from = 0;
+          for (int j = 0; j < r; ++j) from += theirs[j];
+          const auto cnt = static_cast<size_t>(c.output_splits[k]);
+          std::memcpy(out + at * ts, all[k].data() + static_cast<size_t>(from) * ts, cnt * ts);
+          at += cnt;
+        }
         return;
       }
     }
