@@ -5,8 +5,8 @@
 // slowest rank's time of each iteration, timed the way collie perf times one iteration: a
 // barrier, then back-to-back blocking MPI_Allreduce calls, each timed from its start to its
 // return, as an MPI user calls it (MPI_IN_PLACE, the communicator dup'd once).
-// RAW_MPI_THREAD=multiple initializes with MPI_THREAD_MULTIPLE, as collie's MPI backend does (its
-// watchdog and async ops call MPI from other threads); the default is MPI_Init.
+// RAW_MPI_THREAD=multiple initializes with MPI_THREAD_MULTIPLE, =serialized with
+// MPI_THREAD_SERIALIZED; the default (or =single) is MPI_Init.
 #include <mpi.h>
 
 #include <chrono>
@@ -17,9 +17,11 @@
 
 int main(int argc, char** argv) {
   const char* threads = std::getenv("RAW_MPI_THREAD");
-  if (threads != nullptr && std::string(threads) == "multiple") {
+  if (threads != nullptr && std::string(threads) != "single") {
+    const std::string t(threads);
+    const int want = t == "multiple" ? MPI_THREAD_MULTIPLE : MPI_THREAD_SERIALIZED;
     int provided = 0;
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    MPI_Init_thread(&argc, &argv, want, &provided);
   } else {
     MPI_Init(&argc, &argv);
   }
