@@ -32,6 +32,8 @@ MPIRUN=(mpirun --allow-run-as-root --oversubscribe -np "$NP")
 [[ -x $collie ]] || { echo "overhead.sh: $collie not built (cmake --build $build)" >&2; exit 2; }
 [[ -x $raw ]] || { echo "overhead.sh: $raw not built (cmake --build $build)" >&2; exit 2; }
 work=$(mktemp -d)
+# collie started by hand (MASTER_ADDR/RANK) warns when its store has no secret: give it one.
+export COLLIE_STORE_SECRET=${COLLIE_STORE_SECRET:-$(od -An -N16 -tx1 /dev/urandom | tr -d " \n")}
 trap 'rm -rf "$work"' EXIT
 
 cpus=$(nproc)
