@@ -77,17 +77,28 @@ void add_run_flags(CLI::App& app, RunFlags& f, const std::string& timeout_help,
                              kDefaultLocalRanks))
       ->each([&f](const std::string&) { f.np_given = true; });
   app.add_option("--backend", f.backend, "gloo | mpi | nccl");
-  app.add_option("-T,--timeout", f.timeout_s, timeout_help);
+  app.add_option("-T,--timeout", f.timeout, timeout_help);
   app.add_option("-J,--output_file", f.json, json_help);
   app.add_option("--debug-port", f.debug_port,
                  "start each rank's debug server on PORT + local rank (0 = ephemeral; "
                  "overrides $COLLIE_DEBUG_PORT)");
 }
 
+Millis run_timeout(const RunFlags& f) {
+  try {
+    return parse_duration(f.timeout);
+  } catch (const InvalidArgument&) {
+    throw InvalidArgument(fmt::format(
+        "-T '{}' is not a timeout: give seconds (30, 0.5) or a duration (30s, 500ms, 5m); 0 = "
+        "the default",
+        f.timeout));
+  }
+}
+
 void check_run_flags(const RunFlags& f) {
   if (f.backend != "gloo" && f.backend != "mpi" && f.backend != "nccl")
     throw InvalidArgument("--backend must be gloo, mpi or nccl");
-  if (f.timeout_s < 0) throw InvalidArgument("-T must be >= 0 seconds (0 = the default)");
+  run_timeout(f);
   if (f.np < 1 || f.np > launch::kMaxLocalRanks)
     throw InvalidArgument(fmt::format("-np must be in 1..{}", launch::kMaxLocalRanks));
   if (f.debug_port < -1 || f.debug_port > 65535)
@@ -117,7 +128,7 @@ int launch_or_run_probes(const RunFlags& f, const RunCommand& c,
   return launch_or_run(f, c, [&f, &body] {
     probes::ContextOptions o;
     o.backend = f.backend;
-    if (f.timeout_s > 0) o.timeout = std::chrono::seconds(f.timeout_s);
+    if (const Millis t = run_timeout(f); t.count() > 0) o.timeout = t;
     probes::ProbeContext ctx = probes::make_context(o);
     return body(ctx);
   });

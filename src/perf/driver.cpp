@@ -196,6 +196,13 @@ class Driver {
       h.blocking = o_.blocking;
       h.timestamps = o_.timestamps;
       h.per_iter = o_.report_iters;
+      // The header's "iters:" is -n; without -n the large sizes run fewer (options.h).
+      const int64_t top = sweep_sizes(o_).back();
+      if (!d.latency_only && iters_for(o_, top) != o_.iters)
+        h.iters_note = fmt::format(
+            "iters: {} up to 1 MiB, then {} x 1 MiB / size, at least 2 ({} at {} B); -n {} runs "
+            "{} at every size",
+            o_.iters, o_.iters, iters_for(o_, top), top, o_.iters, o_.iters);
       sink_->collective_started(h);
     }
     std::vector<ResultRow> rows;

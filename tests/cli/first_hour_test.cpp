@@ -1,0 +1,111 @@
+// The first hour of a new user (issue 33), on the real `collie` binary: what someone who knows
+// nccl-tests and torch.distributed types, and what they must see. One test (or a few) per item
+// of the issue; each fails on the behaviour the issue reported.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "support/child_process.h"
+
+namespace collie {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using testing::ChildProcess;
+
+struct CliRun {
+  int code = -1;
+  std::string out, err;
+};
+
+CliRun collie(const std::vector<std::string>& args,
+              const std::map<std::string, std::string>& env = {},
+              std::chrono::seconds within = 60s) {
+  std::vector<std::string> argv = {COLLIE_BIN};
+  argv.insert(argv.end(), args.begin(), args.end());
+  ChildProcess p(argv, env);
+  const auto st = p.wait(within);
+  EXPECT_TRUE(st.has_value()) << args[0] << " did not finish in " << within.count() << " s\n"
+                              << p.err();
+  return {st.value_or(-1), p.out(), p.err()};
+}
+
+size_t lines(const std::string& s) { return std::count(s.begin(), s.end(), '\n'); }
+bool has(const std::string& s, const std::string& what) {
+  return s.find(what) != std::string::npos;
+}
+[[maybe_unused]] size_t occurrences(const std::string& s, const std::string& what) {
+  size_t n = 0;
+  for (size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
+  return n;
+}
+
+// A small, fast perf run (2 ranks, one 8 B size, one iteration) plus `more`.
+std::vector<std::string> tiny_perf(std::vector<std::string> more = {}) {
+  std::vector<std::string> a = {"perf", "-np", "2", "-b", "8", "-e", "8", "-n", "1", "-w", "0"};
+  a.insert(a.end(), more.begin(), more.end());
+  return a;
+}
+
+// --- item 5: nccl-tests flags say what collie does instead -------------------------------------
+
+TEST(FirstHour, NcclTestsThreadAndGpuFlagsSayWhatToDoInstead) {
+  for (const auto& [flag, word] : {std::pair<std::string, std::string>{"-g", "one rank per GPU"},
+                                   {"-t", "one rank per process"}}) {
+    const CliRun r = collie({"perf", flag, "2"});
+    EXPECT_EQ(r.code, 2) << flag << "\n" << r.err;
+    EXPECT_EQ(lines(r.err), 1u) << r.err;
+    EXPECT_TRUE(has(r.err, word) && has(r.err, "-np")) << r.err;
+    EXPECT_FALSE(has(r.err, "not expected")) << r.err;
+  }
+  // What nccl-tests scripts pass (-t 1 -g 1) is what collie does: accepted.
+  const CliRun ok = collie(tiny_perf({"-g", "1", "-t", "1"}));
+  EXPECT_EQ(ok.code, 0) << ok.err;
+  EXPECT_TRUE(has(ok.out, "# Collective test concluded: all_reduce_perf")) << ok.out;
+}
+
+TEST(FirstHour, TimeoutTakesSecondsAndDurations) {
+  for (const std::string t : {"0.5", "30s", "1500ms", "1m"}) {
+    const CliRun r = collie(tiny_perf({"-T", t}));
+    EXPECT_EQ(r.code, 0) << "-T " << t << "\n" << r.err;
+  }
+  const CliRun bad = collie({"perf", "-T", "soon"});
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_EQ(lines(bad.err), 1u) << bad.err;
+  EXPECT_TRUE(has(bad.err, "-T 'soon' is not a timeout") && has(bad.err, "30s")) << bad.err;
+  // The default is written where a user reads: the flag's help.
+  EXPECT_TRUE(has(collie({"perf", "--help"}).out, "5 minutes"));
+}
+
+TEST(FirstHour, HeaderSaysWhenLargeSizesRunFewerIterations) {
+  const CliRun r = collie({"perf", "-np", "2", "-b", "2M", "-e", "2M", "-w", "0"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  // Under the nThread line that says "iters: 20".
+  EXPECT_TRUE(has(r.out, "iters: 20 agg iters: 1 validation: 1 graph: 0 unalign: 0\n# iters: 20 "
+                         "up to 1 MiB, then 20 x 1 MiB / size, at least 2 (10 at 2097152 B)"))
+      << r.out;
+  // With -n every size runs that many: the header is nccl-tests' own, nothing added.
+  const CliRun n = collie({"perf", "-np", "2", "-b", "2M", "-e", "2M", "-w", "0", "-n", "3"});
+  ASSERT_EQ(n.code, 0) << n.err;
+  EXPECT_FALSE(has(n.out, "# iters:")) << n.out;
+}
+
+TEST(FirstHour, PerfTakesTorchAndNcclTestsCollectiveNames) {
+  for (const std::string name : {"all_to_all", "alltoall_perf", "alltoall"}) {
+    const CliRun r = collie(tiny_perf({name}));
+    EXPECT_EQ(r.code, 0) << name << "\n" << r.err;
+    EXPECT_TRUE(has(r.out, "# Collective test starting: alltoall_perf")) << name << "\n" << r.out;
+  }
+  const CliRun info = collie({"info"});
+  EXPECT_TRUE(has(info.out, "all_to_all is alltoall")) << info.out;
+}
+
+}  // namespace
+}  // namespace collie
