@@ -9,6 +9,7 @@
 #include "comm/registry.h"
 #include "core/env.h"
 #include "core/error.h"
+#include "core/exit_codes.h"
 #include "core/output_path.h"
 #include "debug_server/auto_start.h"
 #include "perf/options.h"
@@ -64,6 +65,8 @@ int launch_local(const RunFlags& f, const RunCommand& c) {
   spec.prefix_output = false;       // rank 0's stdout is the report, as nccl-tests prints it
   spec.kill_grace = c.stop_grace;
   spec.extra_env = c.extra_env;
+  // A failed check, REJECTED or an undecided verdict is printed by the rank: not a crash.
+  spec.verdict_statuses = {kExitFailure, kExitWarn, kExitInconclusive};
   return launch::run(spec).exit_code;
 }
 

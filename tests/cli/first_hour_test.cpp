@@ -8,10 +8,12 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
-#include "support/child_process.h"
+#include "cli/cli_run.h"
 
 namespace collie {
 namespace {
@@ -20,21 +22,11 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using testing::ChildProcess;
 
-struct CliRun {
-  int code = -1;
-  std::string out, err;
-};
+using testing::CliRun;
 
 CliRun collie(const std::vector<std::string>& args,
-              const std::map<std::string, std::string>& env = {},
-              std::chrono::seconds within = 60s) {
-  std::vector<std::string> argv = {COLLIE_BIN};
-  argv.insert(argv.end(), args.begin(), args.end());
-  ChildProcess p(argv, env);
-  const auto st = p.wait(within);
-  EXPECT_TRUE(st.has_value()) << args[0] << " did not finish in " << within.count() << " s\n"
-                              << p.err();
-  return {st.value_or(-1), p.out(), p.err()};
+              const std::map<std::string, std::string>& env = {}) {
+  return testing::run_collie(args, env, 60s);
 }
 
 size_t lines(const std::string& s) { return std::count(s.begin(), s.end(), '\n'); }
@@ -88,8 +80,9 @@ TEST(FirstHour, HeaderSaysWhenLargeSizesRunFewerIterations) {
   const CliRun r = collie({"perf", "-np", "2", "-b", "2M", "-e", "2M", "-w", "0"});
   ASSERT_EQ(r.code, 0) << r.err;
   // Under the nThread line that says "iters: 20".
-  EXPECT_TRUE(has(r.out, "iters: 20 agg iters: 1 validation: 1 graph: 0 unalign: 0\n# iters: 20 "
-                         "up to 1 MiB, then 20 x 1 MiB / size, at least 2 (10 at 2097152 B)"))
+  EXPECT_TRUE(has(r.out,
+                  "iters: 20 agg iters: 1 validation: 1 graph: 0 unalign: 0\n# iters: 20 "
+                  "up to 1 MiB, then 20 x 1 MiB / size, at least 2 (10 at 2097152 B)"))
       << r.out;
   // With -n every size runs that many: the header is nccl-tests' own, nothing added.
   const CliRun n = collie({"perf", "-np", "2", "-b", "2M", "-e", "2M", "-w", "0", "-n", "3"});
@@ -105,6 +98,41 @@ TEST(FirstHour, PerfTakesTorchAndNcclTestsCollectiveNames) {
   }
   const CliRun info = collie({"info"});
   EXPECT_TRUE(has(info.out, "all_to_all is alltoall")) << info.out;
+}
+
+// --- item 3: a verdict does not read like a crash ----------------------------------------------
+
+struct TempDir : testing::TempDir {
+  TempDir() : testing::TempDir("collie_first_hour") {}
+};
+
+TEST(FirstHour, AMissedBusbwFloorIsAVerdictNotACrash) {
+  const CliRun r = collie(tiny_perf({"--min-busbw", "1000000"}));
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_TRUE(has(r.err, "collie perf: FAILED: avg bus bandwidth")) << r.err;
+  EXPECT_FALSE(has(r.err, "collie launch")) << r.err;
+  EXPECT_EQ(lines(r.err), 1u) << r.err;
+}
+
+TEST(FirstHour, ARejectedAcceptanceIsAVerdictNotACrash) {
+  TempDir t;
+  const std::string spec = t.write("spec.yaml",
+                                   "name: unreachable floor\n"
+                                   "backend: gloo\n"
+                                   "timeout: 10s\n"
+                                   "checks:\n"
+                                   "  - perf: all_reduce\n"
+                                   "    min_bytes: 1K\n"
+                                   "    max_bytes: 1K\n"
+                                   "    iters: 2\n"
+                                   "    rules:\n"
+                                   "      min_busbw_gbps:\n"
+                                   "        1K: 1000000\n");
+  const CliRun r = collie({"accept", "--spec", spec, "-np", "3"});
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_TRUE(has(r.out, "REJECTED")) << r.out;
+  EXPECT_FALSE(has(r.err, "collie launch")) << r.err;
+  EXPECT_FALSE(has(r.err, "exited with status")) << r.err;
 }
 
 }  // namespace

@@ -181,6 +181,46 @@ TEST(Launch, FailureUsesTheShortGraceNotTheInterruptGrace) {
   EXPECT_TRUE(r.timed_out);
 }
 
+// A verdict (a rank that printed "REJECTED" and exits 1) is not a crash: no "exited with status"
+// line, the other ranks finish what they do (rank 1 writes its last line 0.5 s later), and the
+// job's status is the verdict.
+TEST(Launch, AVerdictStatusLetsTheOthersFinishWithoutALine) {
+  Capture out, err;
+  LaunchSpec s = sh(3,
+                    "if [ $RANK = 0 ]; then echo REJECTED; exit 1; fi; sleep 0.5; "
+                    "echo \"rank $RANK done\"",
+                    out, err);
+  s.verdict_statuses = {1, 5};
+  const LaunchResult r = run(s);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.failed_rank, -1);
+  EXPECT_EQ(err.text(), "");
+  EXPECT_NE(out.text().find("[1] rank 1 done"), std::string::npos) << out.text();
+  EXPECT_NE(out.text().find("[2] rank 2 done"), std::string::npos) << out.text();
+  // A rank failing after a verdict is still a failure, and its status wins.
+  s = sh(2, "if [ $RANK = 0 ]; then exit 5; fi; sleep 0.3; exit 4", out, err);
+  s.verdict_statuses = {1, 5};
+  EXPECT_EQ(run(s).exit_code, 4);
+  EXPECT_NE(err.text().find("rank 1 exited with status 4"), std::string::npos) << err.text();
+}
+
+// Ranks that outlive a verdict by verdict_grace (stuck where the verdict rank left them) are
+// stopped, with one line saying why.
+TEST(Launch, RanksOutlivingAVerdictAreStoppedAfterItsGrace) {
+  Capture out, err;
+  LaunchSpec s = sh(2, "if [ $RANK = 0 ]; then exit 1; fi; sleep 60", out, err);
+  s.verdict_statuses = {1};
+  s.verdict_grace = 300ms;
+  const auto start = Steady::now();
+  const LaunchResult r = run(s);
+  EXPECT_LT(Steady::now() - start, 5s);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(err.text().find("rank 0 gave its verdict (status 1) 300 ms ago and some ranks are "
+                            "still running; stopping them"),
+            std::string::npos)
+      << err.text();
+}
+
 TEST(Launch, KilledRankReportsTheSignal) {
   Capture out, err;
   const LaunchResult r = run(sh(2, "if [ $RANK = 1 ]; then kill -9 $$; fi; sleep 30", out, err));
