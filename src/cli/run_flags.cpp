@@ -1,6 +1,7 @@
 #include "cli/run_flags.h"
 
 #include <fmt/format.h>
+#include <sched.h>
 
 #include <chrono>
 #include <cstdio>
@@ -33,6 +34,15 @@ std::string srun_command(int ranks) {
   return out;
 }
 
+// The CPU cores this process may run on (its affinity mask, as taskset or a cgroup cpuset set
+// it); 0 when unknown.
+int usable_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return 0;
+  return CPU_COUNT(&set);
+}
+
 // Every check that needs no launcher decision; throws InvalidArgument.
 void check_before_any_rank(const RunFlags& f, const RunCommand& c) {
   check_run_flags(f);
@@ -58,6 +68,13 @@ int launch_local(const RunFlags& f, const RunCommand& c) {
     throw InvalidArgument(
         fmt::format("inside Slurm job {} but not in a job step; run the ranks with srun: {}", *job,
                     srun_command(f.np)));
+  }
+  // Ranks that outnumber the cores take turns on them: times then include waiting for a core.
+  if (const int cores = usable_cores(); cores > 0 && f.np > cores) {
+    std::fprintf(stderr,
+                 "collie %s: %d local ranks share %d CPU core%s, so ranks wait for a core and the "
+                 "times include that wait; -np %d gives each rank a core\n",
+                 c.name.c_str(), f.np, cores, cores == 1 ? "" : "s", cores);
   }
   launch::LaunchSpec spec;
   spec.nprocs = f.np;

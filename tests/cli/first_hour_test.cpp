@@ -3,6 +3,7 @@
 // of the issue; each fails on the behaviour the issue reported.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -33,17 +34,37 @@ size_t lines(const std::string& s) { return std::count(s.begin(), s.end(), '\n')
 bool has(const std::string& s, const std::string& what) {
   return s.find(what) != std::string::npos;
 }
-[[maybe_unused]] size_t occurrences(const std::string& s, const std::string& what) {
+size_t occurrences(const std::string& s, const std::string& what) {
   size_t n = 0;
   for (size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
   return n;
 }
 
-// A small, fast perf run (2 ranks, one 8 B size, one iteration) plus `more`.
-std::vector<std::string> tiny_perf(std::vector<std::string> more = {}) {
-  std::vector<std::string> a = {"perf", "-np", "2", "-b", "8", "-e", "8", "-n", "1", "-w", "0"};
+// A small, fast perf run (`np` ranks, one 8 B size, one iteration) plus `more`.
+std::vector<std::string> tiny_perf(std::vector<std::string> more = {}, int np = 2) {
+  std::vector<std::string> a = {"perf", "-np", std::to_string(np), "-b", "8", "-e", "8", "-n", "1",
+                                "-w",   "0"};
   a.insert(a.end(), more.begin(), more.end());
   return a;
+}
+
+// `collie ARGS` with its CPU affinity set to the first core this test may use (as taskset does),
+// so the result does not depend on the machine's core count.
+CliRun run_pinned_to_one_core(const std::vector<std::string>& args) {
+  cpu_set_t mine, one;
+  EXPECT_EQ(sched_getaffinity(0, sizeof mine, &mine), 0);
+  CPU_ZERO(&one);
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &mine)) {
+      CPU_SET(c, &one);
+      break;
+    }
+  }
+  // The child inherits the mask at fork; this thread's own mask is restored after.
+  EXPECT_EQ(sched_setaffinity(0, sizeof one, &one), 0);
+  const CliRun r = collie(args);
+  EXPECT_EQ(sched_setaffinity(0, sizeof mine, &mine), 0);
+  return r;
 }
 
 // --- item 5: nccl-tests flags say what collie does instead -------------------------------------
@@ -111,7 +132,7 @@ TEST(FirstHour, AMissedBusbwFloorIsAVerdictNotACrash) {
   EXPECT_EQ(r.code, 1) << r.err;
   EXPECT_TRUE(has(r.err, "collie perf: FAILED: avg bus bandwidth")) << r.err;
   EXPECT_FALSE(has(r.err, "collie launch")) << r.err;
-  EXPECT_EQ(lines(r.err), 1u) << r.err;
+  EXPECT_EQ(lines(r.err) - occurrences(r.err, "local ranks share"), 1u) << r.err;
 }
 
 TEST(FirstHour, ARejectedAcceptanceIsAVerdictNotACrash) {
@@ -133,6 +154,23 @@ TEST(FirstHour, ARejectedAcceptanceIsAVerdictNotACrash) {
   EXPECT_TRUE(has(r.out, "REJECTED")) << r.out;
   EXPECT_FALSE(has(r.err, "collie launch")) << r.err;
   EXPECT_FALSE(has(r.err, "exited with status")) << r.err;
+}
+
+// --- item 10: more ranks than cores is said ----------------------------------------------------
+
+// The default run (4 ranks) on a machine with fewer cores says so; pinned to one core with
+// taskset, 2 ranks do too, and 1 rank does not.
+TEST(FirstHour, RanksOutnumberingTheCoresAreSaid) {
+  const CliRun one = run_pinned_to_one_core(tiny_perf({}, 1));
+  ASSERT_EQ(one.code, 0) << one.err;
+  EXPECT_FALSE(has(one.err, "share")) << one.err;
+  const CliRun two = run_pinned_to_one_core(tiny_perf({}, 2));
+  ASSERT_EQ(two.code, 0) << two.err;
+  EXPECT_TRUE(has(two.err,
+                  "collie perf: 2 local ranks share 1 CPU core, so ranks wait for a "
+                  "core and the times include that wait; -np 1 gives each rank a core"))
+      << two.err;
+  EXPECT_EQ(lines(two.err), 1u) << two.err;
 }
 
 }  // namespace
