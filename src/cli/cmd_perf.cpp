@@ -195,6 +195,7 @@ int run_rank(const PerfFlags& f, PerfOptions o, const std::map<std::string, std:
     out.progress = ::isatty(STDERR_FILENO) != 0 ||
                    Env::process().get("COLLIE_PERF_PROGRESS").value_or("") == "1";
     out.flags = flags;
+    out.cycles = o.cycles;
     out.nccl = nccl_config(o, min_bw);
     sink = std::make_unique<perf::ReportSink>(stdout, out);
     metrics_sink = std::make_unique<perf::MetricsSink>(sink.get());

@@ -98,9 +98,14 @@ class Driver {
     total_rows_ = estimate_rows(descs);
     const bool soak = o_.cycles == 0 || o_.duration.count() > 0;
     const auto started = SteadyClock::now();
+    // One collective prints one table however many cycles run, as nccl-tests' -N does: the
+    // header before the first cycle, every cycle's rows under it, the trailer after the last.
+    // Several collectives print one table each per cycle.
+    one_table_ = descs.size() == 1;
     for (int cycle = 0;; ++cycle) {
       // A soak keeps only the current cycle's rows so memory stays flat however long it runs.
       if (soak) out.result.rows.clear();
+      rows_done_ = 0;
       if (sink_) sink_->cycle_started(cycle, soak);
       for (const CollectiveDescriptor* d : descs) {
         if (stopped_by_ == 0) run_collective(*d, cycle, out);
@@ -114,6 +119,7 @@ class Driver {
       const bool time_done = o_.duration.count() > 0 && SteadyClock::now() - started >= o_.duration;
       if (agree_to_stop(count_done || time_done)) break;
     }
+    if (one_table_ && stopped_by_ == 0) finish_collective(*descs.front(), out.result.rows);
     out.wrong_total = wrong_total_;
     out.stopped_by = stopped_by_;
     if (pg_.rank() == 0) {
@@ -177,7 +183,7 @@ class Driver {
       throw InvalidArgument(fmt::format("{} needs at least {} ranks (use -np {} or more)", d.name,
                                         d.min_ranks, d.min_ranks));
     }
-    if (sink_) {
+    if (sink_ && (!one_table_ || cycle == 0)) {
       reports::TableHeader h;
       h.collective = d.name;
       h.min_bytes = o_.min_bytes;
@@ -230,13 +236,17 @@ class Driver {
           fmt::format("the {} backend supports none of the requested dtype/op "
                       "combinations for {} (see `collie info`)",
                       pg_.backend_name(), d.name));
-    // A collective cut short by a stop signal gets no "Avg bus bandwidth" line: it would average
-    // a partial sweep.
-    if (o_.memory_report && stopped_by_ == 0) report_memory();
-    if (sink_ && stopped_by_ == 0) {
-      sink_->collective_finished(d.name, rows, reports::summarize(rows, pg_.size()));
-    }
+    if (!one_table_) finish_collective(d, rows);
     out.result.rows.insert(out.result.rows.end(), rows.begin(), rows.end());
+  }
+
+  // The end of a collective's table: -M's memory lines, then the trailer over `rows`. A
+  // collective cut short by a stop signal gets neither: the "Avg bus bandwidth" line would
+  // average a partial sweep.
+  void finish_collective(const CollectiveDescriptor& d, const std::vector<ResultRow>& rows) {
+    if (stopped_by_ != 0) return;
+    if (o_.memory_report) report_memory();
+    if (sink_) sink_->collective_finished(d.name, rows, reports::summarize(rows, pg_.size()));
   }
 
   void run_sweep(const Job& j, std::vector<ResultRow>& rows) {
@@ -376,7 +386,8 @@ class Driver {
   StepTracker steps_;
   std::vector<int> pids_;
   size_t total_rows_ = 1;
-  size_t rows_done_ = 0;
+  size_t rows_done_ = 0;   // in this cycle
+  bool one_table_ = true;  // a single collective: one header and one trailer for every cycle
   int64_t wrong_total_ = 0;
 };
 

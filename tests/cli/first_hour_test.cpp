@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sched.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,7 +12,10 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <regex>
+#include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cli/cli_run.h"
@@ -154,6 +158,72 @@ TEST(FirstHour, ARejectedAcceptanceIsAVerdictNotACrash) {
   EXPECT_TRUE(has(r.out, "REJECTED")) << r.out;
   EXPECT_FALSE(has(r.err, "collie launch")) << r.err;
   EXPECT_FALSE(has(r.err, "exited with status")) << r.err;
+}
+
+// --- item 4: soak and cycle output -------------------------------------------------------------
+
+// Data lines of an nccl-tests table (not '#').
+size_t data_rows(const std::string& out) {
+  size_t n = 0;
+  std::istringstream in(out);
+  for (std::string l; std::getline(in, l);) n += !l.empty() && l[0] != '#';
+  return n;
+}
+
+TEST(FirstHour, CyclesPrintOneTableAsNcclTestsDoes) {
+  const CliRun r =
+      collie({"perf", "-np", "2", "-b", "8", "-e", "32", "-n", "1", "-w", "0", "-N", "3"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(occurrences(r.out, "# Collective test starting"), 1u) << r.out;
+  EXPECT_EQ(occurrences(r.out, "# Using devices"), 1u) << r.out;
+  EXPECT_EQ(occurrences(r.out, "# Avg bus bandwidth"), 1u) << r.out;
+  EXPECT_EQ(occurrences(r.out, "# Collective test concluded"), 1u) << r.out;
+  EXPECT_EQ(data_rows(r.out), 9u) << r.out;  // 3 sizes x 3 cycles, one after the other
+  // Several collectives keep one table each per cycle, so rows never sit under another's header.
+  const CliRun two = collie({"perf", "all_reduce,broadcast", "-np", "2", "-b", "8", "-e", "8", "-n",
+                             "1", "-w", "0", "-N", "2"});
+  ASSERT_EQ(two.code, 0) << two.err;
+  EXPECT_EQ(occurrences(two.out, "# Collective test starting"), 4u) << two.out;
+}
+
+// `-N 0` prints the header once and then rows, cycle after cycle, until stopped.
+TEST(FirstHour, ASoakPrintsTheHeaderOnce) {
+  ChildProcess job(
+      {COLLIE_BIN, "perf", "-np", "2", "-b", "8", "-e", "8", "-n", "1", "-w", "0", "-N", "0"}, {});
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (data_rows(job.out()) < 10 && std::chrono::steady_clock::now() < deadline) {
+    ASSERT_FALSE(job.wait(0ms).has_value()) << job.err();
+    std::this_thread::sleep_for(50ms);
+  }
+  job.signal(SIGINT);
+  ASSERT_EQ(job.wait(20s), 130) << job.err();
+  EXPECT_GE(data_rows(job.out()), 10u);
+  EXPECT_EQ(occurrences(job.out(), "# Collective test starting"), 1u) << job.out();
+  EXPECT_EQ(occurrences(job.out(), "# Using devices"), 1u) << job.out();
+}
+
+// A rank stopped under the default 5-minute timeout: rank 0 says within seconds where it waits
+// and when it will give up, instead of minutes of silence.
+TEST(FirstHour, AStoppedRankIsNotMinutesOfSilence) {
+  ChildProcess job(
+      {COLLIE_BIN, "perf", "-np", "2", "-b", "8", "-e", "8", "-n", "1", "-w", "0", "-N", "0"}, {});
+  ASSERT_TRUE(job.wait_for_err([&](const std::string&) { return data_rows(job.out()) > 0; }, 30s))
+      << job.err();
+  // Rank 1's pid from the header ("#  Rank  1 Group  0 Pid  12345 on ...").
+  std::smatch m;
+  const std::string out = job.out();
+  ASSERT_TRUE(std::regex_search(out, m, std::regex(R"(Rank +1 Group +0 Pid +(\d+))"))) << out;
+  const pid_t rank1 = std::stoi(m[1]);
+  ASSERT_EQ(::kill(rank1, SIGSTOP), 0);
+  const bool said = job.wait_for_err(
+      [](const std::string& err) {
+        return has(err, "has run for 10 s; it fails after 300 s (-T sets that");
+      },
+      25s);
+  ::kill(rank1, SIGCONT);
+  job.signal(SIGINT);
+  EXPECT_TRUE(said) << job.err();
+  EXPECT_TRUE(job.wait(20s).has_value());
 }
 
 // --- item 10: more ranks than cores is said ----------------------------------------------------
