@@ -60,8 +60,9 @@ class Driver {
     } catch (const TimeoutError& e) {
       steps_.report_position();  // rank 0 below tells "still here" from frozen
       const std::string who = pg_.rank() == 0 ? steps_.laggards() : "";
-      throw TimeoutError(fmt::format("[Rank {}] perf step '{}' exceeded {} ms: {}{}{}", pg_.rank(),
-                                     steps_.current(), timeout_.count(), e.what(),
+      // The backend's message names the rank, the op and the deadline; this adds where in the
+      // sweep it was and, on rank 0, who had not got there.
+      throw TimeoutError(fmt::format("{} [perf step '{}']{}{}", e.what(), steps_.current(),
                                      who.empty() ? "" : "; ", who));
     } catch (const NetworkError& e) {
       // A peer that timed out first and exited closes its connections: the rank behind the

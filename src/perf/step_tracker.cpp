@@ -82,7 +82,6 @@ std::string StepTracker::current() {
 
 std::string StepTracker::laggards() {
   if (!store_) return "";
-  const std::string label = current();
   std::vector<std::string> behind;
   try {
     // 1. Ranks that never checked in to this step.
@@ -94,7 +93,7 @@ std::string StepTracker::laggards() {
         behind.push_back(fmt::format("rank {} is still in '{}'", r, v.substr(bar + 1)));
     }
     if (!behind.empty()) {
-      return fmt::format("{} of {} ranks had not reached '{}': {}", behind.size(), world_, label,
+      return fmt::format("{} of {} ranks behind: {}", behind.size(), world_,
                          fmt::join(behind, "; "));
     }
     // 2. Everyone is in this step: compare collective sequence numbers.

@@ -202,19 +202,31 @@ TEST(FirstHour, ASoakPrintsTheHeaderOnce) {
   EXPECT_EQ(occurrences(job.out(), "# Using devices"), 1u) << job.out();
 }
 
+// Once `job` (a perf run) prints rows, freezes its rank 1 with SIGSTOP, as a user would from
+// another shell with the pid the header shows ("#  Rank  1 Group  0 Pid  12345 on ...").
+// Returns that pid, or -1 (test failure) when there were no rows or no such line.
+pid_t stop_rank1_once_rows_come(ChildProcess& job) {
+  const bool rows =
+      job.wait_for_err([&](const std::string&) { return data_rows(job.out()) > 0; }, 30s);
+  EXPECT_TRUE(rows) << job.err();
+  std::smatch m;
+  const std::string out = job.out();
+  if (!rows || !std::regex_search(out, m, std::regex(R"(Rank +1 Group +0 Pid +(\d+))"))) {
+    ADD_FAILURE() << "no rank 1 in the header:\n" << out;
+    return -1;
+  }
+  const pid_t rank1 = std::stoi(m[1]);
+  EXPECT_EQ(::kill(rank1, SIGSTOP), 0);
+  return rank1;
+}
+
 // A rank stopped under the default 5-minute timeout: rank 0 says within seconds where it waits
 // and when it will give up, instead of minutes of silence.
 TEST(FirstHour, AStoppedRankIsNotMinutesOfSilence) {
   ChildProcess job(
       {COLLIE_BIN, "perf", "-np", "2", "-b", "8", "-e", "8", "-n", "1", "-w", "0", "-N", "0"}, {});
-  ASSERT_TRUE(job.wait_for_err([&](const std::string&) { return data_rows(job.out()) > 0; }, 30s))
-      << job.err();
-  // Rank 1's pid from the header ("#  Rank  1 Group  0 Pid  12345 on ...").
-  std::smatch m;
-  const std::string out = job.out();
-  ASSERT_TRUE(std::regex_search(out, m, std::regex(R"(Rank +1 Group +0 Pid +(\d+))"))) << out;
-  const pid_t rank1 = std::stoi(m[1]);
-  ASSERT_EQ(::kill(rank1, SIGSTOP), 0);
+  const pid_t rank1 = stop_rank1_once_rows_come(job);
+  ASSERT_GT(rank1, 0);
   const bool said = job.wait_for_err(
       [](const std::string& err) {
         return has(err, "has run for 10 s; it fails after 300 s (-T sets that");
@@ -224,6 +236,61 @@ TEST(FirstHour, AStoppedRankIsNotMinutesOfSilence) {
   job.signal(SIGINT);
   EXPECT_TRUE(said) << job.err();
   EXPECT_TRUE(job.wait(20s).has_value());
+}
+
+// --- item 6: an error is one line, said once ---------------------------------------------------
+
+// A rank stopped under -T 2: the others time out. Every line is short, the timeout is said once,
+// Gloo's source paths stay out of it, and the dump keeps the full error.
+TEST(FirstHour, ATimeoutIsSaidOnceWithoutGloosSourcePaths) {
+  TempDir t;
+  const std::string dumps = (t.dir / "fr").string();
+  ChildProcess job({COLLIE_BIN, "perf", "-np", "2", "-b", "8", "-e", "8", "-n", "1", "-w", "0",
+                    "-N", "0", "-T", "2"},
+                   {{"COLLIE_FR_DUMP_DIR", dumps}});
+  const pid_t rank1 = stop_rank1_once_rows_come(job);
+  ASSERT_GT(rank1, 0);
+  const auto rc = job.wait(30s);
+  ::kill(rank1, SIGCONT);
+  ASSERT_EQ(rc, 3) << job.err();
+  const std::string err = job.err();
+  EXPECT_EQ(occurrences(err, "did not complete within 2000 ms"), 1u) << err;
+  EXPECT_FALSE(has(err, "gloo/transport")) << err;
+  // Named whichever step it froze in.
+  EXPECT_TRUE(std::regex_search(err, std::regex("rank 1 (is still in|did not answer|has only)")))
+      << err;
+  std::istringstream in(err);
+  for (std::string l; std::getline(in, l);) EXPECT_LT(l.size(), 450u) << l;
+  const std::string dump = testing::read_file(dumps + "/first-failure/collie_fr_rank_0.json");
+  EXPECT_TRUE(has(dump, "did not complete within 2000 ms")) << dump.substr(0, 400);
+}
+
+// A DETAIL mismatch in a program that does not catch it: each rank says it once (it was three
+// times: an error log, the crash dump line and the C++ runtime's own), dump folder or not.
+TEST(FirstHour, ADesyncIsSaidOncePerRank) {
+  TempDir t;
+  for (const bool dump_dir : {false, true}) {
+    std::map<std::string, std::string> env = {{"COLLIE_DEBUG", "DETAIL"},
+                                              {"COLLIE_TIMEOUT", "5000"}};
+    if (dump_dir) env["COLLIE_FR_DUMP_DIR"] = (t.dir / "fr").string();
+    const CliRun r = collie({"launch", "-np", "2", "--", MISMATCH_APP}, env);
+    EXPECT_NE(r.code, 0);
+    // Per rank at most once (the launcher may stop one rank before it prints), at least one.
+    size_t said = 0;
+    for (int rank = 0; rank < 2; ++rank) {
+      size_t n = 0;
+      std::istringstream in(r.err);
+      for (std::string l; std::getline(in, l);) {
+        n += l.starts_with(fmt::format("[{}] ", rank)) && has(l, "Detected mismatch");
+      }
+      EXPECT_LE(n, 1u) << "rank " << rank << "\n" << r.err;
+      said += n;
+    }
+    EXPECT_GE(said, 1u) << r.err;
+    if (dump_dir) {
+      EXPECT_TRUE(has(r.err, "uncaught collie::DesyncError; flight recorder dumped")) << r.err;
+    }
+  }
 }
 
 // --- item 10: more ranks than cores is said ----------------------------------------------------
