@@ -123,6 +123,7 @@ std::string format_header(const TableHeader& h) {
       "{} validation: {} graph: {} unalign: 0\n",
       h.min_bytes, h.max_bytes, step, h.warmup_iters, h.iters, h.agg_iters, h.check_iters,
       h.graph_launches);
+  if (!h.iters_note.empty()) s += "# " + h.iters_note + "\n";
   if (h.blocking)
     s += "# Blocking Enabled: wait for completion and barrier after each collective \n";
   // nccl-tests says "CUDA event timing" here; collie times on the host and says so.

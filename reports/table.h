@@ -34,6 +34,9 @@ struct TableHeader {
   bool blocking = false;            // -z: nccl-tests' "# Blocking Enabled" line
   bool timestamps = false;          // -S: the column header names the timestamp column
   bool per_iter = false;            // -I: the per-iteration columns and their header line
+  // One '#' line under the nThread line when the iterations per size are not all `iters`
+  // (collie perf without -n: fewer above 1 MiB); empty = none, as nccl-tests prints.
+  std::string iters_note;
 };
 
 // "# Collective test starting" through the three column-header lines, each ending in '\n'.

@@ -61,7 +61,9 @@ COLLIE_COMMAND(Command{
       auto f = std::make_shared<AcceptFlags>();
       app.add_option("--spec", f->spec, "acceptance spec (YAML or JSON; see docs/acceptance.md)")
           ->required();
-      add_run_flags(app, f->run, "seconds bounding every check's steps (0 = the spec's timeout)",
+      add_run_flags(app, f->run,
+                    "bound on every check's steps: seconds (30, 0.5) or 30s, 500ms, 5m (0 = the "
+                    "spec's timeout)",
                     "write the JSON report here (rank 0)");
       auto* timeout = app.get_option("--timeout");
       auto* backend = app.get_option("--backend");
@@ -80,8 +82,8 @@ COLLIE_COMMAND(Command{
         }
         // The spec names the backend and the step deadline unless the flags do (-T 0 = spec's).
         if (backend->count() == 0) f->run.backend = spec.backend;
-        if (timeout->count() == 0 || f->run.timeout_s == 0)
-          f->run.timeout_s = static_cast<int>((spec.timeout.count() + 999) / 1000);
+        if (timeout->count() == 0 || run_timeout(f->run).count() == 0)
+          f->run.timeout = std::to_string(spec.timeout.count()) + "ms";
         return launch_or_run_probes(
             f->run,
             RunCommand("accept", {{"--md", f->md}, {"--junit", f->junit}, {"--html", f->html}}),

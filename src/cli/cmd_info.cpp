@@ -71,7 +71,10 @@ void print_table(const std::vector<const BackendRegistration*>& regs) {
     }
     std::printf("%s\n", row.c_str());
   }
-  std::printf("\n");
+  // The table speaks torch's API names; `collie perf` takes nccl-tests' (and these too).
+  std::printf(
+      "(collie perf uses nccl-tests' names: all_to_all is alltoall (either name works), send "
+      "and recv are timed together as sendrecv)\n\n");
   for (const auto* r : regs) {
     const OpCapability& c = r->capabilities.at(OpType::AllReduce);
     std::printf("%s: dtypes %s; reduce ops %s\n", r->name.c_str(),

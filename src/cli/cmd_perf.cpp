@@ -2,6 +2,7 @@
 // and checks flags, launches local ranks when not under a launcher (cli/run_flags.h, shared with
 // probe and accept), creates the process group and hands everything else to perf/ (engine) and
 // reports/ (output).
+#include <fmt/format.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -48,6 +49,7 @@ struct PerfFlags {
   std::string csv, jsonl, placement = "both";
   RunFlags run;  // -np, --backend, -T, -J, --debug-port (shared with probe and accept)
   double min_busbw = 0;
+  int nthreads = 1, ngpus = 1;  // nccl-tests' -t and -g: 1 is what collie does
   std::string duration;
   uint64_t seed = 0;
   std::string traffic;  // alltoallv: --traffic, else nccl-tests' NCCL_TESTS_ALLTOALLV_* variables
@@ -102,6 +104,19 @@ double min_busbw_gate(const PerfFlags& f, const Env& env) {
 }
 
 PerfOptions to_options(const PerfFlags& f, bool iters_given) {
+  // nccl-tests drives several GPUs from one process (-g) or several threads (-t); collie runs one
+  // rank per process, with one device each, as nccl-tests does under mpirun with -g 1.
+  if (f.nthreads != 1)
+    throw InvalidArgument(fmt::format(
+        "-t {}: collie runs one rank per process, not threads; start {} ranks per host instead "
+        "(-np N here, or your launcher's tasks per node); -t 1 is accepted",
+        f.nthreads, f.nthreads));
+  if (f.ngpus != 1)
+    throw InvalidArgument(fmt::format(
+        "-g {}: each collie rank drives one device; start one rank per GPU instead (-np N here, "
+        "or your launcher's tasks per node, as nccl-tests with -g 1 under mpirun); -g 1 is "
+        "accepted",
+        f.ngpus));
   PerfOptions o;
   o.collectives = perf::parse_collectives(f.collectives, /*allow_all=*/true, "collectives");
   o.min_bytes = parse_byte_size(f.min_bytes, "-b");
@@ -131,7 +146,7 @@ PerfOptions to_options(const PerfFlags& f, bool iters_given) {
     throw InvalidArgument("-a must be 0 (rank 0), 1 (avg), 2 (min) or 3 (max)");
   o.average = static_cast<perf::TimeReduce>(f.average);
   o.blocking = f.blocking != 0;
-  if (f.run.timeout_s > 0) o.timeout = std::chrono::seconds(f.run.timeout_s);
+  if (const Millis t = run_timeout(f.run); t.count() > 0) o.timeout = t;
   o.report_iters = f.per_iter != 0;
   o.iter_skip = f.iter_skip;
   o.timestamps = f.timestamps != 0;
@@ -204,7 +219,7 @@ int run_rank(const PerfFlags& f, PerfOptions o, const std::map<std::string, std:
   const double min_bw = min_busbw_gate(f, Env::process());
   InitOptions init;
   init.backend = f.run.backend;
-  if (f.run.timeout_s > 0) init.timeout = std::chrono::seconds(f.run.timeout_s);
+  if (const Millis t = run_timeout(f.run); t.count() > 0) init.timeout = t;
   std::shared_ptr<ProcessGroup> pg = init_process_group(init);
   std::unique_ptr<perf::ReportSink> sink;
   // Rank 0's results reach the table/JSON writers through the live Prometheus gauges.
@@ -219,6 +234,7 @@ int run_rank(const PerfFlags& f, PerfOptions o, const std::map<std::string, std:
     out.progress = ::isatty(STDERR_FILENO) != 0 ||
                    Env::process().get("COLLIE_PERF_PROGRESS").value_or("") == "1";
     out.flags = flags;
+    out.cycles = o.cycles;
     out.nccl = nccl_config(o, min_bw);
     sink = std::make_unique<perf::ReportSink>(stdout, out);
     metrics_sink = std::make_unique<perf::MetricsSink>(sink.get());
@@ -266,7 +282,8 @@ COLLIE_COMMAND(Command{
       auto f = std::make_shared<PerfFlags>();
       app.add_option("collectives", f->collectives,
                      "all_reduce all_gather broadcast reduce reduce_scatter alltoall alltoallv "
-                     "gather scatter sendrecv barrier, or all (default all_reduce)");
+                     "gather scatter sendrecv barrier, or all (default all_reduce; all_to_all and "
+                     "nccl-tests' binary names such as all_reduce_perf work too)");
       app.add_option("-b,--minbytes", f->min_bytes,
                      "smallest size (8, 8B, 64K, 64KB, 64KiB, 1M, 1G: 1024-based)");
       app.add_option("-e,--maxbytes", f->max_bytes, "largest size");
@@ -283,7 +300,9 @@ COLLIE_COMMAND(Command{
       app.add_option("-r,--root", f->root, "root rank (-1 = every root)");
       app.add_option("-a,--average", f->average, "time across ranks: 0 rank0 1 avg 2 min 3 max");
       app.add_option("-z,--blocking", f->blocking, "wait for every op (1) even with -m");
-      add_run_flags(app, f->run, "seconds bounding every step (0 = the group's default)",
+      add_run_flags(app, f->run,
+                    "bound on every step: seconds (30, 0.5) or 30s, 500ms, 5m (default 0: "
+                    "COLLIE_TIMEOUT, else 5 minutes)",
                     "write results JSON (nccl-tests' version-3 keys + collie.perf.v1)");
       app.add_option("-S,--report_timestamps", f->timestamps, "append a timestamp to each row");
       app.add_option("-I,--per_iter", f->per_iter, "print per-iteration statistics");
@@ -297,6 +316,11 @@ COLLIE_COMMAND(Command{
       app.add_option("--min-busbw", f->min_busbw,
                      "fail when avg busbw < 0.9 x this (GB/s; default $NCCL_TESTS_MIN_BW)");
       app.add_option("--placement", f->placement, "in | out | both");
+      app.add_option("-t,--nthreads", f->nthreads,
+                     "nccl-tests' threads per process: only 1 (collie runs one rank per process; "
+                     "more ranks: -np)");
+      app.add_option("-g,--ngpus", f->ngpus,
+                     "nccl-tests' GPUs per thread: only 1 (one device per rank; more: -np)");
       app.add_option("--seed", f->seed, "seed of the validation data");
       app.add_option("--traffic", f->traffic,
                      "alltoallv traffic: spread[:S] (nccl-tests' pattern, default), uniform, "

@@ -107,8 +107,10 @@ COLLIE_COMMAND(Command{
       app.add_option("name", f->name, "connectivity | pairwise | stragglers | env")
           ->required()
           ->check(CLI::IsMember({"connectivity", "pairwise", "stragglers", "env"}));
-      add_run_flags(app, f->run, "seconds bounding every probe step (0 = the default, 10)",
-                    "write results JSON here (rank 0)");
+      add_run_flags(
+          app, f->run,
+          "bound on every probe step: seconds (10, 0.5) or 10s, 500ms, 2m (0 = the default, 10 s)",
+          "write results JSON here (rank 0)");
       app.add_option("--repeats", f->repeats, "connectivity: run the tournament N times");
       app.add_option("--interval", f->interval_s, "connectivity: seconds between repeats");
       app.add_option("--bytes", f->bytes, "pairwise: bandwidth message size (K/M/G)");

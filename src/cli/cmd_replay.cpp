@@ -77,13 +77,14 @@ int replay_world(const ReplayFlags& f) {
 int run_rank(const ReplayFlags& f) {
   InitOptions init;
   init.backend = f.run.backend;
-  if (f.run.timeout_s > 0) init.timeout = std::chrono::seconds(f.run.timeout_s);
+  const Millis timeout = run_timeout(f.run);
+  if (timeout.count() > 0) init.timeout = timeout;
   std::shared_ptr<ProcessGroup> pg = init_process_group(init);
   const replay::ReplayPlan plan = load_plan(f, pg->size());
   replay::RunnerOptions ro;
   ro.warmup = f.warmup;
   ro.iters = f.iters;
-  if (f.run.timeout_s > 0) ro.timeout = std::chrono::seconds(f.run.timeout_s);
+  if (timeout.count() > 0) ro.timeout = timeout;
   const replay::RankTimes mine = replay::run_plan(*pg, plan, ro);
   const auto all = replay::gather_times(*pg, mine, pg->info().timeout);
   if (pg->rank() == 0) {

@@ -34,9 +34,9 @@ int share_rank0_status(probes::ProbeContext& ctx, int rank0_status) {
     ctx.store->set(read_key(ctx.rank), "1");
     return status;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "collie: rank %d could not learn rank 0's verdict: %s\n", ctx.rank,
-                 e.what());
-    return kExitRuntime;
+    std::fprintf(stderr, "collie: rank %d could not learn rank 0's verdict (failed): %s\n",
+                 ctx.rank, e.what());
+    return kExitFailure;
   }
 }
 

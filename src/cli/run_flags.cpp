@@ -10,6 +10,7 @@
 #include "comm/registry.h"
 #include "core/env.h"
 #include "core/error.h"
+#include "core/exit_codes.h"
 #include "core/output_path.h"
 #include "debug/flight_recorder.h"
 #include "debug_server/auto_start.h"
@@ -63,12 +64,15 @@ int launch_local(const RunFlags& f, const RunCommand& c) {
                     srun_command(f.np)));
   }
   launch::LaunchSpec spec;
+  spec.who = "collie " + c.name;  // its line when the ranks outnumber the cores
   spec.nprocs = f.np;
   spec.argv = launch::self_argv();  // with --debug-port: each rank gets it through argv
   spec.prefix_output = false;       // rank 0's stdout is the report, as nccl-tests prints it
   spec.kill_grace = c.stop_grace;
   spec.extra_env = c.extra_env;
   spec.bind = launch::parse_binding(f.bind);
+  // A failed check, REJECTED or an undecided verdict is printed by the rank: not a crash.
+  spec.verdict_statuses = {kExitFailure, kExitWarn, kExitInconclusive};
   return launch::run(spec).exit_code;
 }
 
@@ -82,7 +86,7 @@ void add_run_flags(CLI::App& app, RunFlags& f, const std::string& timeout_help,
                              kDefaultLocalRanks))
       ->each([&f](const std::string&) { f.np_given = true; });
   app.add_option("--backend", f.backend, "gloo | mpi | nccl");
-  app.add_option("-T,--timeout", f.timeout_s, timeout_help);
+  app.add_option("-T,--timeout", f.timeout, timeout_help);
   app.add_option("-J,--output_file", f.json, json_help);
   app.add_option("--debug-port", f.debug_port,
                  "start each rank's debug server on PORT + local rank (0 = ephemeral; "
@@ -93,10 +97,21 @@ void add_run_flags(CLI::App& app, RunFlags& f, const std::string& timeout_help,
       ->check(CLI::IsMember({"auto", "none"}));
 }
 
+Millis run_timeout(const RunFlags& f) {
+  try {
+    return parse_duration(f.timeout);
+  } catch (const InvalidArgument&) {
+    throw InvalidArgument(fmt::format(
+        "-T '{}' is not a timeout: give seconds (30, 0.5) or a duration (30s, 500ms, 5m); 0 = "
+        "the default",
+        f.timeout));
+  }
+}
+
 void check_run_flags(const RunFlags& f) {
   if (f.backend != "gloo" && f.backend != "mpi" && f.backend != "nccl")
     throw InvalidArgument("--backend must be gloo, mpi or nccl");
-  if (f.timeout_s < 0) throw InvalidArgument("-T must be >= 0 seconds (0 = the default)");
+  run_timeout(f);
   if (f.np < 1 || f.np > launch::kMaxLocalRanks)
     throw InvalidArgument(fmt::format("-np must be in 1..{}", launch::kMaxLocalRanks));
   if (f.debug_port < -1 || f.debug_port > 65535)
@@ -126,7 +141,7 @@ int launch_or_run_probes(const RunFlags& f, const RunCommand& c,
   return launch_or_run(f, c, [&f, &body] {
     probes::ContextOptions o;
     o.backend = f.backend;
-    if (f.timeout_s > 0) o.timeout = std::chrono::seconds(f.timeout_s);
+    if (const Millis t = run_timeout(f); t.count() > 0) o.timeout = t;
     probes::ProbeContext ctx = probes::make_context(o);
     return share_rank0_status(ctx, body(ctx));
   });

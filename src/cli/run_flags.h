@@ -27,7 +27,9 @@ struct RunFlags {
   std::string backend = "gloo";
   // False for a command that creates no group of the backend (probe env): no availability check.
   bool uses_backend = true;
-  int timeout_s = 0;          // -T: seconds bounding every step; 0 = the command's default
+  // -T as given: seconds ("30", "0.5") or a duration ("30s", "500ms", "5m"); "0" = the
+  // command's default. run_timeout() reads it.
+  std::string timeout = "0";
   std::string json;           // -J: results JSON (rank 0)
   int debug_port = -1;        // --debug-port: per-rank debug server base port (-1 = off)
   std::string bind = "auto";  // --bind: CPU binding of the local ranks (-np; launch/cpu_binding.h)
@@ -50,12 +52,16 @@ struct RunCommand {
   std::map<std::string, std::string> extra_env;  // set in every local rank
 };
 
+// -T as milliseconds (0 = the command's default). Throws InvalidArgument naming -T.
+Millis run_timeout(const RunFlags& f);
+
 // Adds --np (-np), --backend, -T/--timeout, -J/--output_file, --debug-port and --bind to `app`.
 void add_run_flags(CLI::App& app, RunFlags& f, const std::string& timeout_help,
                    const std::string& json_help);
 
 // The one validator of the flags above: throws InvalidArgument, one line naming the flag
-// (--backend not gloo/mpi/nccl, -T < 0, -np outside 1..4096, --debug-port outside 0..65535).
+// (--backend not gloo/mpi/nccl, -T not a duration, -np outside 1..4096, --debug-port outside
+// 0..65535).
 void check_run_flags(const RunFlags& f);
 
 // Checks the flags (check_run_flags), the backend (built and able to run on this host, when

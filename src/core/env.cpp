@@ -1,6 +1,7 @@
 #include "core/env.h"
 
 #include <charconv>
+#include <cmath>
 #include <cstdlib>
 
 #include "core/error.h"
@@ -62,7 +63,8 @@ std::optional<std::string> MapEnv::get(std::string_view name) const {
 std::chrono::milliseconds parse_duration(std::string_view s) {
   double value = 0;
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
-  if (ec != std::errc() || value < 0) {
+  // NaN and infinity parse as numbers; neither is a duration.
+  if (ec != std::errc() || !std::isfinite(value) || value < 0) {
     throw InvalidArgument("'" + std::string(s) + "' is not a duration (try 30s, 500ms, 10m)");
   }
   std::string_view unit(p, s.data() + s.size() - p);
@@ -77,6 +79,9 @@ std::chrono::milliseconds parse_duration(std::string_view s) {
     ms = value * 3'600'000;
   } else {
     throw InvalidArgument("'" + std::string(s) + "' has an unknown unit (use ms, s, m or h)");
+  }
+  if (ms > 1e15) {  // ~31,000 years: past it the conversion below would overflow
+    throw InvalidArgument("'" + std::string(s) + "' is longer than any deadline collie takes");
   }
   return std::chrono::milliseconds(static_cast<long long>(ms));
 }

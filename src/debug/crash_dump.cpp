@@ -1,10 +1,12 @@
 #include "debug/crash_dump.h"
 
+#include <cxxabi.h>
 #include <fmt/format.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <csignal>
+#include <cstdlib>
 #include <exception>
 #include <mutex>
 
@@ -43,8 +45,20 @@ void say(const std::string& line) {
   (void)n;
 }
 
+// "collie::DesyncError" for the exception being handled, "" when there is none.
+std::string current_exception_type() {
+  const std::type_info* t = abi::__cxa_current_exception_type();
+  if (t == nullptr) return "";
+  int status = 0;
+  char* name = abi::__cxa_demangle(t->name(), nullptr, nullptr, &status);
+  std::string out = status == 0 && name != nullptr ? name : t->name();
+  std::free(name);
+  return out;
+}
+
 [[noreturn]] void on_terminate() {
   std::string what = "std::terminate called";
+  std::string shown = what;
   if (std::exception_ptr e = std::current_exception()) {
     try {
       std::rethrow_exception(e);
@@ -53,10 +67,13 @@ void say(const std::string& line) {
     } catch (...) {
       what = "uncaught exception (not a std::exception)";
     }
+    // The C++ runtime's handler, called next, prints the message itself: the line names the
+    // exception's type only, so the message is not printed twice.
+    shown = fmt::format("uncaught {}", current_exception_type());
   }
   // Messages from Gloo span lines; the dump's reason is one.
   for (char& c : what) c = c == '\n' ? ' ' : c;
-  crash_dump(what);
+  crash_dump(what, shown);
   if (g_prev_terminate != nullptr) g_prev_terminate();
   std::abort();
 }
@@ -76,14 +93,14 @@ extern "C" void on_fatal_signal(int sig) {
 
 }  // namespace
 
-std::string crash_dump(const std::string& reason) {
+std::string crash_dump(const std::string& reason, const std::string& shown) {
   DumpService* ds = g_service.load();
   if (ds == nullptr || g_dumped.exchange(true)) return "";
   const std::string path = ds->dump_on_crash(reason);
   if (!path.empty()) {
     say(fmt::format(
         "[Rank {}] collie: {}; flight recorder dumped to {} (run `collie analyze {}`)\n",
-        ds->rank(), reason, path, ds->dump_dir()));
+        ds->rank(), shown.empty() ? reason : shown, path, ds->dump_dir()));
   }
   return path;
 }

@@ -20,8 +20,9 @@ class DumpService;
 
 void install_crash_dump(DumpService& service);
 
-// Writes the dump for `reason` now, once per process (later calls return ""); the crash
-// handlers call this. Returns the file written, or "".
-std::string crash_dump(const std::string& reason);
+// Writes the dump for `reason` now, once per process (later calls return ""), and says so on
+// stderr naming `shown` (default: the reason); the crash handlers call this. Returns the file
+// written, or "".
+std::string crash_dump(const std::string& reason, const std::string& shown = "");
 
 }  // namespace collie

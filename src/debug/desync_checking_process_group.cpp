@@ -71,10 +71,13 @@ uint64_t DesyncCheckingProcessGroup::sample_from_env(const Env& env) {
   return v ? static_cast<uint64_t>(*v) : 1;
 }
 
-void DesyncCheckingProcessGroup::fail(const std::string& msg) {
+// The mismatch reaches the user once per rank, as the DesyncError the call throws; the dump
+// records it and its log line only says where the dump went.
+void DesyncCheckingProcessGroup::fail(const OpCall& call, const std::string& msg) {
   const std::string text = fmt::format("[Rank {}] {}", info().global_ranks[rank()], msg);
-  log(LogLevel::Error, "{}", msg);  // the logger adds the rank
-  DumpService::global().request_dump("desync: " + msg, /*all_ranks=*/true);
+  DumpService::global().request_dump(
+      fmt::format("desync at {} #{} in group {}", op_name(call.type), call.seq, info().name),
+      /*all_ranks=*/true, msg);
   throw DesyncError(text);
 }
 
@@ -102,7 +105,7 @@ void DesyncCheckingProcessGroup::check_collective_call(const OpCall& call) {
   const Fingerprint mine = Fingerprint::of(call, info().global_ranks[rank()], size());
   const auto g = exchange_->exchange(mine, call.timeout);
   if (auto msg = check_collective(g.fps, call.timeout, info().global_ranks, g.splits_pairs_of)) {
-    fail(*msg);
+    fail(call, *msg);
   }
 }
 
@@ -135,8 +138,9 @@ std::shared_ptr<Work> DesyncCheckingProcessGroup::after(const OpCall& call,
     const auto& recv = sent ? theirs : std::optional<Fingerprint>(c.fp);
     const int s = info().global_ranks[c.sender], r = info().global_ranks[c.receiver];
     if (auto msg = check_p2p(send, recv, s, r, timeout)) {
-      log(LogLevel::Error, "{}", *msg);
-      DumpService::global().request_dump("desync: " + *msg, /*all_ranks=*/true);
+      DumpService::global().request_dump(
+          fmt::format("desync between send and recv of ranks {} and {}", s, r),
+          /*all_ranks=*/true, *msg);
       checked->complete(std::make_exception_ptr(DesyncError(fmt::format("{} {}", where, *msg))));
       return;
     }

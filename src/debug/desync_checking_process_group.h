@@ -64,7 +64,7 @@ class DesyncCheckingProcessGroup : public ProcessGroupWrapper {
   void check_collective_call(const OpCall& call);
   void post(std::function<void()> task);
   void loop();
-  [[noreturn]] void fail(const std::string& msg);
+  [[noreturn]] void fail(const OpCall& call, const std::string& msg);
 
   const std::shared_ptr<Store> store_;
   // The checker thread's own client: its parked waits must not hold up the caller's requests

@@ -173,10 +173,14 @@ void DumpService::start(int rank, std::shared_ptr<Store> world_store) {
   if (!dir_.empty()) install_crash_dump(*this);
 }
 
-void DumpService::request_dump(const std::string& reason, bool all_ranks) {
+void DumpService::request_dump(const std::string& reason, bool all_ranks,
+                               const std::string& detail) {
   {
     std::lock_guard<std::mutex> lk(mu_);
-    if (pending_.empty()) pending_ = reason;
+    if (pending_.empty()) {
+      pending_ = reason;
+      pending_detail_ = detail;
+    }
     pending_all_ = pending_all_ || all_ranks;
   }
   wake();
@@ -220,7 +224,8 @@ void DumpService::flush(std::chrono::milliseconds timeout) {
   }
 }
 
-std::string DumpService::write(const std::string& reason, DumpTrigger trigger) {
+std::string DumpService::write(const std::string& reason, DumpTrigger trigger,
+                               const std::string& detail) {
   if (dir_.empty()) {
     log(LogLevel::Warning,
         "flight recorder: not dumped ({}); set COLLIE_FR_DUMP_DIR to keep the last {} ops", reason,
@@ -229,7 +234,7 @@ std::string DumpService::write(const std::string& reason, DumpTrigger trigger) {
   }
   std::lock_guard<std::mutex> lk(dump_mu_);
   try {
-    std::string path = write_locked(reason, trigger);
+    std::string path = write_locked(detail.empty() ? reason : reason + ": " + detail, trigger);
     log(LogLevel::Warning, "flight recorder dumped to {} ({}); run `collie analyze {}`", path,
         reason, dir_);
     return path;
@@ -270,7 +275,7 @@ std::string DumpService::dump_on_crash(const std::string& reason) {
   }
 }
 
-void DumpService::automatic_dump(const std::string& reason) {
+void DumpService::automatic_dump(const std::string& reason, const std::string& detail) {
   if (failure_kept_.load()) {
     // A failure cascades into more errors; their dumps would bury the first one's evidence in
     // the main folder. Requests (SIGUSR1, POST /v1/dump) still write fresh dumps.
@@ -278,7 +283,7 @@ void DumpService::automatic_dump(const std::string& reason) {
         reason, first_failure_dir());
     return;
   }
-  write(reason, DumpTrigger::Failure);
+  write(reason, DumpTrigger::Failure, detail);
 }
 
 void DumpService::stop_store_watch() {
@@ -339,8 +344,9 @@ void DumpService::watch_store(StoreWatch& w) {
 void DumpService::loop() {
   std::unique_lock<std::mutex> lk(mu_);
   while (true) {
-    std::string reason, requested;
+    std::string reason, detail, requested;
     reason.swap(pending_);
+    detail.swap(pending_detail_);
     requested.swap(pending_request_);
     const bool all = std::exchange(pending_all_, false);
     const bool signaled = g_sigusr1.exchange(false);
@@ -348,7 +354,7 @@ void DumpService::loop() {
     busy_ = !reason.empty() || !requested.empty() || signaled;
     lk.unlock();
     if (all) ask_all_ranks();
-    if (!reason.empty()) automatic_dump(reason);
+    if (!reason.empty()) automatic_dump(reason, detail);
     // A SIGUSR1 and a store request arriving together are one moment: one fresh dump.
     if (signaled) {
       dump_now("SIGUSR1");

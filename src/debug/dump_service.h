@@ -53,8 +53,11 @@ class DumpService {
   void start(int rank, std::shared_ptr<Store> world_store);
   // A failure: asks the thread to dump soon; never blocks. With all_ranks the thread also sets
   // `dump_request` (marked "failure") in the world store so every rank dumps. Written once per
-  // process, also into first-failure/ (see above).
-  void request_dump(const std::string& reason, bool all_ranks = false);
+  // process, also into first-failure/ (see above). `reason` is one short line for the log
+  // ("all_reduce #57 in group 0 failed"); the dump's reason is "<reason>: <detail>" (the full
+  // error, which whoever catches it prints anyway, so the log line does not repeat it).
+  void request_dump(const std::string& reason, bool all_ranks = false,
+                    const std::string& detail = "");
   // A request: asks the thread for a fresh dump soon (always written); never blocks.
   void request_fresh_dump(const std::string& reason);
   // Waits until no requested dump is pending (bounded); for processes about to _exit().
@@ -77,8 +80,9 @@ class DumpService {
   void watch_store(StoreWatch& w);  // the collie-dump-req thread's body
   void stop_store_watch();
   void ask_all_ranks();
-  void automatic_dump(const std::string& reason);
-  std::string write(const std::string& reason, DumpTrigger trigger);
+  void automatic_dump(const std::string& reason, const std::string& detail);
+  // Logs `reason`; the file records "<reason>: <detail>" (or `reason` alone).
+  std::string write(const std::string& reason, DumpTrigger trigger, const std::string& detail = "");
   std::string write_locked(const std::string& reason, DumpTrigger trigger);
   std::string first_failure_dir() const;
   FlightRecorder& fr_;
@@ -94,6 +98,7 @@ class DumpService {
   std::mutex mu_;  // guards the fields below and serializes dumps
   bool stop_ = false;
   std::string pending_;                    // reason of a failure's dump, "" = none
+  std::string pending_detail_;             // and its detail (request_dump)
   std::string pending_request_;            // reason of a requested (fresh) dump, "" = none
   std::atomic<bool> failure_kept_{false};  // the first failure's dump was written
   bool busy_ = false;                      // the thread is writing a dump

@@ -17,7 +17,8 @@ namespace {
 // caller that exits on the TimeoutError still leaves its evidence.
 void default_handler(const Watchdog::Expired& e) {
   DumpService& ds = DumpService::global();
-  ds.request_dump(fmt::format("watchdog timeout: {}", e.message), /*all_ranks=*/true);
+  ds.request_dump(fmt::format("watchdog: {} #{} timed out", op_name(e.op), e.seq),
+                  /*all_ranks=*/true, e.message);
   ds.flush(std::chrono::seconds(5));
 }
 

@@ -136,10 +136,11 @@ class Launcher {
     const std::vector<int> cpus = allowed_cpus();
     cpus_ = rank_cpus(spec.nprocs, cpus, spec.bind);
     if (!cpus.empty() && spec.nprocs > static_cast<int>(cpus.size())) {
+      // Ranks that outnumber the cores take turns on them: times then include waiting for one.
       const std::string note = fmt::format(
-          "collie launch: {} ranks on {} CPUs: the ranks take turns on the cores, so times include "
-          "waiting for a CPU (use -np {} or fewer to measure the collective alone)\n",
-          spec.nprocs, cpus.size(), cpus.size());
+          "{}: {} local ranks share {} CPU core{}, so ranks wait for a core and the times "
+          "include that wait; -np {} gives each rank a core\n",
+          spec.who, spec.nprocs, cpus.size(), cpus.size() == 1 ? "" : "s", cpus.size());
       [[maybe_unused]] const ssize_t w = write(spec.err_fd, note.data(), note.size());
     }
     if (const std::string b = describe_binding(cpus_, static_cast<int>(cpus.size())); !b.empty())
@@ -328,6 +329,15 @@ class Launcher {
       c.running = false;
       const int code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
       if (code == 0 || stopping()) continue;
+      if (WIFEXITED(st) && is_verdict(code)) {
+        // The rank printed its answer; the others finish on their own (bounded below).
+        if (result_.exit_code == 0) result_.exit_code = code;
+        if (verdict_rank_ < 0) {
+          verdict_rank_ = c.rank;
+          verdict_deadline_ = Steady::now() + spec_.verdict_grace;
+        }
+        continue;
+      }
       result_.failed_rank = c.rank;
       result_.exit_code = code;
       say(WIFEXITED(st)
@@ -343,7 +353,14 @@ class Launcher {
     }
   }
 
-  bool stopping() const { return result_.failed_rank >= 0 || result_.signal || result_.timed_out; }
+  bool stopping() const {
+    return result_.failed_rank >= 0 || result_.signal || result_.timed_out || verdict_stopped_;
+  }
+
+  bool is_verdict(int code) const {
+    const auto& v = spec_.verdict_statuses;
+    return std::find(v.begin(), v.end(), code) != v.end();
+  }
 
   void signal_all(int sig) {
     for (auto& c : children_) kill(-c.pid, sig);  // ESRCH for finished groups is fine
@@ -364,6 +381,18 @@ class Launcher {
       signal_all(SIGTERM);
       arm_kill_deadline(spec_.failure_grace);
     }
+    if (verdict_deadline_ && now >= *verdict_deadline_) {
+      verdict_deadline_.reset();
+      if (any_running() && !stopping()) {
+        verdict_stopped_ = true;
+        say(fmt::format(
+            "rank {} gave its verdict (status {}) {} ms ago and some ranks are still running; "
+            "stopping them",
+            verdict_rank_, result_.exit_code, spec_.verdict_grace.count()));
+        signal_all(SIGTERM);
+        arm_kill_deadline(spec_.failure_grace);
+      }
+    }
     if (kill_deadline_ && now >= *kill_deadline_) {
       kill_deadline_.reset();
       signal_all(SIGKILL);
@@ -380,7 +409,7 @@ class Launcher {
 
   int next_timeout_ms() const {
     std::optional<Steady::time_point> next;
-    for (const auto& d : {job_deadline_, kill_deadline_, drain_deadline_}) {
+    for (const auto& d : {job_deadline_, kill_deadline_, drain_deadline_, verdict_deadline_}) {
       if (d && (!next || *d < *next)) next = d;
     }
     if (!next) return -1;
@@ -400,7 +429,10 @@ class Launcher {
   int devnull_ = -1;
   std::vector<Child> children_;
   LaunchResult result_;
-  std::optional<Steady::time_point> job_deadline_, kill_deadline_, drain_deadline_;
+  std::optional<Steady::time_point> job_deadline_, kill_deadline_, drain_deadline_,
+      verdict_deadline_;
+  int verdict_rank_ = -1;         // the first rank that exited with a verdict status
+  bool verdict_stopped_ = false;  // the others outlived verdict_grace and were stopped
 };
 
 }  // namespace

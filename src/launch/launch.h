@@ -10,7 +10,9 @@
 // line by line to out_fd/err_fd, prefixed "[rank] " unless prefix_output is false. SIGINT/SIGTERM
 // received by the launcher are forwarded to every child. When a rank exits non-zero (or is killed),
 // the others get SIGTERM at once, then SIGKILL after failure_grace; run() returns that first
-// rank's status. Forwarded user signals get kill_grace instead.
+// rank's status. Forwarded user signals get kill_grace instead. A status listed in
+// verdict_statuses is not a failure but the rank's answer (it said so itself): the launcher
+// prints nothing and lets the other ranks finish.
 // Ranks are killed if the launcher process dies (PR_SET_PDEATHSIG). Each rank is bound to its
 // share of the CPUs this process may use (`bind`, launch/cpu_binding.h), as mpirun binds; with
 // more ranks than CPUs the launcher also says so on err_fd, in one line.
@@ -44,7 +46,14 @@ struct LaunchSpec {
   // or wedged rank cannot hold the job (the others have written their dumps by then).
   Millis failure_grace{std::chrono::seconds(3)};
   bool prefix_output = true;
+  std::string who = "collie launch";  // names the launcher in its own lines (oversubscription)
   Binding bind = Binding::Auto;
+  // Statuses a rank exits with after printing its own verdict (collie perf's failed check,
+  // accept's REJECTED): no "rank N exited" line and the others are not stopped; those still
+  // running verdict_grace later are (with a line saying so). The job's status is the first
+  // verdict unless a rank then fails. Empty = every non-zero status is a failure.
+  std::vector<int> verdict_statuses;
+  Millis verdict_grace{std::chrono::seconds(10)};
   std::map<std::string, std::string> extra_env;  // set in every child
   int out_fd = STDOUT_FILENO;
   int err_fd = STDERR_FILENO;
@@ -52,7 +61,8 @@ struct LaunchSpec {
 
 struct LaunchResult {
   // 0 when every rank exited 0; else the first failing rank's exit status (128 + signal when
-  // it was killed), or 128 + signal when the launcher itself was interrupted.
+  // it was killed), or 128 + signal when the launcher itself was interrupted, or the first
+  // verdict status when nothing failed.
   int exit_code = 0;
   int failed_rank = -1;  // first rank that failed, -1 if none
   bool timed_out = false;

@@ -109,8 +109,8 @@ void TracingProcessGroup::Done::finish(std::exception_ptr error) const {
   }
   if (failed) {
     DumpService::global().request_dump(
-        fmt::format("{} #{} in group {} failed: {}", op_name(op), seq, t.pg_id, describe(error)),
-        /*all_ranks=*/true);
+        fmt::format("{} #{} in group {} failed", op_name(op), seq, t.pg_id), /*all_ranks=*/true,
+        describe(error));
   }
 }
 

@@ -60,8 +60,9 @@ class Driver {
     } catch (const TimeoutError& e) {
       steps_.report_position();  // rank 0 below tells "still here" from frozen
       const std::string who = pg_.rank() == 0 ? steps_.laggards() : "";
-      throw TimeoutError(fmt::format("[Rank {}] perf step '{}' exceeded {} ms: {}{}{}", pg_.rank(),
-                                     steps_.current(), timeout_.count(), e.what(),
+      // The backend's message names the rank, the op and the deadline; this adds where in the
+      // sweep it was and, on rank 0, who had not got there.
+      throw TimeoutError(fmt::format("{} [perf step '{}']{}{}", e.what(), steps_.current(),
                                      who.empty() ? "" : "; ", who));
     } catch (const NetworkError& e) {
       // A peer that timed out first and exited closes its connections: the rank behind the
@@ -100,9 +101,14 @@ class Driver {
     total_rows_ = estimate_rows(descs);
     const bool soak = o_.cycles == 0 || o_.duration.count() > 0;
     const auto started = SteadyClock::now();
+    // One collective prints one table however many cycles run, as nccl-tests' -N does: the
+    // header before the first cycle, every cycle's rows under it, the trailer after the last.
+    // Several collectives print one table each per cycle.
+    one_table_ = descs.size() == 1;
     for (int cycle = 0;; ++cycle) {
       // A soak keeps only the current cycle's rows so memory stays flat however long it runs.
       if (soak) out.result.rows.clear();
+      rows_done_ = 0;
       if (sink_) sink_->cycle_started(cycle, soak);
       for (const CollectiveDescriptor* d : descs) {
         if (stopped_by_ == 0) run_collective(*d, cycle, out);
@@ -116,6 +122,7 @@ class Driver {
       const bool time_done = o_.duration.count() > 0 && SteadyClock::now() - started >= o_.duration;
       if (agree_to_stop(count_done || time_done)) break;
     }
+    if (one_table_ && stopped_by_ == 0) finish_collective(*descs.front(), out.result.rows);
     out.wrong_total = wrong_total_;
     out.stopped_by = stopped_by_;
     if (pg_.rank() == 0) {
@@ -228,7 +235,7 @@ class Driver {
       throw InvalidArgument(fmt::format("{} needs at least {} ranks (use -np {} or more)", d.name,
                                         d.min_ranks, d.min_ranks));
     }
-    if (sink_) {
+    if (sink_ && (!one_table_ || cycle == 0)) {
       reports::TableHeader h;
       h.collective = d.name;
       h.min_bytes = o_.min_bytes;
@@ -247,6 +254,13 @@ class Driver {
       h.blocking = o_.blocking;
       h.timestamps = o_.timestamps;
       h.per_iter = o_.report_iters;
+      // The header's "iters:" is -n; without -n the large sizes run fewer (options.h).
+      const int64_t top = sweep_sizes(o_).back();
+      if (!d.latency_only && iters_for(o_, top) != o_.iters)
+        h.iters_note = fmt::format(
+            "iters: {} up to 1 MiB, then {} x 1 MiB / size, at least 2 ({} at {} B); -n {} runs "
+            "{} at every size",
+            o_.iters, o_.iters, iters_for(o_, top), top, o_.iters, o_.iters);
       sink_->collective_started(h);
       note_traffic(d);
     }
@@ -275,13 +289,17 @@ class Driver {
           fmt::format("the {} backend supports none of the requested dtype/op "
                       "combinations for {} (see `collie info`)",
                       pg_.backend_name(), d.name));
-    // A collective cut short by a stop signal gets no "Avg bus bandwidth" line: it would average
-    // a partial sweep.
-    if (o_.memory_report && stopped_by_ == 0) report_memory();
-    if (sink_ && stopped_by_ == 0) {
-      sink_->collective_finished(d.name, rows, reports::summarize(rows, pg_.size()));
-    }
+    if (!one_table_) finish_collective(d, rows);
     out.result.rows.insert(out.result.rows.end(), rows.begin(), rows.end());
+  }
+
+  // The end of a collective's table: -M's memory lines, then the trailer over `rows`. A
+  // collective cut short by a stop signal gets neither: the "Avg bus bandwidth" line would
+  // average a partial sweep.
+  void finish_collective(const CollectiveDescriptor& d, const std::vector<ResultRow>& rows) {
+    if (stopped_by_ != 0) return;
+    if (o_.memory_report) report_memory();
+    if (sink_) sink_->collective_finished(d.name, rows, reports::summarize(rows, pg_.size()));
   }
 
   void run_sweep(const Job& j, std::vector<ResultRow>& rows) {
@@ -442,7 +460,8 @@ class Driver {
   std::vector<int> pids_;
   std::optional<TrafficModel> traffic_;  // when a collective takes the run's traffic
   size_t total_rows_ = 1;
-  size_t rows_done_ = 0;
+  size_t rows_done_ = 0;   // in this cycle
+  bool one_table_ = true;  // a single collective: one header and one trailer for every cycle
   int64_t wrong_total_ = 0;
 };
 

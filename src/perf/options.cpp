@@ -31,6 +31,15 @@ std::pair<int64_t, int64_t> parse_pair(const std::string& s, const char* var, bo
   return {parse_int(s.substr(0, colon), var), parse_int(s.substr(colon + 1), var)};
 }
 
+// The names people bring from elsewhere for a perf collective: torch's (and `collie info`'s)
+// all_to_all, and nccl-tests' binary names (all_reduce_perf, alltoall_perf, ...).
+std::string perf_name(const std::string& word) {
+  std::string name = word;
+  if (name.size() > 5 && name.ends_with("_perf")) name.resize(name.size() - 5);
+  if (name == "all_to_all") return "alltoall";
+  return name;
+}
+
 }  // namespace
 
 constexpr const char* kHookVars[] = {"COLLIE_PERF_TEST_CORRUPT", "COLLIE_PERF_TEST_DELAY_US",
@@ -100,7 +109,7 @@ std::vector<std::string> parse_collectives(const std::vector<std::string>& words
     size_t start = 0;
     while (start <= word.size()) {
       const size_t comma = std::min(word.find(',', start), word.size());
-      const std::string name = word.substr(start, comma - start);
+      const std::string name = perf_name(word.substr(start, comma - start));
       start = comma + 1;
       if (allow_all && name == "all") {
         for (const auto* d : all_collectives()) out.push_back(d->name);
@@ -109,8 +118,9 @@ std::vector<std::string> parse_collectives(const std::vector<std::string>& words
       } else {
         std::string known;
         for (const auto* d : all_collectives()) known += (known.empty() ? "" : ", ") + d->name;
-        throw SettingError(fmt::format("unknown collective '{}' (known: {}{})", name, known,
-                                       allow_all ? ", all" : ""),
+        throw SettingError(fmt::format("unknown collective '{}' (known: {}{}; all_to_all and "
+                                       "nccl-tests' names such as all_reduce_perf work too)",
+                                       name, known, allow_all ? ", all" : ""),
                            setting);
       }
     }

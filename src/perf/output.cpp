@@ -1,5 +1,7 @@
 #include "perf/output.h"
 
+#include <fmt/format.h>
+
 #include <ctime>
 
 #include "reports/json_io.h"
@@ -71,19 +73,23 @@ void ReportSink::progress(double fraction) {
   if (!o_.progress) return;
   constexpr int kWidth = 30;
   const int filled = static_cast<int>(fraction * kWidth);
-  std::fprintf(stderr, "\r[%s%s] %3d%%", std::string(filled, '#').c_str(),
+  const std::string cycle = o_.cycles == 1  ? ""
+                            : o_.cycles > 1 ? fmt::format("cycle {}/{} ", cycle_ + 1, o_.cycles)
+                                            : fmt::format("cycle {} ", cycle_ + 1);
+  std::fprintf(stderr, "\r%s[%s%s] %3d%%", cycle.c_str(), std::string(filled, '#').c_str(),
                std::string(kWidth - filled, ' ').c_str(), static_cast<int>(fraction * 100));
   std::fflush(stderr);
   bar_shown_ = true;
 }
 
-void ReportSink::cycle_started(int /*cycle*/, bool soak) {
+void ReportSink::cycle_started(int cycle, bool soak) {
+  cycle_ = cycle;
   if (soak) partial_.rows.clear();
 }
 
 void ReportSink::clear_progress() {
   if (!bar_shown_) return;
-  std::fprintf(stderr, "\r%*s\r", 40, "");
+  std::fprintf(stderr, "\r%*s\r", 56, "");
   std::fflush(stderr);
   bar_shown_ = false;
 }

@@ -22,6 +22,7 @@ struct OutputOptions {
   bool timestamps = false;    // -S: append the wall-clock time to every row
   bool report_iters = false;  // -I: nccl-tests' per-iteration columns (i_min .. i_cv%)
   bool progress = false;      // draw a progress bar on stderr (callers pass isatty(2))
+  int cycles = 1;             // -N (0 = a soak): the bar names the cycle when not 1
   std::map<std::string, std::string> flags;  // recorded in the JSON run metadata
   // The run as nccl-tests' JSON keys record it (the -J file carries both layouts).
   reports::NcclTestsConfig nccl;
@@ -55,6 +56,7 @@ class ReportSink : public ResultSink {
   std::unique_ptr<reports::CsvWriter> csv_;
   std::unique_ptr<reports::JsonlWriter> jsonl_;
   bool bar_shown_ = false;
+  int cycle_ = 0;
 };
 
 }  // namespace collie::perf

@@ -70,6 +70,8 @@ void StepTracker::enter(const std::string& label) {
     step_start_ = std::chrono::steady_clock::now();
     watched_label_ = label;
   }
+  // The watchdog sleeps until the old step's deadline unless it must wake for the notice.
+  if (notices_long_steps()) cv_.notify_one();
   if (store_) store_->set(fmt::format("perf/step/{}", rank_), fmt::format("{}|{}", idx, label));
 }
 
@@ -80,7 +82,6 @@ std::string StepTracker::current() {
 
 std::string StepTracker::laggards() {
   if (!store_) return "";
-  const std::string label = current();
   std::vector<std::string> behind;
   try {
     // 1. Ranks that never checked in to this step.
@@ -92,7 +93,7 @@ std::string StepTracker::laggards() {
         behind.push_back(fmt::format("rank {} is still in '{}'", r, v.substr(bar + 1)));
     }
     if (!behind.empty()) {
-      return fmt::format("{} of {} ranks had not reached '{}': {}", behind.size(), world_, label,
+      return fmt::format("{} of {} ranks behind: {}", behind.size(), world_,
                          fmt::join(behind, "; "));
     }
     // 2. Everyone is in this step: compare collective sequence numbers.
@@ -166,10 +167,31 @@ void StepTracker::watch() {
   // Sleeps until the current step's deadline; enter() only ever moves it later, so waking at the
   // old one and sleeping again is all a new step costs (at most one wakeup per timeout).
   const Millis grace = std::max(Millis(2000), timeout_ / 4);
+  // Rank 0 says once per step when one runs long, so a stopped rank is not minutes of silence;
+  // with a short -T the timeout itself comes soon enough.
+  const bool notice = notices_long_steps();
+  int64_t noticed = -1;  // the step index last noticed
   std::unique_lock<std::mutex> lk(mu_);
   while (!stop_) {
-    if (cv_.wait_until(lk, step_start_ + timeout_ + grace, [&] { return stop_; })) return;
-    if (std::chrono::steady_clock::now() < step_start_ + timeout_ + grace) continue;
+    const auto deadline = step_start_ + timeout_ + grace;
+    const bool notice_due = notice && noticed != index_.load();
+    const auto wake = notice_due ? std::min(deadline, step_start_ + kLongStep) : deadline;
+    if (cv_.wait_until(lk, wake, [&] { return stop_; })) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (notice_due && now >= step_start_ + kLongStep && now < deadline) {
+      noticed = index_.load();
+      const std::string label = watched_label_;
+      lk.unlock();
+      std::fprintf(stderr,
+                   "collie perf: '%s' has run for %lld s; it fails after %lld s (-T sets that; "
+                   "a rank may be stopped or slow)\n",
+                   label.c_str(), static_cast<long long>(kLongStep.count() / 1000),
+                   static_cast<long long>(timeout_.count() / 1000));
+      std::fflush(stderr);
+      lk.lock();
+      continue;
+    }
+    if (now < step_start_ + timeout_ + grace) continue;
     lk.unlock();
     const std::string who = laggards();
     const std::string why =

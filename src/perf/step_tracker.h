@@ -10,7 +10,9 @@
 // its last collective sequence number at once, so rank 0 can name the ranks that are behind even
 // when all of them are inside the same step. Neither thread wakes on a timer: the watchdog sleeps
 // until the current step's deadline, the answering thread until the key appears (or destruction
-// interrupts its wait).
+// interrupts its wait). On rank 0, with a timeout of 30 s or more, the watchdog also wakes once
+// a step has run kLongStep and says so on stderr (once per step), so a stopped rank under the
+// default 5-minute timeout is not minutes of silence.
 // Thread safety: enter() from the driver thread only; laggards() from any thread.
 #include <atomic>
 #include <chrono>
@@ -31,6 +33,7 @@ namespace collie::perf {
 
 class StepTracker {
  public:
+  static constexpr Millis kLongStep{10'000};
   // `store` may be null (no check-ins, only the watchdog). REQUIRES: timeout > 0.
   // `last_seq` returns this rank's last submitted collective sequence number (thread-safe).
   // `on_hang` (may be empty) runs on the watchdog thread before the process ends.
@@ -54,6 +57,7 @@ class StepTracker {
 
  private:
   void watch();
+  bool notices_long_steps() const { return rank_ == 0 && timeout_ >= 3 * kLongStep; }
   void answer_report_request();  // the answering thread's body (ranks other than 0)
   std::shared_ptr<Store> store_;
   std::shared_ptr<Store> answer_store_;  // the answering thread's own client (a clone)

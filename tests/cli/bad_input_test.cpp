@@ -12,8 +12,8 @@
 #include <fstream>
 #include <map>
 
+#include "cli/cli_run.h"
 #include "comm/registry.h"
-#include "support/child_process.h"
 
 namespace collie {
 namespace {
@@ -21,24 +21,12 @@ namespace {
 namespace fs = std::filesystem;
 using testing::ChildProcess;
 
-struct CliRun {
-  int code = -1;
-  std::string out, err;
-  double seconds = 0;
-};
+using testing::CliRun;
 
 // `prefix` runs the binary through another command (setpriv, to drop root).
 CliRun collie(const std::vector<std::string>& args, const std::vector<std::string>& prefix = {},
               const std::map<std::string, std::string>& env = {}) {
-  std::vector<std::string> argv = prefix;
-  argv.push_back(COLLIE_BIN);
-  argv.insert(argv.end(), args.begin(), args.end());
-  const auto t0 = std::chrono::steady_clock::now();
-  ChildProcess p(argv, env);
-  auto st = p.wait(std::chrono::seconds(30));
-  EXPECT_TRUE(st.has_value()) << args[0] << " did not finish in 30 s";
-  return {st.value_or(-1), p.out(), p.err(),
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()};
+  return testing::run_collie(args, env, std::chrono::seconds(30), prefix);
 }
 
 // Exit 2 with exactly one line on stderr containing `words`, nothing on stdout (no rank ran:
@@ -58,17 +46,8 @@ void expect_usage(const std::vector<std::string>& args, const std::string& words
   EXPECT_LT(r.seconds, 10) << cmd;
 }
 
-struct TempDir {
-  fs::path dir = fs::temp_directory_path() / fmt::format("collie_c17a_cli_{}", ::getpid());
-  TempDir() {
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-  }
-  ~TempDir() { fs::remove_all(dir); }
-  std::string write(const std::string& name, const std::string& text) const {
-    std::ofstream(dir / name) << text;
-    return (dir / name).string();
-  }
+struct TempDir : testing::TempDir {
+  TempDir() : testing::TempDir("collie_c17a_cli") {}
 };
 
 // Issue 27: COLLIE_FR_BUFFER_SIZE=4000000000 ended every rank in "internal error:

@@ -16,6 +16,11 @@ TEST(Env, ParseDuration) {
   EXPECT_EQ(parse_duration("1.5s").count(), 1500);
   EXPECT_THROW(parse_duration("abc"), InvalidArgument);
   EXPECT_THROW(parse_duration("5 parsecs"), InvalidArgument);
+  // Numbers that are not durations (from_chars reads them) and one past any deadline.
+  EXPECT_THROW(parse_duration("nan"), InvalidArgument);
+  EXPECT_THROW(parse_duration("inf"), InvalidArgument);
+  EXPECT_THROW(parse_duration("1e300"), InvalidArgument);
+  EXPECT_EQ(parse_duration("0.5").count(), 500);
 }
 
 TEST(Env, IntegerParsingNamesTheVariable) {

@@ -86,7 +86,8 @@ TEST(Launch, SetsRankEnvironmentAndPrefixesLines) {
                                       "[2] 2 3 2 3 127.0.0.1 " + p + " x none"}));
   std::vector<std::string> errs = err.sorted_lines();
   // On a machine with fewer than 3 CPUs the launcher adds its one-line note (tested below).
-  std::erase_if(errs, [](const std::string& l) { return l.starts_with("collie launch: 3 ranks"); });
+  std::erase_if(errs,
+                [](const std::string& l) { return l.starts_with("collie launch: 3 local ranks"); });
   EXPECT_EQ(errs, (std::vector<std::string>{"[0] oops", "[1] oops", "[2] oops"}));
 }
 
@@ -125,8 +126,8 @@ TEST(Launch, BindsEachRankToItsShareOfTheCpus) {
     want.push_back("[" + std::to_string(r) + "] Cpus_allowed_list:" + std::to_string(sets[r][0]));
   std::sort(want.begin(), want.end());
   EXPECT_EQ(lists(n + 1, Binding::Auto, &errors), want);
-  EXPECT_NE(errors.find(std::to_string(n + 1) + " ranks on " + std::to_string(n) +
-                        " CPUs: the ranks take turns"),
+  EXPECT_NE(errors.find("collie launch: " + std::to_string(n + 1) + " local ranks share " +
+                        std::to_string(n) + " CPU core"),
             std::string::npos)
       << errors;
   const auto unbound = lists(2, Binding::None, &errors);
@@ -233,6 +234,48 @@ TEST(Launch, FailureUsesTheShortGraceNotTheInterruptGrace) {
   r = run(s);
   EXPECT_LT(Steady::now() - start, 4s);
   EXPECT_TRUE(r.timed_out);
+}
+
+// A verdict (a rank that printed "REJECTED" and exits 1) is not a crash: no "exited with status"
+// line, the other ranks finish what they do (rank 1 writes its last line 0.5 s later), and the
+// job's status is the verdict.
+TEST(Launch, AVerdictStatusLetsTheOthersFinishWithoutALine) {
+  Capture out, err;
+  LaunchSpec s = sh(3,
+                    "if [ $RANK = 0 ]; then echo REJECTED; exit 1; fi; sleep 0.5; "
+                    "echo \"rank $RANK done\"",
+                    out, err);
+  s.verdict_statuses = {1, 5};
+  const LaunchResult r = run(s);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.failed_rank, -1);
+  // Nothing about the verdict (3 ranks on a machine of fewer cores get the one line saying so).
+  EXPECT_EQ(err.text().find("exited"), std::string::npos) << err.text();
+  EXPECT_EQ(err.text().find("stopping"), std::string::npos) << err.text();
+  EXPECT_NE(out.text().find("[1] rank 1 done"), std::string::npos) << out.text();
+  EXPECT_NE(out.text().find("[2] rank 2 done"), std::string::npos) << out.text();
+  // A rank failing after a verdict is still a failure, and its status wins.
+  s = sh(2, "if [ $RANK = 0 ]; then exit 5; fi; sleep 0.3; exit 4", out, err);
+  s.verdict_statuses = {1, 5};
+  EXPECT_EQ(run(s).exit_code, 4);
+  EXPECT_NE(err.text().find("rank 1 exited with status 4"), std::string::npos) << err.text();
+}
+
+// Ranks that outlive a verdict by verdict_grace (stuck where the verdict rank left them) are
+// stopped, with one line saying why.
+TEST(Launch, RanksOutlivingAVerdictAreStoppedAfterItsGrace) {
+  Capture out, err;
+  LaunchSpec s = sh(2, "if [ $RANK = 0 ]; then exit 1; fi; sleep 60", out, err);
+  s.verdict_statuses = {1};
+  s.verdict_grace = 300ms;
+  const auto start = Steady::now();
+  const LaunchResult r = run(s);
+  EXPECT_LT(Steady::now() - start, 5s);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(err.text().find("rank 0 gave its verdict (status 1) 300 ms ago and some ranks are "
+                            "still running; stopping them"),
+            std::string::npos)
+      << err.text();
 }
 
 TEST(Launch, KilledRankReportsTheSignal) {

@@ -198,7 +198,9 @@ TEST(PerfCliFlags, SweepAndLaunchFlagMessages) {
       {"-e 64KBB", "collie perf: error: -e '64KBB' is not a size (use e.g. 8, 64K, 4M, 1G)\n"},
       {"-np 0", "collie perf: error: -np must be in 1..4096\n"},
       {"--backend foo -G 1", "collie perf: error: --backend must be gloo, mpi or nccl\n"},
-      {"-T -1", "collie perf: error: -T must be >= 0 seconds (0 = the default)\n"},
+      {"-T -1",
+       "collie perf: error: -T '-1' is not a timeout: give seconds (30, 0.5) or a duration "
+       "(30s, 500ms, 5m); 0 = the default\n"},
   };
   for (const Case& c : cases) {
     const Result r = run(c.args);

@@ -52,7 +52,7 @@ TEST(StepTracker, LaggardReportNamesTheRankThatNeverReachedTheStep) {
   r2->enter("warmup");
   r0->enter("b");
   r1->enter("b");
-  EXPECT_EQ(r0->laggards(), "1 of 3 ranks had not reached 'b': rank 2 is still in 'warmup'");
+  EXPECT_EQ(r0->laggards(), "1 of 3 ranks behind: rank 2 is still in 'warmup'");
 }
 
 // Destruction interrupts the answering thread's store wait at once (it is re-armed only hourly),

@@ -124,7 +124,10 @@ class PerfStop : public ::testing::Test {
     EXPECT_FALSE(res.summary.has_value());
     EXPECT_EQ(res.meta.interrupted_by, signal);
     EXPECT_FALSE(nlohmann::json::parse(read_file(json_)).at("complete").get<bool>());
-    // Earlier soak cycles finished and have their trailer; the interrupted one has none.
+    // One table for every cycle (as nccl-tests' -N); an interrupted run has no trailer.
+    EXPECT_EQ(table_out.find("# Collective test starting"),
+              table_out.rfind("# Collective test starting"))
+        << table_out;
     const size_t last = table_out.rfind("# Collective test starting");
     ASSERT_NE(last, std::string::npos) << table_out;
     EXPECT_EQ(table_out.find("Avg bus bandwidth", last), std::string::npos) << table_out;

@@ -136,7 +136,7 @@ flags)
   }
   check "--backend foo" "--backend must be gloo, mpi or nccl"
   check "--debug-port 70000" "--debug-port must be a port in 0..65535"
-  check "-T -1" "-T must be >= 0 seconds"
+  check "-T -1" "-T '-1' is not a timeout"
   check "--backend mpi" "--backend mpi runs under mpirun: mpirun -np N collie"
   # An sbatch script or salloc shell (a Slurm job, no job step): every command refuses to start
   # local ranks on the batch node and names the srun line (perf did; probe and accept started

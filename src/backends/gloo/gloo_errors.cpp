@@ -5,6 +5,7 @@
 #include <gloo/common/logging.h>
 
 #include "core/error.h"
+#include "core/log.h"
 
 namespace collie {
 namespace {
@@ -28,10 +29,14 @@ std::exception_ptr translate_gloo_error(const GlooErrorContext& c, std::exceptio
   } catch (const gloo::IoException& e) {
     const std::string what = e.what();
     if (looks_like_gloo_timeout(what)) {
+      // Gloo's own text ("[./gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting 3000ms
+      // for recv operation to complete") repeats the deadline with a source path: kept for
+      // COLLIE_LOG_LEVEL=INFO, not in the message a user reads.
+      log(LogLevel::Info, "{}: gloo said: {}", prefix(c), what);
       return std::make_exception_ptr(TimeoutError(fmt::format(
-          "{} did not complete within {} ms: {}; some rank may not have called it or is stuck "
+          "{} did not complete within {} ms; some rank may not have called it or is stuck "
           "(set COLLIE_DEBUG=DETAIL, or run `collie analyze` on the flight-recorder dumps)",
-          prefix(c), c.timeout.count(), what)));
+          prefix(c), c.timeout.count())));
     }
     return std::make_exception_ptr(NetworkError(fmt::format(
         "{} lost a connection: {}; a peer process probably exited or was killed (check the "

@@ -70,6 +70,8 @@ TEST(GlooErrors, TranslationPicksTypeAndNamesRankOpSeqPeer) {
   auto t = translated_as<TimeoutError>(
       std::make_exception_ptr(gloo::IoException("Timed out waiting 500ms for send")), c);
   EXPECT_NE(t.find("[Rank 2] gloo send #17 with peer 1"), std::string::npos) << t;
+  EXPECT_NE(t.find("did not complete within 500 ms"), std::string::npos) << t;
+  EXPECT_EQ(t.find("Timed out waiting"), std::string::npos) << "Gloo's own text again: " << t;
   auto n = translated_as<NetworkError>(
       std::make_exception_ptr(gloo::IoException("Connection reset by peer")), c);
   EXPECT_NE(n.find("[Rank 2] gloo send #17"), std::string::npos) << n;
