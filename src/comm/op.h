@@ -171,6 +171,7 @@ struct OpCall {
   std::span<const int64_t> output_splits;  // all_to_all: elements received from each rank
   Millis timeout = kUseGroupTimeout;       // resolved to the group timeout by submit()
   bool async_op = false;                   // backends may run inline when false
+  bool in_metrics = true;                  // CommonOptions::in_metrics
   uint64_t seq = 0;  // collective seq (or p2p seq for send/recv), assigned by submit()
 };
 

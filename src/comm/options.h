@@ -11,6 +11,11 @@ namespace collie {
 struct CommonOptions {
   Millis timeout = kUseGroupTimeout;
   bool async_op = false;  // request background execution; wait() on the Work either way
+  // false: a tool's own coordination (collie perf's result exchange, its barriers, replay's
+  // pass barrier), not the work being measured: not counted in /metrics and /metrics/inspector.
+  // Everything else sees it like any op: the flight recorder, DETAIL's checks, the watchdog (a
+  // hang in bookkeeping is still a hang), live status (/v1/status, collie_inflight_ops).
+  bool in_metrics = true;
 };
 struct AllReduceOptions : CommonOptions {
   ReduceOp op = ReduceOp::Sum;

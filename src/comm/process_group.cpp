@@ -161,6 +161,7 @@ OpCall base_call(OpType t, TensorView in, TensorView out, const CommonOptions& o
   c.output = out;
   c.timeout = o.timeout;
   c.async_op = o.async_op;
+  c.in_metrics = o.in_metrics;
   return c;
 }
 }  // namespace

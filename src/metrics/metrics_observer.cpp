@@ -24,7 +24,9 @@ void MetricsObserver::on_op_completed(const OpEvent& e) {
   if (e.group == nullptr) return;
   const int slot = slot_of(*e.group);
   const int backend = metrics_.find_backend(e.group->backend);
-  if (e.failed) {
+  if (!e.in_metrics) {
+    // A tool's own coordination: live status only (what the rank is in), no counters.
+  } else if (e.failed) {
     metrics_.record_error(backend, e.op, e.bytes);
     if (e.error) {
       try {

@@ -30,6 +30,7 @@ struct OpEvent {
   int64_t completed_ns = 0;  // on_op_completed only
   bool failed = false;       // on_op_completed only
   std::exception_ptr error;  // on_op_completed of a failed op: why (DesyncError, TimeoutError...)
+  bool in_metrics = true;    // OpCall::in_metrics: false for a tool's own coordination
 };
 
 class OpObserver {

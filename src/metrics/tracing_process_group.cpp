@@ -65,9 +65,17 @@ void TracingProcessGroup::before(const OpCall& call) {
   current_.token = shared_->watchdog->watch(shared_->trace, call.type, call.seq,
                                             call.timeout + watchdog_grace(call.timeout), now);
   if (!shared_->observers.empty()) {
-    OpEvent e{
-        &t, &call, call.type, call.seq, call.input.nbytes(), call.input.dtype, current_.created_ns,
-        0,  false, nullptr};
+    OpEvent e{&t,
+              &call,
+              call.type,
+              call.seq,
+              call.input.nbytes(),
+              call.input.dtype,
+              current_.created_ns,
+              0,
+              false,
+              nullptr,
+              call.in_metrics};
     for (const auto& o : shared_->observers) o->on_op_scheduled(e);
   }
 }
@@ -75,7 +83,8 @@ void TracingProcessGroup::before(const OpCall& call) {
 std::shared_ptr<Work> TracingProcessGroup::after(const OpCall& call, std::shared_ptr<Work> work) {
   GroupTrace& t = *shared_->trace;
   if (!is_p2p(call.type)) raise_max(t.last_started_collective, call.seq, std::memory_order_relaxed);
-  Done d{shared_, current_, call.type, call.seq, call.input.nbytes(), call.input.dtype};
+  Done d{shared_,          current_,       call.type, call.seq, call.input.nbytes(),
+         call.input.dtype, call.in_metrics};
   if (work->is_completed()) {
     // An inline op (the backend ran it to the end): completion marks it started too, and there
     // is no Work to hand the watchdog nor a callback to keep.
@@ -89,7 +98,9 @@ std::shared_ptr<Work> TracingProcessGroup::after(const OpCall& call, std::shared
 }
 
 void TracingProcessGroup::failed(const OpCall& call, std::exception_ptr error) {
-  Done{shared_, current_, call.type, call.seq, call.input.nbytes(), call.input.dtype}.finish(error);
+  Done{shared_,          current_,       call.type, call.seq, call.input.nbytes(),
+       call.input.dtype, call.in_metrics}
+      .finish(error);
 }
 
 void TracingProcessGroup::Done::finish(std::exception_ptr error) const {
@@ -104,7 +115,7 @@ void TracingProcessGroup::Done::finish(std::exception_ptr error) const {
   shared->fr->mark_completed(f.record, failed, done_ns);
   shared->watchdog->unwatch(f.token);
   if (!shared->observers.empty()) {
-    OpEvent e{&t, nullptr, op, seq, bytes, dtype, f.created_ns, done_ns, failed, error};
+    OpEvent e{&t, nullptr, op, seq, bytes, dtype, f.created_ns, done_ns, failed, error, in_metrics};
     for (const auto& o : shared->observers) o->on_op_completed(e);
   }
   if (failed) {

@@ -53,6 +53,7 @@ class TracingProcessGroup : public ProcessGroupWrapper {
     uint64_t seq;
     size_t bytes;
     DType dtype;
+    bool in_metrics;
     void finish(std::exception_ptr error) const;
   };
   std::shared_ptr<Shared> shared_;

@@ -5,6 +5,7 @@ namespace collie::perf {
 void all_gather_host(ProcessGroup& pg, TensorView in, TensorView out, Millis timeout) {
   AllGatherOptions ao;
   ao.timeout = timeout;
+  ao.in_metrics = false;  // perf's bookkeeping, not the user's ops
   device::DeviceRuntime& dev = pg.device_runtime();
   if (dev.host_accessible()) {
     pg.all_gather(in, out, ao)->wait();
@@ -22,6 +23,7 @@ void broadcast_host(ProcessGroup& pg, TensorView data, int root, Millis timeout)
   BroadcastOptions bo;
   bo.root = root;
   bo.timeout = timeout;
+  bo.in_metrics = false;
   device::DeviceRuntime& dev = pg.device_runtime();
   if (dev.host_accessible()) {
     pg.broadcast(data, bo)->wait();

@@ -2,7 +2,8 @@
 // Collectives over small host-side values (host names, per-rank results, the soak's stop flag)
 // on a group whose buffers may live on a device: when the group's runtime is not host memory the
 // data is staged through device buffers (one copy each way); on the host the views are used as
-// they are. Every rank of `pg` must make the same calls in the same order.
+// they are. Every rank of `pg` must make the same calls in the same order. The ops are perf's
+// bookkeeping: recorded and watched, not counted in /metrics (CommonOptions::in_metrics).
 #include "comm/process_group.h"
 
 namespace collie::perf {
