@@ -7,6 +7,7 @@
 
 #include <charconv>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <string>
 
@@ -16,6 +17,9 @@
 #include "core/printable.h"
 #include "debug/analyzer.h"
 #include "debug_server/cluster.h"
+#include "debug_server/server.h"
+#include "store/local_secret.h"
+#include "store/store_secret.h"
 #include "store/tcp_store.h"
 
 namespace collie::cli {
@@ -46,27 +50,45 @@ int report(const Analysis& res, bool json) {
 // --live: the same analysis on dumps fetched from every rank's debug server (what
 // /v1/cluster/analyze serves).
 int run_live(const AnalyzeArgs& f) {
-  // Every flag is checked before anything connects.
-  const size_t colon = f.live.rfind(':');
+  // Every flag is checked before anything connects. A URL's scheme (tcp://, http://, as a
+  // user may paste an address) and a trailing '/' are dropped.
+  std::string live = f.live;
+  for (const char* scheme : {"tcp://", "http://"}) {
+    if (live.rfind(scheme, 0) == 0) live.erase(0, std::strlen(scheme));
+  }
+  if (!live.empty() && live.back() == '/') live.pop_back();
+  const size_t colon = live.rfind(':');
   int port = 0;
   // No colon: the digits are empty (data() + npos + 1 would be undefined pointer arithmetic).
-  const char* end = f.live.data() + f.live.size();
-  const char* digits = colon == std::string::npos ? end : f.live.data() + colon + 1;
-  if (colon == std::string::npos || colon == 0 || std::from_chars(digits, end, port).ptr != end ||
-      digits == end || port < 1 || port > 65535) {
+  const char* end = live.data() + live.size();
+  const char* digits = colon == std::string::npos ? end : live.data() + colon + 1;
+  if (live.find("://") != std::string::npos || colon == std::string::npos || colon == 0 ||
+      std::from_chars(digits, end, port).ptr != end || digits == end || port < 1 || port > 65535) {
     throw InvalidArgument(fmt::format(
-        "'{}' is not HOST:PORT with a port in 1..65535 (the job's MASTER_ADDR:MASTER_PORT)",
+        "'{}' is not HOST:PORT with a port in 1..65535 (the job's MASTER_ADDR:MASTER_PORT, as "
+        "collie perf -np prints it; tcp:// or http:// before it is accepted)",
         f.live));
   }
   const Millis timeout = parse_duration(f.timeout);
   const double stall_s = stall_of(f);
   TcpStoreOptions o;
-  o.host = f.live.substr(0, colon);
+  o.host = live.substr(0, colon);
   o.port = static_cast<uint16_t>(port);
   o.timeout = timeout;
+  // A job a local launcher started on this host (collie perf -np, collie launch) left its
+  // secret for this user: used unless one is exported.
+  if (store_secret_from_env().empty() && is_loopback_host(o.host)) {
+    if (std::string s = read_local_secret(o.port); !s.empty()) o.secret = std::move(s);
+  }
   TcpStore store(o);
   int world = f.world > 0 ? f.world : 0;
   if (world <= 0) {
+    // A job that is still starting (its launcher printed this command before the ranks ran):
+    // rank 0's address within --timeout.
+    try {
+      store.wait({"debug_server/0"}, timeout);
+    } catch (const TimeoutError&) {
+    }
     // Ranks publish debug_server/0..N-1; count until the first gap.
     while (world < 65536 && store.check({fmt::format("debug_server/{}", world)})) ++world;
   }
@@ -74,7 +96,7 @@ int run_live(const AnalyzeArgs& f) {
     throw InvalidArgument(
         fmt::format("no debug_server/<rank> keys in the store at {}; start the job with "
                     "COLLIE_DEBUG_PORT set or --debug-port",
-                    f.live));
+                    live));
   }
   const ClusterView view = fetch_cluster(store, world, timeout, f.token, nullptr);
   return report(analyze_cluster(view, stall_s), f.json);
@@ -113,9 +135,10 @@ COLLIE_COMMAND(Command{
     [](CLI::App& sub) {
       auto args = std::make_shared<AnalyzeArgs>();
       auto* dir = sub.add_option("dump_dir", args->dir, "directory with the ranks' dumps");
-      auto* live = sub.add_option("--live", args->live,
-                                  "analyze a running job instead: its store HOST:PORT "
-                                  "(MASTER_ADDR:MASTER_PORT; ranks started with --debug-port)");
+      auto* live = sub.add_option(
+          "--live", args->live,
+          "analyze a running job instead: its store HOST:PORT, as collie perf -np prints it "
+          "(MASTER_ADDR:MASTER_PORT; ranks started with --debug-port)");
       live->excludes(dir);
       sub.add_option("--timeout", args->timeout, "--live: per-rank timeout")->capture_default_str();
       sub.add_option("--stall", args->stall,

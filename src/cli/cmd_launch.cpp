@@ -58,6 +58,8 @@ COLLIE_COMMAND(Command{
         spec.failure_grace = std::min(spec.failure_grace, spec.kill_grace);
         spec.prefix_output = !f->no_prefix;
         spec.bind = launch::parse_binding(f->bind);
+        // Ranks calling init_process_group start their debug servers from COLLIE_DEBUG_PORT.
+        spec.announce_live = !Env::process().get("COLLIE_DEBUG_PORT").value_or("").empty();
         const launch::LaunchResult r = launch::run(spec);
         return r.timed_out && r.signal == 0 ? kExitTimeout : r.exit_code;
       };

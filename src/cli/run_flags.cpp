@@ -7,6 +7,7 @@
 
 #include "cli/rank_status.h"
 #include "comm/launch_env.h"
+#include "comm/launcher_rendezvous.h"
 #include "comm/registry.h"
 #include "core/env.h"
 #include "core/error.h"
@@ -71,6 +72,19 @@ int launch_local(const RunFlags& f, const RunCommand& c) {
   spec.kill_grace = c.stop_grace;
   spec.extra_env = c.extra_env;
   spec.bind = launch::parse_binding(f.bind);
+  // Ranks with debug servers: the line that attaches `collie analyze --live` to them.
+  spec.announce_live =
+      f.debug_port >= 0 || !Env::process().get("COLLIE_DEBUG_PORT").value_or("").empty();
+  // MASTER_ADDR/MASTER_PORT say where the local ranks meet, as for any launcher (a store port
+  // the user chose, to attach `collie analyze --live` to); only one of them is refused
+  // (plan_env_rendezvous's line, exit 2). COLLIE_INIT_METHOD, which the ranks inherit, wins.
+  if (Env::process().get("COLLIE_INIT_METHOD").value_or("").empty()) {
+    const RendezvousPlan plan = plan_env_rendezvous(Env::process());
+    if (plan.kind == RendezvousPlan::Kind::Explicit) {
+      spec.master_addr = plan.host;
+      spec.master_port = plan.ports.front();
+    }
+  }
   // A failed check, REJECTED or an undecided verdict is printed by the rank: not a crash.
   spec.verdict_statuses = {kExitFailure, kExitWarn, kExitInconclusive};
   return launch::run(spec).exit_code;

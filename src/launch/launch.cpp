@@ -22,6 +22,7 @@
 #include "core/log.h"
 #include "launch/cpu_binding.h"
 #include "launch/line_buffer.h"
+#include "store/local_secret.h"
 #include "store/socket_util.h"
 #include "store/store_secret.h"
 
@@ -132,7 +133,9 @@ class Launcher {
       : spec_(spec), port_(port), secret_(store_secret_from_env()) {
     // A secret the user exported (to attach `collie analyze --live` later) is the job's;
     // otherwise a new one per job.
-    if (secret_.empty()) secret_ = new_store_secret();
+    const bool exported = !secret_.empty();
+    if (!exported) secret_ = new_store_secret();
+    if (spec.announce_live) announce_live(exported);
     const std::vector<int> cpus = allowed_cpus();
     cpus_ = rank_cpus(spec.nprocs, cpus, spec.bind);
     if (!cpus.empty() && spec.nprocs > static_cast<int>(cpus.size())) {
@@ -147,6 +150,25 @@ class Launcher {
       log(LogLevel::Info, "launch: bound (--bind auto): {}", b);
     devnull_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (devnull_ < 0) throw Error(fmt::format("launch: /dev/null: {}", std::strerror(errno)));
+  }
+
+  // LaunchSpec::announce_live.
+  void announce_live(bool exported) {
+    std::string note = fmt::format(
+        "{}: to see where the ranks are, from another shell: collie analyze --live {}:{}",
+        spec_.who, spec_.master_addr, port_);
+    if (exported) {
+      note += " (with the COLLIE_STORE_SECRET you exported)";
+    } else {
+      secret_file_ = std::make_unique<LocalSecretFile>(port_, secret_);
+      if (!secret_file_->ok())
+        note = fmt::format(
+            "{}: collie analyze --live cannot find this job's store secret ({}); "
+            "export COLLIE_STORE_SECRET before starting the job to attach it",
+            spec_.who, secret_file_->why());
+    }
+    note += "\n";
+    [[maybe_unused]] const ssize_t w = write(spec_.err_fd, note.data(), note.size());
   }
 
   ~Launcher() {
@@ -424,7 +446,8 @@ class Launcher {
 
   const LaunchSpec& spec_;
   uint16_t port_;
-  std::string secret_;                  // this job's COLLIE_STORE_SECRET, handed to every rank
+  std::string secret_;  // this job's COLLIE_STORE_SECRET, handed to every rank
+  std::unique_ptr<LocalSecretFile> secret_file_;  // announce_live: where analyze --live finds it
   std::vector<std::vector<int>> cpus_;  // each rank's CPUs (launch/cpu_binding.h); empty: unbound
   int devnull_ = -1;
   std::vector<Child> children_;

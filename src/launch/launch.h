@@ -54,6 +54,12 @@ struct LaunchSpec {
   // verdict unless a rank then fails. Empty = every non-zero status is a failure.
   std::vector<int> verdict_statuses;
   Millis verdict_grace{std::chrono::seconds(10)};
+  // The ranks start debug servers (--debug-port, COLLIE_DEBUG_PORT): before they start, say on
+  // err_fd the line that attaches to them, "<who>: to see where the ranks are, from another
+  // shell: collie analyze --live ADDR:PORT", and leave a secret this launcher made where that
+  // command finds it (store/local_secret.h; removed when run() returns). A secret the user
+  // exported is theirs: nothing is written and the line says to use it.
+  bool announce_live = false;
   std::map<std::string, std::string> extra_env;  // set in every child
   int out_fd = STDOUT_FILENO;
   int err_fd = STDERR_FILENO;

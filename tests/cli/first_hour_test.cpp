@@ -1,10 +1,13 @@
 // The first hour of a new user (issue 33), on the real `collie` binary: what someone who knows
 // nccl-tests and torch.distributed types, and what they must see. One test (or a few) per item
 // of the issue; each fails on the behaviour the issue reported.
+#include <arpa/inet.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -308,6 +311,110 @@ TEST(FirstHour, RanksOutnumberingTheCoresAreSaid) {
                   "core and the times include that wait; -np 1 gives each rank a core"))
       << two.err;
   EXPECT_EQ(lines(two.err), 1u) << two.err;
+}
+
+// --- item 1: analyze --live usable as documented ---------------------------------------------
+
+// A free TCP port on 127.0.0.1 (the kernel's pick; free again when this returns).
+int free_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  EXPECT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+// `words` split at spaces.
+std::vector<std::string> split(const std::string& words) {
+  std::vector<std::string> out;
+  std::istringstream in(words);
+  for (std::string w; in >> w;) out.push_back(w);
+  return out;
+}
+
+// A perf job with debug servers prints the `collie analyze --live` line; pasted as it is in
+// another shell (no secret exported), and with http:// before the address, it answers for every
+// rank; the job's secret is never printed.
+TEST(FirstHour, ALiveJobPrintsTheAnalyzeLineThatWorksPasted) {
+  const std::map<std::string, std::string> no_secret = {{"COLLIE_STORE_SECRET", ""}};
+  std::map<std::string, std::string> env = no_secret;
+  env["COLLIE_LOG_LEVEL"] = "info";  // "debug server for rank N at": when both serve
+  ChildProcess job({COLLIE_BIN, "perf", "-np", "2", "--debug-port", "0", "--duration", "60s", "-b",
+                    "8", "-e", "8", "-w", "0", "-n", "1"},
+                   env);
+  const std::regex line_re("collie perf: .*(collie analyze --live (127\\.0\\.0\\.1:([0-9]+)))\n");
+  std::smatch m;
+  std::string err;
+  ASSERT_TRUE(job.wait_for_err(
+      [&](const std::string& e) {
+        err = e;
+        return std::regex_search(err, m, line_re);
+      },
+      30s))
+      << job.err();
+  const std::string pasted = m[1], addr = m[2], port = m[3];
+  // Both ranks serve (rank 1's server starts a moment after rank 0's).
+  ASSERT_TRUE(job.wait_for_err(
+      [](const std::string& e) { return has(e, "debug server for rank 1 at"); }, 30s))
+      << job.err();
+  std::vector<std::string> args = split(pasted);
+  args.erase(args.begin());  // "collie"
+  args.insert(args.end(), {"--stall", "60s"});
+  const CliRun live = collie(args, no_secret);
+  EXPECT_EQ(live.code, 0) << pasted << "\n" << live.out << live.err;
+  EXPECT_TRUE(has(live.out, "2 of 2 ranks answered")) << live.out << live.err;
+  const CliRun url =
+      collie({"analyze", "--live", "http://" + addr + "/", "--stall", "60s"}, no_secret);
+  EXPECT_EQ(url.code, 0) << url.out << url.err;
+  // The secret the launcher left for this user only, never on the job's output.
+  const char* runtime = std::getenv("XDG_RUNTIME_DIR");
+  const fs::path secret_file = (runtime != nullptr && runtime[0] == '/'
+                                    ? fs::path(runtime) / "collie"
+                                    : fs::path(fmt::format("/tmp/collie-{}", getuid()))) /
+                               fmt::format("store-{}.secret", port);
+  std::string secret;
+  std::ifstream(secret_file) >> secret;
+  EXPECT_EQ(secret.size(), 64u) << secret_file;
+  EXPECT_EQ(fs::status(secret_file).permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::owner_write);
+  job.signal(SIGINT);
+  ASSERT_TRUE(job.wait(30s).has_value()) << job.err();
+  EXPECT_FALSE(secret.empty() || has(job.err(), secret) || has(job.out(), secret));
+  EXPECT_FALSE(fs::exists(secret_file)) << "left behind after the job";
+}
+
+// MASTER_ADDR and MASTER_PORT choose the local ranks' store (so the address is known before the
+// job starts); one of them alone stops with one line naming the other, exit 2 (launchers.md).
+TEST(FirstHour, MasterPortIsHonouredAndAloneIsRefused) {
+  const std::string port = std::to_string(free_port());
+  const CliRun both = collie(tiny_perf({"--debug-port", "0"}),
+                             {{"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", port}});
+  EXPECT_EQ(both.code, 0) << both.err;
+  EXPECT_TRUE(has(both.err, "collie analyze --live 127.0.0.1:" + port + "\n")) << both.err;
+  const CliRun alone = collie(tiny_perf(), {{"MASTER_ADDR", ""}, {"MASTER_PORT", port}});
+  EXPECT_EQ(alone.code, 2) << alone.err;
+  EXPECT_EQ(lines(alone.err), 1u) << alone.err;
+  EXPECT_TRUE(has(alone.err, "MASTER_PORT is set but MASTER_ADDR is not")) << alone.err;
+  // Without debug servers there is nothing to attach to: no line.
+  const CliRun plain = collie(tiny_perf());
+  EXPECT_FALSE(has(plain.err, "analyze --live")) << plain.err;
+}
+
+TEST(FirstHour, LiveTakesAnAddressWithOrWithoutScheme) {
+  const CliRun bad = collie({"analyze", "--live", "ftp://127.0.0.1:1"});
+  EXPECT_EQ(bad.code, 2) << bad.err;
+  EXPECT_EQ(lines(bad.err), 1u) << bad.err;
+  EXPECT_TRUE(has(bad.err, "HOST:PORT") && has(bad.err, "http://")) << bad.err;
+  // Accepted forms reach the connection (nothing listens on port 1): not a usage error.
+  for (const char* a : {"127.0.0.1:1", "tcp://127.0.0.1:1", "http://127.0.0.1:1/"}) {
+    const CliRun r = collie({"analyze", "--live", a, "--timeout", "1s"});
+    EXPECT_NE(r.code, 2) << a << "\n" << r.err;
+    EXPECT_FALSE(has(r.err, "is not HOST:PORT")) << a << "\n" << r.err;
+  }
 }
 
 }  // namespace
