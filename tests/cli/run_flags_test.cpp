@@ -8,18 +8,13 @@
 #include <string>
 
 #include "comm/registry.h"
-#include "core/error.h"
+#include "support/refusal.h"
 
 namespace collie::cli {
 namespace {
 
 std::string refusal(const RunFlags& f) {
-  try {
-    check_run_flags(f);
-  } catch (const InvalidArgument& e) {
-    return e.what();
-  }
-  return "";
+  return testing::refusal([&] { check_run_flags(f); });
 }
 
 TEST(RunFlagsBackend, ARegisteredBackendIsAcceptedUnchanged) {
