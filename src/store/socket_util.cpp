@@ -14,6 +14,7 @@
 #include <random>
 #include <thread>
 
+#include "core/deadline.h"
 #include "core/error.h"
 
 namespace collie::net {
@@ -44,12 +45,6 @@ void resolve(const std::string& host, uint16_t port, bool passive, AddrInfo& out
   }
 }
 
-int remaining_ms(Deadline deadline) {
-  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-  if (left.count() <= 0) return 0;
-  return static_cast<int>(std::min<int64_t>(left.count() + 1, 1 << 30));
-}
-
 // One non-blocking connect attempt bounded by the deadline; returns the fd or -1 with errno set.
 int try_connect(const addrinfo* ai, Deadline deadline) {
   int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol);
@@ -62,7 +57,7 @@ int try_connect(const addrinfo* ai, Deadline deadline) {
       return -1;
     }
     pollfd p{fd, POLLOUT, 0};
-    const int n = poll(&p, 1, remaining_ms(deadline));
+    const int n = poll(&p, 1, poll_timeout_ms(deadline));
     int err = 0;
     socklen_t len = sizeof(err);
     if (n <= 0) {
@@ -160,7 +155,7 @@ namespace {
 void wait_ready(int fd, short events, Deadline deadline, const std::string& peer) {
   for (;;) {
     pollfd pf{fd, events, 0};
-    const int r = poll(&pf, 1, remaining_ms(deadline));
+    const int r = poll(&pf, 1, poll_timeout_ms(deadline));
     if (r > 0) return;
     if (r == 0) {
       throw NetworkError(
