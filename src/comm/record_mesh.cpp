@@ -21,8 +21,6 @@
 namespace collie {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 constexpr std::array<uint8_t, 4> kMagic = {'C', 'L', 'R', 'M'};
 constexpr size_t kTokenBytes = 64;                               // new_store_secret(): 64 hex chars
 constexpr size_t kHelloBytes = kMagic.size() + 4 + kTokenBytes;  // magic, rank (LE), token
@@ -84,7 +82,7 @@ std::unique_ptr<RecordMesh> RecordMesh::connect(std::shared_ptr<Store> store,
   }
   std::unique_ptr<RecordMesh> m(new RecordMesh(rank, size, record_bytes));
   if (size == 1) return m;
-  const auto deadline = Clock::now() + timeout;
+  const auto deadline = Clock::system().now() + timeout;
   uint16_t port = 0;
   const int listen_fd = net::listen_on(bind_host, 0, &port);
   struct CloseListen {
@@ -174,7 +172,7 @@ void RecordMesh::exchange(const uint8_t* out, uint8_t* in, Millis timeout) {
         "peer was lost)");
   }
   if (size_ == 1) return;
-  const auto deadline = Clock::now() + timeout;
+  const auto deadline = Clock::system().now() + timeout;
   const size_t rb = record_bytes_;
   for (int p = 0; p < size_; ++p) {
     if (p == rank_) continue;

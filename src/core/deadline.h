@@ -7,16 +7,16 @@
 #include <climits>
 #include <cstdint>
 
-namespace collie {
+#include "core/clock.h"
 
-using SteadyTimePoint = std::chrono::steady_clock::time_point;
+namespace collie {
 
 // Milliseconds from `now` to `deadline` for poll: 0 once the deadline has passed (poll returns at
 // once), rounded up so a poll that times out never returns before the deadline, and at most
 // INT_MAX for deadlines too far away to say in an int (time_point::max() included). Never -1
 // ("wait forever"): a caller without a deadline passes -1 itself.
-inline int poll_timeout_ms(SteadyTimePoint deadline,
-                           SteadyTimePoint now = std::chrono::steady_clock::now()) {
+inline int poll_timeout_ms(Clock::TimePoint deadline,
+                           Clock::TimePoint now = std::chrono::steady_clock::now()) {
   if (deadline <= now) return 0;
   // deadline > now: the difference is in [1, 2^64 - 1] ticks, exact in unsigned arithmetic even
   // where the signed one would overflow (time_point::max() against a negative `now`).

@@ -20,8 +20,6 @@
 namespace collie::net {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 struct AddrInfo {
   addrinfo* head = nullptr;
   ~AddrInfo() {
@@ -119,7 +117,7 @@ int listen_on(const std::string& host, uint16_t port, uint16_t* bound_port) {
 }
 
 int connect_with_retry(const std::string& host, uint16_t port, Millis timeout) {
-  const auto start = Clock::now();
+  const auto start = Clock::system().now();
   const Deadline deadline = start + timeout;
   std::minstd_rand rng(std::random_device{}());
   auto backoff = std::chrono::milliseconds(10);
@@ -132,7 +130,7 @@ int connect_with_retry(const std::string& host, uint16_t port, Millis timeout) {
       if (fd >= 0) return fd;
       last_errno = errno;
     }
-    const auto now = Clock::now();
+    const auto now = Clock::system().now();
     if (now >= deadline) break;
     // Jitter spreads the retries of many ranks that all started at once.
     std::uniform_int_distribution<int64_t> jitter(backoff.count() / 2, backoff.count());
@@ -142,7 +140,7 @@ int connect_with_retry(const std::string& host, uint16_t port, Millis timeout) {
     std::this_thread::sleep_for(sleep);
     backoff = std::min<std::chrono::milliseconds>(backoff * 2, std::chrono::seconds(1));
   }
-  const auto waited = std::chrono::duration_cast<Millis>(Clock::now() - start);
+  const auto waited = std::chrono::duration_cast<Millis>(Clock::system().now() - start);
   throw NetworkError(fmt::format(
       "could not connect to the store at {}:{} within {} ms (last error: {}); check that rank 0 "
       "is running and that MASTER_ADDR/MASTER_PORT point at it",

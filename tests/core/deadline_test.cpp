@@ -12,12 +12,12 @@ using std::chrono::microseconds;
 using std::chrono::milliseconds;
 using std::chrono::nanoseconds;
 
-const SteadyTimePoint kNow{std::chrono::seconds(1000)};
+const Clock::TimePoint kNow{std::chrono::seconds(1000)};
 
 TEST(PollTimeout, PastOrNowIsZero) {
   EXPECT_EQ(poll_timeout_ms(kNow, kNow), 0);
   EXPECT_EQ(poll_timeout_ms(kNow - nanoseconds(1), kNow), 0);
-  EXPECT_EQ(poll_timeout_ms(SteadyTimePoint::min(), kNow), 0);
+  EXPECT_EQ(poll_timeout_ms(Clock::TimePoint::min(), kNow), 0);
 }
 
 TEST(PollTimeout, RoundsUpSoPollNeverReturnsBeforeTheDeadline) {
@@ -31,14 +31,14 @@ TEST(PollTimeout, RoundsUpSoPollNeverReturnsBeforeTheDeadline) {
 TEST(PollTimeout, FarFutureIsCappedAtIntMax) {
   EXPECT_EQ(poll_timeout_ms(kNow + milliseconds(INT_MAX), kNow), INT_MAX);
   EXPECT_EQ(poll_timeout_ms(kNow + milliseconds(int64_t{INT_MAX} + 1), kNow), INT_MAX);
-  EXPECT_EQ(poll_timeout_ms(SteadyTimePoint::max(), kNow), INT_MAX);
+  EXPECT_EQ(poll_timeout_ms(Clock::TimePoint::max(), kNow), INT_MAX);
   // No signed overflow where max() - now does not fit (a negative now).
-  EXPECT_EQ(poll_timeout_ms(SteadyTimePoint::max(), SteadyTimePoint::min()), INT_MAX);
+  EXPECT_EQ(poll_timeout_ms(Clock::TimePoint::max(), Clock::TimePoint::min()), INT_MAX);
 }
 
 TEST(PollTimeout, DefaultsToTheSteadyClockNow) {
   // The deadline is read first: in one expression GCC may evaluate the default `now` before it.
-  const SteadyTimePoint deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  const Clock::TimePoint deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   const int ms = poll_timeout_ms(deadline);
   EXPECT_GT(ms, 0);
   EXPECT_LE(ms, 60'000);
