@@ -13,10 +13,11 @@
 #include <memory>
 #include <stdexcept>
 
+#include "core/clock.h"
+
 namespace collie::http {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 constexpr auto kCancelPoll = std::chrono::milliseconds(50);
 
 struct Fd {
@@ -55,11 +56,11 @@ class Exchange {
   void wait_for(int fd, short events, const char* doing) {
     for (;;) {
       if (r_.cancel != nullptr && r_.cancel->load()) fail(fmt::format("cancelled while {}", doing));
-      const auto left = r_.deadline - Clock::now();
-      if (left <= Clock::duration::zero()) {
+      const auto left = r_.deadline - Clock::system().now();
+      if (left <= Clock::TimePoint::duration::zero()) {
         fail(fmt::format("no answer by the deadline while {}", doing));
       }
-      const auto slice = std::min<Clock::duration>(left, kCancelPoll);
+      const auto slice = std::min<Clock::TimePoint::duration>(left, kCancelPoll);
       pollfd p{fd, events, 0};
       const int n = ::poll(
           &p, 1, static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(slice).count()));

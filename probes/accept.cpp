@@ -10,6 +10,7 @@
 #include "comm/rendezvous.h"
 #include "core/env.h"
 #include "core/error.h"
+#include "core/size.h"
 #include "reports/markup.h"
 #include "reports/table.h"
 
@@ -85,7 +86,7 @@ void profile_limits(CheckOutcome& o, const AcceptSpec& spec, const std::vector<s
       if (it == by_size.end()) continue;
       const double v = is_floor ? it->second->busbw_gbps : it->second->time_us;
       if (is_floor ? v >= limit : v <= limit) continue;
-      const std::string label = reports::size_label(size);
+      const std::string label = size_label(size);
       const std::string& prof = is_floor ? floor_by[size] : ceiling_by[size];
       o.fail(is_floor ? fmt::format("busbw {} GB/s at {} is below profile '{}' floor {} GB/s",
                                     reports::num(v), label, prof, reports::num(limit))
@@ -330,7 +331,7 @@ CheckOutcome evaluate_perf(const CheckSpec& c, const PerfCheckResult& r,
   if (!r.missing_ranks.empty())
     o.fail(fmt::format("ranks {} did not report", format_ranks(r.missing_ranks)));
   for (const auto& row : r.rows) {
-    const std::string size = reports::size_label(row.size_bytes);
+    const std::string size = size_label(row.size_bytes);
     o.metrics["busbw@" + size] = row.busbw_gbps;
     o.metrics["time_us@" + size] = row.time_us;
     if (row.wrong <= 0) continue;
@@ -358,7 +359,7 @@ CheckOutcome evaluate_perf(const CheckSpec& c, const PerfCheckResult& r,
                                  size_s, reports::num(limit))
                    : fmt::format("time {} us at {} is above the ceiling {} us", reports::num(v),
                                  size_s, reports::num(limit)));
-      o.findings.push_back({"size", reports::size_label(size), evidence(row)});
+      o.findings.push_back({"size", size_label(size), evidence(row)});
     }
   }
   if (spec) profile_limits(o, *spec, hosts, by_size, evidence);

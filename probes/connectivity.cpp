@@ -10,6 +10,7 @@
 
 #include "comm/init.h"
 #include "comm/rendezvous.h"
+#include "core/clock.h"
 #include "core/log.h"
 #include "core/tensor.h"
 #include "probes/schedule.h"
@@ -17,8 +18,6 @@
 
 namespace collie::probes {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 // A round's worst case is a pair that fails slowly: its store wait and its connect (one
 // timeout each) plus the send and the receive (one each); with slack for teardown, rounds are
@@ -48,7 +47,7 @@ std::string round_trip(ProbeContext& ctx, const std::string& tag, int peer, doub
   TensorView t = dev.view(buf.data(), 1, DType::Int64);
   const int other = pg->rank() == 0 ? 1 : 0;
   std::string err;
-  const auto start = Clock::now();
+  const auto start = Clock::system().now();
   if (pg->rank() == 0) {
     err = wait_for(*pg->send(t, other), ctx.timeout);
     if (err.empty()) err = wait_for(*pg->recv(t, other), ctx.timeout);
@@ -56,7 +55,7 @@ std::string round_trip(ProbeContext& ctx, const std::string& tag, int peer, doub
     err = wait_for(*pg->recv(t, other), ctx.timeout);
     if (err.empty()) err = wait_for(*pg->send(t, other), ctx.timeout);
   }
-  *rtt_us = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+  *rtt_us = std::chrono::duration<double, std::micro>(Clock::system().now() - start).count();
   if (err.empty()) dev.copy_to_host(&msg, buf.data(), sizeof msg);
   const int64_t expect = pg->rank() == 0 ? ctx.rank : peer;
   if (err.empty() && msg != expect)

@@ -14,14 +14,13 @@
 #include <vector>
 
 #include "comm/bind_address.h"
+#include "core/clock.h"
 #include "core/log.h"
 #include "core/stats.h"
 #include "store/socket_util.h"
 
 namespace collie::probes {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 struct Fd {
   int fd = -1;
@@ -37,7 +36,8 @@ int accept_before(int listen_fd, net::Deadline deadline) {
     if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
       throw std::runtime_error(fmt::format("accept: {}", std::strerror(errno)));
     const auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::system().now())
+            .count();
     if (left <= 0) throw std::runtime_error("accept: timed out");
     pollfd p{listen_fd, POLLIN, 0};
     ::poll(&p, 1, static_cast<int>(left));
@@ -47,7 +47,7 @@ int accept_before(int listen_fd, net::Deadline deadline) {
 }  // namespace
 
 double loopback_tcp_gbps(int64_t bytes, int messages, Millis deadline_in, std::string* error) {
-  const auto deadline = Clock::now() + deadline_in;
+  const auto deadline = Clock::system().now() + deadline_in;
   const size_t n = static_cast<size_t>(std::max<int64_t>(bytes, 1));
   std::vector<double> samples;
   try {
@@ -76,10 +76,10 @@ double loopback_tcp_gbps(int64_t bytes, int messages, Millis deadline_in, std::s
     std::string err;
     try {
       for (int i = 0; i < messages + 1; ++i) {
-        const auto t0 = Clock::now();
+        const auto t0 = Clock::system().now();
         net::send_all(client.fd, out.data(), n, deadline, peer);
         net::recv_all(client.fd, &ack, 1, deadline, peer);
-        const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+        const double s = std::chrono::duration<double>(Clock::system().now() - t0).count();
         if (i > 0 && s > 0) samples.push_back(static_cast<double>(n) / s / 1e9);
       }
     } catch (const std::exception& e) {

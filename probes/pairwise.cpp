@@ -9,6 +9,7 @@
 
 #include "comm/init.h"
 #include "comm/rendezvous.h"
+#include "core/clock.h"
 #include "core/env.h"
 #include "core/log.h"
 #include "core/tensor.h"
@@ -19,11 +20,10 @@
 namespace collie::probes {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using json = nlohmann::json;
 
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
+double seconds_since(Clock::TimePoint t) {
+  return std::chrono::duration<double>(Clock::system().now() - t).count();
 }
 
 struct PairMeasure {
@@ -63,7 +63,7 @@ PairMeasure measure_pair(ProbeContext& ctx, const std::string& tag, int peer,
   TensorView small = dev.view(token.data(), 1, DType::Int64);
   std::vector<double> rtts;
   for (int i = 0; i < o.lat_iters + 2 && m.error.empty(); ++i) {
-    const auto t0 = Clock::now();
+    const auto t0 = Clock::system().now();
     if (me == 0) {
       step(pg->send(small, other), "latency send");
       step(pg->recv(small, other), "latency recv");
@@ -84,11 +84,11 @@ PairMeasure measure_pair(ProbeContext& ctx, const std::string& tag, int peer,
   // the first message each way only warms the connection.
   double sent_s = 0;
   const double wait0 = process_cpu_wait_seconds();
-  const auto bw0 = Clock::now();
+  const auto bw0 = Clock::system().now();
   for (int i = 0; i < o.bw_iters + 1 && m.error.empty(); ++i) {
     for (int dir = 0; dir < 2 && m.error.empty(); ++dir) {
       const bool sender = me == dir;
-      const auto ti = Clock::now();
+      const auto ti = Clock::system().now();
       if (sender) {
         step(pg->send(big, other), "bandwidth send");
         step(pg->recv(small, other), "bandwidth ack");
@@ -175,7 +175,7 @@ class Planner {
 
   std::vector<LinkSample> operator()(const std::vector<UnitPair>& pairs) {
     const int k = k_++;
-    const auto t0 = Clock::now();
+    const auto t0 = Clock::system().now();
     json plan{{"done", false}, {"pairs", json::array()}};
     for (const auto& p : pairs)
       plan["pairs"].push_back({r_.unit_rank.at(p.a), r_.unit_rank.at(p.b)});
@@ -188,12 +188,12 @@ class Planner {
       keys.push_back(res_key(tag_, k, r_.unit_rank.at(p.b)));
     }
     std::map<std::string, json> got;
-    const auto end = Clock::now() + ctx_.timeout * 6;
+    const auto end = Clock::system().now() + ctx_.timeout * 6;
     while (true) {
       for (const auto& key : keys)
         if (!got.count(key) && ctx_.store->check({key}))
           got[key] = json::parse(ctx_.store->get_string(key));
-      if (got.size() == keys.size() || Clock::now() >= end) break;
+      if (got.size() == keys.size() || Clock::system().now() >= end) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
     const double secs = seconds_since(t0);
@@ -289,7 +289,7 @@ std::string full_survey_row(ProbeContext& ctx, const std::string& tag, const Pai
 }  // namespace
 
 PairwiseResult run_pairwise(ProbeContext& ctx, const PairwiseOptions& opts) {
-  const auto t0 = Clock::now();
+  const auto t0 = Clock::system().now();
   const std::string tag = ctx.tag();
   PairwiseOptions o = opts;
   if (o.rotation < 0) o.rotation = static_cast<int>(std::time(nullptr) % 100003);

@@ -7,8 +7,8 @@
 #include "comm/init.h"
 #include "core/env.h"
 #include "core/error.h"
+#include "core/size.h"
 #include "perf/driver.h"
-#include "reports/markup.h"
 
 namespace collie::probes {
 using json = nlohmann::json;
@@ -50,10 +50,9 @@ perf::PerfOptions perf_check_options(const CheckSpec& c, Millis timeout,
       if (std::find(sizes.begin(), sizes.end(), b) == sizes.end())
         throw SpecError(fmt::format("{}.rules.{}: the sweep {}..{} ({}) does not measure {}; "
                                     "widen min_bytes/max_bytes",
-                                    where, rule, reports::size_label(o.min_bytes),
-                                    reports::size_label(o.max_bytes),
+                                    where, rule, size_label(o.min_bytes), size_label(o.max_bytes),
                                     o.step_factor > 1 ? fmt::format("x{}", o.step_factor)
-                                                      : "+" + reports::size_label(o.step_bytes),
+                                                      : "+" + size_label(o.step_bytes),
                                     size),
                         std::string("rules/") + rule + "/" + size);
     }

@@ -8,13 +8,12 @@
 
 #include "comm/init.h"
 #include "comm/rendezvous.h"
+#include "core/clock.h"
 #include "core/tensor.h"
 #include "probes/stats.h"
 
 namespace collie::probes {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 constexpr double kStandOut = 3.0;  // a straggler is this many times later than the median rank
 
@@ -157,7 +156,7 @@ StragglerResult run_stragglers(ProbeContext& ctx, const StragglerOptions& opts) 
     for (int i = 0; i < opts.warmup + opts.iters; ++i) {
       if (opts.before_iteration) opts.before_iteration(ctx.rank, i);
       if (opts.work_per_iter > 0) sink = sink + spin(work, opts.work_per_iter);
-      const auto arrive = Clock::now();
+      const auto arrive = Clock::system().now();
       auto w = pg->all_reduce(t);
       error = wait_for(*w, ctx.timeout);
       if (!error.empty()) {
@@ -165,7 +164,8 @@ StragglerResult run_stragglers(ProbeContext& ctx, const StragglerOptions& opts) 
         break;
       }
       if (i >= opts.warmup)
-        waits.push_back(std::chrono::duration<double, std::micro>(Clock::now() - arrive).count());
+        waits.push_back(
+            std::chrono::duration<double, std::micro>(Clock::system().now() - arrive).count());
     }
     destroy_process_group(*pg);
   } catch (const std::exception& e) {

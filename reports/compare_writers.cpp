@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "core/size.h"
 #include "reports/junit.h"
 #include "reports/markup.h"
 

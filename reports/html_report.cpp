@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <set>
 
+#include "core/size.h"
 #include "reports/markup.h"
 #include "reports/render.h"
 #include "reports/svg_plot.h"

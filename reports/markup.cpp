@@ -47,17 +47,6 @@ std::string xml_escape(std::string_view s) {
   return out;
 }
 
-std::string size_label(int64_t bytes) {
-  static const char* kUnits[] = {"", "K", "M", "G", "T"};
-  double v = static_cast<double>(bytes);
-  int u = 0;
-  while (v >= 1024 && u < 4) {
-    v /= 1024;
-    ++u;
-  }
-  return fmt::format("{:g}{}", v, kUnits[u]);
-}
-
 std::string num(double v, int digits) {
   if (v == 0 || !std::isfinite(v)) return fmt::format("{:g}", v);
   const int mag = static_cast<int>(std::floor(std::log10(std::fabs(v))));

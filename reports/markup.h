@@ -9,10 +9,6 @@ namespace collie::reports {
 // Escapes & < > " ' for XML/HTML text and attribute values.
 std::string xml_escape(std::string_view s);
 
-// Binary size label as the -b/-e flags take it: 8 → "8", 1024 → "1K", 1572864 → "1.5M".
-// parse_byte_size (core/size.h) reads every label back.
-std::string size_label(int64_t bytes);
-
 // `v` with `digits` significant digits, no exponent for ordinary magnitudes ("0.0123", "4512").
 std::string num(double v, int digits = 4);
 

@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "core/error.h"
+#include "core/size.h"
 #include "reports/baseline.h"
 #include "reports/junit.h"
 #include "reports/markup.h"

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "core/size.h"
 #include "reports/markup.h"
 
 namespace collie::reports {

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 
@@ -20,6 +21,25 @@
 
 namespace collie::cli {
 namespace {
+
+// Every backend name this build knows, sorted: the registered ones and those not built here
+// (check_before_any_rank refuses those with the reason).
+std::vector<std::string> known_backends() {
+  std::vector<std::string> names;
+  for (const auto* b : backends()) names.push_back(b->name);
+  for (const auto& m : missing_backends()) names.push_back(m.name);
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  return names;
+}
+
+// "a", "a or b", "a, b or c".
+std::string or_list(const std::vector<std::string>& names) {
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
+  return out;
+}
 
 // "srun -n N collie CMD ARGS" for this command line, without -np.
 std::string srun_command(int ranks) {
@@ -99,7 +119,7 @@ void add_run_flags(CLI::App& app, RunFlags& f, const std::string& timeout_help,
                              "works too)",
                              kDefaultLocalRanks))
       ->each([&f](const std::string&) { f.np_given = true; });
-  app.add_option("--backend", f.backend, "gloo | mpi | nccl");
+  app.add_option("--backend", f.backend, fmt::format("{}", fmt::join(known_backends(), " | ")));
   app.add_option("-T,--timeout", f.timeout, timeout_help);
   app.add_option("-J,--output_file", f.json, json_help);
   app.add_option("--debug-port", f.debug_port,
@@ -123,8 +143,9 @@ Millis run_timeout(const RunFlags& f) {
 }
 
 void check_run_flags(const RunFlags& f) {
-  if (f.backend != "gloo" && f.backend != "mpi" && f.backend != "nccl")
-    throw InvalidArgument("--backend must be gloo, mpi or nccl");
+  if (const auto known = known_backends();
+      std::find(known.begin(), known.end(), f.backend) == known.end())
+    throw InvalidArgument("--backend must be " + or_list(known));
   run_timeout(f);
   if (f.np < 1 || f.np > launch::kMaxLocalRanks)
     throw InvalidArgument(fmt::format("-np must be in 1..{}", launch::kMaxLocalRanks));

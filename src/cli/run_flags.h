@@ -60,8 +60,8 @@ void add_run_flags(CLI::App& app, RunFlags& f, const std::string& timeout_help,
                    const std::string& json_help);
 
 // The one validator of the flags above: throws InvalidArgument, one line naming the flag
-// (--backend not gloo/mpi/nccl, -T not a duration, -np outside 1..4096, --debug-port outside
-// 0..65535).
+// (--backend not a backend this build knows: registered, or not built here; -T not a duration,
+// -np outside 1..4096, --debug-port outside 0..65535).
 void check_run_flags(const RunFlags& f);
 
 // Checks the flags (check_run_flags), the backend (built and able to run on this host, when

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "core/deadline.h"
 #include "core/error.h"
 #include "store/socket_util.h"
 #include "store/store.h"
@@ -20,16 +21,9 @@
 namespace collie {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 constexpr std::array<uint8_t, 4> kMagic = {'C', 'L', 'R', 'M'};
 constexpr size_t kTokenBytes = 64;                               // new_store_secret(): 64 hex chars
 constexpr size_t kHelloBytes = kMagic.size() + 4 + kTokenBytes;  // magic, rank (LE), token
-
-int remaining_ms(Clock::time_point deadline) {
-  const auto left = std::chrono::duration_cast<Millis>(deadline - Clock::now()).count();
-  return left <= 0 ? 0 : static_cast<int>(std::min<int64_t>(left + 1, 1 << 30));
-}
 
 std::string key_of(const std::string& tag, int rank) { return fmt::format("{}/{}", tag, rank); }
 
@@ -88,7 +82,7 @@ std::unique_ptr<RecordMesh> RecordMesh::connect(std::shared_ptr<Store> store,
   }
   std::unique_ptr<RecordMesh> m(new RecordMesh(rank, size, record_bytes));
   if (size == 1) return m;
-  const auto deadline = Clock::now() + timeout;
+  const auto deadline = Clock::system().now() + timeout;
   uint16_t port = 0;
   const int listen_fd = net::listen_on(bind_host, 0, &port);
   struct CloseListen {
@@ -100,7 +94,7 @@ std::unique_ptr<RecordMesh> RecordMesh::connect(std::shared_ptr<Store> store,
 
   // Dial every lower rank (the kernel completes the connection before that rank accepts).
   for (int peer = 0; peer < rank; ++peer) {
-    const Millis left(remaining_ms(deadline));
+    const Millis left(poll_timeout_ms(deadline));
     try {
       store->wait({key_of(tag, peer)}, std::max(left, Millis(1)));
       std::istringstream in(to_string(store->get(key_of(tag, peer))));
@@ -111,7 +105,7 @@ std::unique_ptr<RecordMesh> RecordMesh::connect(std::shared_ptr<Store> store,
         throw NetworkError("its published address is malformed");
       }
       const int fd = net::connect_with_retry(host, static_cast<uint16_t>(peer_port),
-                                             Millis(remaining_ms(deadline)));
+                                             Millis(poll_timeout_ms(deadline)));
       m->fds_[static_cast<size_t>(peer)] = fd;
       const auto h = hello(rank, peer_token);
       net::send_all(fd, h.data(), h.size(), deadline, fmt::format("rank {}", peer));
@@ -127,7 +121,7 @@ std::unique_ptr<RecordMesh> RecordMesh::connect(std::shared_ptr<Store> store,
   while (missing > 0) {
     std::vector<pollfd> pfds{{listen_fd, POLLIN, 0}};
     for (const Pending& p : pending) pfds.push_back({p.fd, POLLIN, 0});
-    const int n = ::poll(pfds.data(), pfds.size(), remaining_ms(deadline));
+    const int n = ::poll(pfds.data(), pfds.size(), poll_timeout_ms(deadline));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       for (const Pending& p : pending) ::close(p.fd);
@@ -178,7 +172,7 @@ void RecordMesh::exchange(const uint8_t* out, uint8_t* in, Millis timeout) {
         "peer was lost)");
   }
   if (size_ == 1) return;
-  const auto deadline = Clock::now() + timeout;
+  const auto deadline = Clock::system().now() + timeout;
   const size_t rb = record_bytes_;
   for (int p = 0; p < size_; ++p) {
     if (p == rank_) continue;
@@ -207,7 +201,7 @@ void RecordMesh::exchange(const uint8_t* out, uint8_t* in, Millis timeout) {
           who.push_back(p);
         }
       }
-      const int n = ::poll(pfds.data(), pfds.size(), remaining_ms(deadline));
+      const int n = ::poll(pfds.data(), pfds.size(), poll_timeout_ms(deadline));
       if (n < 0 && errno == EINTR) continue;
       if (n < 0) {
         broken_ = true;

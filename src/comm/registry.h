@@ -1,8 +1,9 @@
 #pragma once
 // Backend and wrapper registry. Each backend registers itself from its own register.cpp (a
 // static registrar; all modules are linked into libcollie, so registrars are never dropped).
-// Wrappers (tracing, desync checks) register the same way and are applied by init_process_group
-// and new_group in ascending `order` (lowest = closest to the backend).
+// Wrappers (tracing, desync checks) do not register: src/stack/stack.cpp builds the whole stack in
+// one function and installs it once (set_stack_builder); init_process_group and new_group apply
+// it through apply_wrappers.
 // Thread safety: registration happens during static initialization; lookups are read-only.
 #include <functional>
 #include <memory>

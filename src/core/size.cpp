@@ -55,6 +55,24 @@ double unit_bytes(std::string_view suffix) {
 
 }  // namespace
 
+std::string size_label(int64_t bytes) {
+  static const char* kUnits[] = {"", "K", "M", "G", "T"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  return fmt::format("{:g}{}", v, kUnits[u]);
+}
+
+std::string memory_label(int64_t bytes) {
+  const auto b = static_cast<double>(bytes);
+  if (b < 0) return "?";
+  return b < (1 << 20) ? fmt::format("{:.1f} KiB", b / 1024)
+                       : fmt::format("{:.1f} MiB", b / (1 << 20));
+}
+
 int64_t parse_byte_size(std::string_view text, std::string_view what, int64_t max) {
   size_t num_end = text.size();
   while (num_end > 0 && !(text[num_end - 1] >= '0' && text[num_end - 1] <= '9') &&

@@ -9,14 +9,13 @@
 #include "comm/bind_address.h"
 #include "comm/process_group.h"
 #include "comm/record_mesh.h"
+#include "core/clock.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "store/store.h"
 
 namespace collie {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 // The fingerprints of the keys present in the store now (never waits); nullopt for the others.
 void read_present(Store& store, const std::vector<std::string>& keys,
@@ -66,7 +65,7 @@ class MeshExchange : public FingerprintExchange {
 
   Gathered exchange(const Fingerprint& mine, Millis timeout) override {
     ++count_;
-    const auto start = Clock::now();
+    const auto start = Clock::system().now();
     const int n = mesh_->size(), me = mesh_->rank();
     const size_t bytes = static_cast<size_t>(n) * Fingerprint::kRecordBytes;
     send_.resize(bytes);
@@ -87,7 +86,7 @@ class MeshExchange : public FingerprintExchange {
  private:
   // After a failed exchange: the ranks that came publish their fingerprints; wait until the
   // timeout has passed since this rank arrived (at least a short grace) for the others'.
-  Gathered through_store(const Fingerprint& mine, Millis timeout, Clock::time_point start) {
+  Gathered through_store(const Fingerprint& mine, Millis timeout, Clock::TimePoint start) {
     const int n = mesh_->size(), me = mesh_->rank();
     auto key = [&](int r) { return fmt::format("desync/x/{}/{}", count_, r); };
     std::vector<std::string> keys;
@@ -97,8 +96,8 @@ class MeshExchange : public FingerprintExchange {
     try {
       store_->set(keys[me], mine.encode());
       const Millis grace = std::clamp(timeout / 4, Millis(200), Millis(2000));
-      const auto deadline = std::max(start + timeout, Clock::now() + grace);
-      const auto left = std::chrono::duration_cast<Millis>(deadline - Clock::now());
+      const auto deadline = std::max(start + timeout, Clock::system().now() + grace);
+      const auto left = std::chrono::duration_cast<Millis>(deadline - Clock::system().now());
       try {
         store_->wait(keys, std::max(left, Millis(1)));
       } catch (const StoreError&) {

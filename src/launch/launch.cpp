@@ -18,6 +18,7 @@
 #include <memory>
 #include <optional>
 
+#include "core/deadline.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "launch/cpu_binding.h"
@@ -434,9 +435,7 @@ class Launcher {
     for (const auto& d : {job_deadline_, kill_deadline_, drain_deadline_, verdict_deadline_}) {
       if (d && (!next || *d < *next)) next = d;
     }
-    if (!next) return -1;
-    auto ms = std::chrono::ceil<std::chrono::milliseconds>(*next - Steady::now()).count();
-    return static_cast<int>(std::clamp<int64_t>(ms, 0, 1 << 30));
+    return next ? poll_timeout_ms(*next) : -1;
   }
 
   void say(const std::string& msg) {

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "core/size.h"
 #include "perf/host_exchange.h"
 
 namespace collie::perf {
@@ -26,19 +27,13 @@ std::vector<device::MemoryReport> gather_memory(ProcessGroup& pg, device::Device
 
 std::vector<std::string> memory_report_lines(const std::vector<device::MemoryReport>& ranks,
                                              bool host_accessible) {
-  const auto mib = [](int64_t bytes) {
-    const auto b = static_cast<double>(bytes);
-    if (b < 0) return std::string("?");
-    return b < (1 << 20) ? fmt::format("{:.1f} KiB", b / 1024)
-                         : fmt::format("{:.1f} MiB", b / (1 << 20));
-  };
   std::vector<std::string> lines;
   for (size_t r = 0; r < ranks.size(); ++r) {
     const device::MemoryReport& m = ranks[r];
     lines.push_back(
         fmt::format("#  Rank {:2d} memory: peak {} in perf buffers; {} {} total, {} free", r,
-                    mib(m.peak_allocated_bytes), host_accessible ? "host" : "device",
-                    mib(m.total_bytes), mib(m.free_bytes)));
+                    memory_label(m.peak_allocated_bytes), host_accessible ? "host" : "device",
+                    memory_label(m.total_bytes), memory_label(m.free_bytes)));
   }
   return lines;
 }

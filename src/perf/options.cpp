@@ -7,8 +7,8 @@
 
 #include "core/env.h"
 #include "core/error.h"
+#include "core/size.h"
 #include "perf/collective.h"
-#include "reports/markup.h"
 
 namespace collie::perf {
 namespace {
@@ -155,10 +155,9 @@ std::vector<DType> parse_dtypes(const std::string& word, bool allow_all,
 
 void check_sweep(const PerfOptions& o, const SweepNames& n) {
   if (o.min_bytes > o.max_bytes)
-    throw SettingError(
-        fmt::format("{} {} is larger than {} {}", n.min, reports::size_label(o.min_bytes), n.max,
-                    reports::size_label(o.max_bytes)),
-        n.min);
+    throw SettingError(fmt::format("{} {} is larger than {} {}", n.min, size_label(o.min_bytes),
+                                   n.max, size_label(o.max_bytes)),
+                       n.min);
   if (o.step_factor < 1)
     throw SettingError(
         fmt::format("{} must be >= 1 (above 1 multiplies each size; 1 adds {})", n.factor, n.step),

@@ -8,16 +8,15 @@
 
 #include "comm/init.h"
 #include "comm/op_table.h"
+#include "core/clock.h"
 #include "core/error.h"
 #include "perf/host_exchange.h"
 
 namespace collie::replay {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double us_since(Clock::time_point t) {
-  return std::chrono::duration<double, std::micro>(Clock::now() - t).count();
+double us_since(Clock::TimePoint t) {
+  return std::chrono::duration<double, std::micro>(Clock::system().now() - t).count();
 }
 
 constexpr size_t kAlign = 256;  // p2p slices start on 256 bytes, as device allocators do
@@ -170,19 +169,19 @@ class Runner {
     bo.timeout = timeout_;
     bo.in_metrics = false;  // lines the ranks up; not one of the replayed ops
     world_.barrier(bo)->wait();
-    const auto start = Clock::now();
+    const auto start = Clock::system().now();
     for (size_t i = 0; i < ops_.size(); ++i) {
       const PlanOp& op = ops_[i];
       if (is_p2p(op.type)) {
         if (batch_.empty()) {
-          batch_start_ = Clock::now();
+          batch_start_ = Clock::system().now();
           arena_used_ = 0;
         }
         batch_.emplace_back(i, guarded(i, [&] { return post(op); }));
         continue;
       }
       flush(times);
-      const auto t = Clock::now();
+      const auto t = Clock::system().now();
       guarded(i, [&] {
         issue(op)->wait();
         sync(op);
@@ -278,7 +277,7 @@ class Runner {
   std::vector<std::shared_ptr<ProcessGroup>> groups_;  // by plan group; null where not a member
   device::Buffer in_, out_, arena_;
   std::vector<std::pair<size_t, std::shared_ptr<Work>>> batch_;
-  Clock::time_point batch_start_;
+  Clock::TimePoint batch_start_;
   size_t arena_used_ = 0;
 };
 

@@ -14,12 +14,11 @@
 #include <random>
 #include <thread>
 
+#include "core/deadline.h"
 #include "core/error.h"
 
 namespace collie::net {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 struct AddrInfo {
   addrinfo* head = nullptr;
@@ -44,12 +43,6 @@ void resolve(const std::string& host, uint16_t port, bool passive, AddrInfo& out
   }
 }
 
-int remaining_ms(Deadline deadline) {
-  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-  if (left.count() <= 0) return 0;
-  return static_cast<int>(std::min<int64_t>(left.count() + 1, 1 << 30));
-}
-
 // One non-blocking connect attempt bounded by the deadline; returns the fd or -1 with errno set.
 int try_connect(const addrinfo* ai, Deadline deadline) {
   int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol);
@@ -62,7 +55,7 @@ int try_connect(const addrinfo* ai, Deadline deadline) {
       return -1;
     }
     pollfd p{fd, POLLOUT, 0};
-    const int n = poll(&p, 1, remaining_ms(deadline));
+    const int n = poll(&p, 1, poll_timeout_ms(deadline));
     int err = 0;
     socklen_t len = sizeof(err);
     if (n <= 0) {
@@ -124,7 +117,7 @@ int listen_on(const std::string& host, uint16_t port, uint16_t* bound_port) {
 }
 
 int connect_with_retry(const std::string& host, uint16_t port, Millis timeout) {
-  const auto start = Clock::now();
+  const auto start = Clock::system().now();
   const Deadline deadline = start + timeout;
   std::minstd_rand rng(std::random_device{}());
   auto backoff = std::chrono::milliseconds(10);
@@ -137,7 +130,7 @@ int connect_with_retry(const std::string& host, uint16_t port, Millis timeout) {
       if (fd >= 0) return fd;
       last_errno = errno;
     }
-    const auto now = Clock::now();
+    const auto now = Clock::system().now();
     if (now >= deadline) break;
     // Jitter spreads the retries of many ranks that all started at once.
     std::uniform_int_distribution<int64_t> jitter(backoff.count() / 2, backoff.count());
@@ -147,7 +140,7 @@ int connect_with_retry(const std::string& host, uint16_t port, Millis timeout) {
     std::this_thread::sleep_for(sleep);
     backoff = std::min<std::chrono::milliseconds>(backoff * 2, std::chrono::seconds(1));
   }
-  const auto waited = std::chrono::duration_cast<Millis>(Clock::now() - start);
+  const auto waited = std::chrono::duration_cast<Millis>(Clock::system().now() - start);
   throw NetworkError(fmt::format(
       "could not connect to the store at {}:{} within {} ms (last error: {}); check that rank 0 "
       "is running and that MASTER_ADDR/MASTER_PORT point at it",
@@ -160,7 +153,7 @@ namespace {
 void wait_ready(int fd, short events, Deadline deadline, const std::string& peer) {
   for (;;) {
     pollfd pf{fd, events, 0};
-    const int r = poll(&pf, 1, remaining_ms(deadline));
+    const int r = poll(&pf, 1, poll_timeout_ms(deadline));
     if (r > 0) return;
     if (r == 0) {
       throw NetworkError(

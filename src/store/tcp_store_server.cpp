@@ -17,6 +17,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/deadline.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/thread_name.h"
@@ -140,9 +141,7 @@ class TcpStoreServer::Loop {
       next = timers_.begin()->first;
     }
     if (accept_paused_ && (!next || accept_resume_ < *next)) next = accept_resume_;
-    if (!next) return -1;
-    auto ms = std::chrono::ceil<std::chrono::milliseconds>(*next - SteadyClock::now()).count();
-    return static_cast<int>(std::clamp<int64_t>(ms, 0, 1 << 30));
+    return next ? poll_timeout_ms(*next) : -1;
   }
 
   void dispatch(const epoll_event& ev) {

@@ -10,6 +10,25 @@
 namespace collie {
 namespace {
 
+// Every size label a report writes is read back by the one size parser (--min-size, spec keys).
+TEST(SizeLabel, ParseByteSizeReadsEveryLabelBack) {
+  for (int64_t b : {int64_t{0}, int64_t{8}, int64_t{1000}, int64_t{1024}, int64_t{1536},
+                    int64_t{64} << 10, int64_t{3} << 19, int64_t{1} << 30, kMaxByteSize}) {
+    EXPECT_EQ(parse_byte_size(size_label(b), "--min-size"), b) << size_label(b);
+  }
+  EXPECT_EQ(size_label(1536), "1.5K");
+  EXPECT_EQ(size_label(kMaxByteSize), "1T");
+}
+
+TEST(MemoryLabel, KibBelowOneMibThenMib) {
+  EXPECT_EQ(memory_label(0), "0.0 KiB");
+  EXPECT_EQ(memory_label(1536), "1.5 KiB");
+  EXPECT_EQ(memory_label((int64_t{1} << 20) - 1024), "1023.0 KiB");
+  EXPECT_EQ(memory_label(int64_t{1} << 20), "1.0 MiB");
+  EXPECT_EQ(memory_label(int64_t{1} << 30), "1024.0 MiB");
+  EXPECT_EQ(memory_label(-1), "?");
+}
+
 TEST(ByteSize, UnitsAndFractions) {
   EXPECT_EQ(parse_byte_size("8", "-b"), 8);
   EXPECT_EQ(parse_byte_size("0", "-b"), 0);
@@ -23,7 +42,7 @@ TEST(ByteSize, UnitsAndFractions) {
 }
 
 // Every spelling nccl-tests users write for -b/-e: a bare number or B, then K/M/G (and T, which
-// reports::size_label writes for 1 TiB) alone, with B or with iB, in either case; all 1024-based.
+// size_label writes for 1 TiB) alone, with B or with iB, in either case; all 1024-based.
 TEST(ByteSize, EverySpellingOfAUnit) {
   EXPECT_EQ(parse_byte_size("8B", "-b"), 8);
   EXPECT_EQ(parse_byte_size("8b", "-b"), 8);

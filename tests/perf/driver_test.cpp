@@ -55,7 +55,7 @@ PerfOptions small(std::vector<std::string> colls) {
 TEST(PerfDriver, EveryCollectiveDtypeOpValidatesOn2To4Ranks) {
   std::vector<std::string> all;
   for (auto* d : all_collectives()) all.push_back(d->name);
-  ASSERT_EQ(all.size(), 11u);
+  ASSERT_FALSE(all.empty());
   for (int n = 2; n <= 4; ++n) {
     PerfOptions o = small(all);
     o.dtypes = {DType::Float32, DType::Int32,  DType::Float16, DType::BFloat16,
@@ -88,7 +88,7 @@ TEST(PerfDriver, EveryCollectiveDtypeOpValidatesOn2To4Ranks) {
       EXPECT_EQ(static_cast<int>(r.rank_time_us.size()), n);
       EXPECT_GT(r.time_us, 0);
     }
-    EXPECT_EQ(seen.size(), 11u);
+    EXPECT_EQ(seen.size(), all.size());  // every registered collective made rows
   }
 }
 

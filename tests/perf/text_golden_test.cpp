@@ -5,7 +5,9 @@
 // names, the bandwidth figures of the summary lines (and the straggler line, which only
 // appears when this shared machine was noisy). The rest, headers and trailing spaces included,
 // must equal tests/perf/golden/<collective>.txt byte for byte.
-// Regenerate after an intended change: COLLIE_UPDATE_GOLDEN=1
+// The collectives are the registered ones (all_collectives()); each must have its golden and each
+// golden its collective, so a new collective is its descriptor plus its golden, no list to edit.
+// Regenerate after an intended change (or make a new collective's): COLLIE_UPDATE_GOLDEN=1
 // build/tests/perf/perf_text_golden_test
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -14,15 +16,28 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <set>
 #include <sstream>
 
 #include "comm/registry.h"
+#include "perf/collective.h"
 
 namespace {
 
-const std::vector<std::string> kCollectives = {
-    "all_reduce", "all_gather", "broadcast", "reduce",   "reduce_scatter", "alltoall",
-    "alltoallv",  "gather",     "scatter",   "sendrecv", "barrier"};
+std::vector<std::string> registered_collectives() {
+  std::vector<std::string> names;
+  for (const auto* d : collie::perf::all_collectives()) names.push_back(d->name);
+  return names;
+}
+
+// The collectives tests/perf/golden/ has a table for (<name>.txt).
+std::set<std::string> golden_collectives() {
+  std::set<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(COLLIE_PERF_GOLDEN_DIR)) {
+    if (e.path().extension() == ".txt") names.insert(e.path().stem().string());
+  }
+  return names;
+}
 
 std::string slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -98,7 +113,18 @@ TEST(PerfTextGolden, EveryCollectiveMatchesNcclTestsLayout) {
   std::filesystem::remove(out);
   ASSERT_TRUE(text.starts_with("# collie version ")) << text;
   const bool update = std::getenv("COLLIE_UPDATE_GOLDEN") != nullptr;
-  for (const auto& c : kCollectives) {
+  const std::vector<std::string> collectives = registered_collectives();
+  ASSERT_FALSE(collectives.empty()) << "no perf collective is registered";
+  if (!update) {
+    const std::set<std::string> registered(collectives.begin(), collectives.end());
+    for (const auto& c : registered)
+      EXPECT_TRUE(golden_collectives().count(c))
+          << c << " has no golden table: COLLIE_UPDATE_GOLDEN=1 makes tests/perf/golden/" << c
+          << ".txt; review it before committing";
+    for (const auto& g : golden_collectives())
+      EXPECT_TRUE(registered.count(g)) << "tests/perf/golden/" << g << ".txt: no such collective";
+  }
+  for (const auto& c : collectives) {
     const std::string start = "# Collective test starting: " + c + "_perf\n";
     const std::string end = "# Collective test concluded: " + c + "_perf\n";
     const size_t a = text.find(start), b = text.find(end);

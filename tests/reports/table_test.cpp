@@ -6,7 +6,6 @@
 #include <chrono>
 #include <cstdio>
 
-#include "core/size.h"
 #include "reports/markup.h"
 #include "reports/render.h"
 
@@ -26,15 +25,6 @@ ResultRow row(double t, double alg, double bus, int64_t wrong) {
   r.busbw_gbps = bus;
   r.wrong = wrong;
   return r;
-}
-
-// Every size label a report writes is read back by the one size parser (--min-size, spec keys).
-TEST(SizeLabel, ParseByteSizeReadsEveryLabelBack) {
-  for (int64_t b : {int64_t{0}, int64_t{8}, int64_t{1000}, int64_t{1024}, int64_t{1536},
-                    int64_t{64} << 10, int64_t{3} << 19, int64_t{1} << 30, kMaxByteSize}) {
-    EXPECT_EQ(parse_byte_size(size_label(b), "--min-size"), b) << size_label(b);
-  }
-  EXPECT_EQ(size_label(kMaxByteSize), "1T");
 }
 
 TEST(Table, RowMatchesNcclTestsByteForByte) {

@@ -12,6 +12,7 @@
 #include "backends/mpi/mpi_runtime.h"
 #include "backends/mpi/mpi_work.h"
 #include "comm/rendezvous.h"
+#include "core/clock.h"
 #include "core/error.h"
 #include "core/exit_codes.h"
 #include "core/log.h"
@@ -19,10 +20,8 @@
 namespace collie {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 // Waits for `req` with a deadline by test-polling (MPI has no timed wait).
-bool test_until(MPI_Request& req, Clock::time_point deadline) {
+bool test_until(MPI_Request& req, Clock::TimePoint deadline) {
   for (uint32_t i = 0;; ++i) {
     int flag = 0;
     {
@@ -30,7 +29,7 @@ bool test_until(MPI_Request& req, Clock::time_point deadline) {
       MPI_Test(&req, &flag, MPI_STATUS_IGNORE);
     }
     if (flag) return true;
-    if ((i & 255) == 0 && Clock::now() >= deadline) return false;
+    if ((i & 255) == 0 && Clock::system().now() >= deadline) return false;
     std::this_thread::yield();
   }
 }
@@ -79,7 +78,7 @@ ProcessGroupMPI::ProcessGroupMPI(GroupInfo info, const Env& /*env*/)
       auto lk = rt.lock();
       rc = MPI_Comm_idup(MPI_COMM_WORLD, &comm_, &req);
     }
-    if (rc == MPI_SUCCESS && !test_until(req, Clock::now() + this->info().timeout)) {
+    if (rc == MPI_SUCCESS && !test_until(req, Clock::system().now() + this->info().timeout)) {
       throw TimeoutError(fmt::format(
           "{}: not every MPI rank created the group within {} ms; every rank must create it", where,
           this->info().timeout.count()));
