@@ -56,8 +56,8 @@ LocalSecretFile::LocalSecretFile(uint16_t port, const std::string& secret) {
     why_ = fmt::format("{}: {}", path, std::strerror(errno));
     return;
   }
-  const bool written = write(fd, secret.data(), secret.size()) ==
-                       static_cast<ssize_t>(secret.size());
+  const bool written =
+      write(fd, secret.data(), secret.size()) == static_cast<ssize_t>(secret.size());
   const int err = errno;
   close(fd);
   if (!written) {
@@ -75,7 +75,8 @@ LocalSecretFile::~LocalSecretFile() {
 std::string read_local_secret(uint16_t port) {
   const std::string dir = local_secret_dir();
   if (dir.empty()) return "";
-  const int fd = open(secret_path(dir, port).c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  const int fd =
+      open(secret_path(dir, port).c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return "";
   struct stat st {};
   std::string out;
