@@ -221,6 +221,11 @@ class Builder {
           continue;
         }
         const int gi = g->second;
+        const int me = group_rank(gi, d.rank);
+        if (me < 0) {
+          notes_.add("recorded by a rank its group's member list does not name", where);
+          continue;
+        }
         const uint64_t bytes =
             static_cast<uint64_t>(std::max(op->in_total, op->out_total)) * dtype_size(op->dtype);
         if (bytes > static_cast<uint64_t>(o_.max_op_bytes)) {
@@ -232,8 +237,7 @@ class Builder {
         Cand c{static_cast<int>(i), k, *op};
         if (is_p2p(op->type)) {
           const int peer = op->peer >= 0 ? group_rank(gi, op->peer) : -1;
-          const int me = group_rank(gi, d.rank);
-          if (peer < 0 || me < 0) {
+          if (peer < 0) {
             notes_.add("send/recv without a recorded peer in its group", where);
             continue;
           }

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/printable.h"
 
 namespace collie::replay {
 namespace {
@@ -119,7 +120,8 @@ std::optional<RecordedOp> read_entry(const DumpEntry& e, std::string* why) {
   }
   const auto d = parse_dtype(dt);
   if (!d) {
-    *why = fmt::format("dtype '{}' has no collie equivalent", dt.substr(0, 24));
+    // The dtype was read back out of its JSON text: escapes such as \u0001 are raw again.
+    *why = fmt::format("dtype '{}' has no collie equivalent", printable(dt.substr(0, 24)));
     return std::nullopt;
   }
   r.dtype = *d;

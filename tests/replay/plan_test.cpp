@@ -278,6 +278,38 @@ TEST(ReplayPlan, OneNameForDifferentMembersOnDifferentRanksIsSeveralGroups) {
   EXPECT_EQ(p.ranks[1][1].in_count, 4u);
 }
 
+TEST(ReplayPlan, AnEntryOfARankItsGroupDoesNotNameIsSaidNotReplayed) {
+  // Found by fuzz_torch_dump: rank 1 records a collective (and a send) in group "1", whose member
+  // list on every dump is rank 0 alone. It was matched as group rank -1 (out of bounds).
+  Dumps d(2);
+  d.groups["1"] = {{"desc", "sub_pg"}, {"ranks", {0}}};
+  d.all(entry("0", "all_reduce", 1, {{4}}));
+  d.entries[0].push_back(entry("1", "all_reduce", 1, {{2}}));
+  d.entries[1].push_back(entry("1", "all_reduce", 1, {{2}}));
+  d.entries[1].push_back(p2p("1", "send", 0, {{2}}));
+  const ReplayPlan p = build_plan(d.parse(), world(2));
+  ASSERT_EQ(p.calls.size(), 2u) << notes(p);
+  EXPECT_EQ(p.ranks[0].size(), 2u);
+  EXPECT_EQ(p.ranks[1].size(), 1u);
+  EXPECT_NE(notes(p).find("2 ops: recorded by a rank its group's member list does not name "
+                          "(first: rank 1 entry 1 (gloo:all_reduce))"),
+            std::string::npos)
+      << notes(p);
+}
+
+TEST(ReplayPlan, ADtypeFromTheDumpIsPrintedEscaped) {
+  // Found by fuzz_torch_dump: the dtype is read back out of its JSON text, where "\u0001" is an
+  // escape; the note printed the raw control byte to the terminal.
+  Dumps d(2);
+  d.all(entry("0", "all_reduce", 1, {{4}}));
+  d.all(entry("0", "all_reduce", 2, {{4}}, nullptr, "f\x01\x1b[2J"));
+  const ReplayPlan p = build_plan(d.parse(), world(2));
+  ASSERT_FALSE(p.notes.empty());
+  EXPECT_NE(p.notes[0].find("dtype 'f\\x01\\x1b[2J' has no collie equivalent"), std::string::npos)
+      << p.notes[0];
+  for (const std::string& n : p.notes) EXPECT_EQ(n.find('\x01'), std::string::npos) << n;
+}
+
 TEST(ReplayPlan, RankListsAndTheSameFingerprintForTheSamePlan) {
   EXPECT_EQ(parse_rank_list("0-2,5,7-7", "--ranks"), (std::vector<int>{0, 1, 2, 5, 7}));
   for (const char* bad : {"", "3-1", "a", "1,,2", "-1", "70000"})
