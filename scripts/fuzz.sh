@@ -21,6 +21,10 @@ fi
 COLLIE_SAN_BUILD_DIR="$BUILD" bash scripts/sanitize.sh --build-only fuzz
 
 mkdir -p "$BUILD/fuzz-artifacts"
+# One line per target for the CI summary (scripts/ci_summary.py): "NAME clean RUNS" or
+# "NAME FAIL WHAT", WHAT being the sanitizer's or libFuzzer's first report line.
+results="$BUILD/fuzz-artifacts/results.txt"
+: >"$results"
 status=0
 for t in "${targets[@]}"; do
   name="${t#fuzz_}"
@@ -33,10 +37,15 @@ for t in "${targets[@]}"; do
       2>"$BUILD/fuzz-artifacts/$t.log"; then
     echo "FAIL $t: see $BUILD/fuzz-artifacts/$t.log and $BUILD/fuzz-artifacts/$t-*" >&2
     tail -30 "$BUILD/fuzz-artifacts/$t.log" >&2
+    what="$(grep -m1 -E "^SUMMARY: |ERROR: libFuzzer|runtime error:" "$BUILD/fuzz-artifacts/$t.log" \
+      | sed -E 's/^SUMMARY: //' | cut -c1-200 || true)"
+    echo "$t FAIL ${what:-exited non-zero without a report (see the log)}" >>"$results"
     status=1
   else
     grep -E "^stat::number_of_executed_units|^stat::peak_rss_mb|cov:" "$BUILD/fuzz-artifacts/$t.log" \
       | tail -3 || true
+    runs="$(sed -nE 's/^stat::number_of_executed_units: *([0-9]+)/\1/p' "$BUILD/fuzz-artifacts/$t.log")"
+    echo "$t clean ${runs:-?}" >>"$results"
   fi
   if [ "${COLLIE_FUZZ_MERGE:-0}" = 1 ]; then
     "$BUILD/tests/fuzz/$t" -merge=1 "$corpus" "$scratch" 2>/dev/null || true

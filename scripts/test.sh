@@ -8,7 +8,8 @@
 # Under CI=true a test that cannot get what it needs (root, namespaces, tc, Slurm) fails instead
 # of skipping (tests/support/skip.sh). Whatever happens, it ends with a summary
 # (scripts/ci_summary.py): tests run, passed, failed and skipped with each skip's reason, per
-# ctest run (the suite, ASan, TSan), and the time of every stage.
+# ctest run (the suite, ASan, TSan), each fuzz target's result, the time of every stage, and the
+# stages that failed (a non-zero exit is never summarised as all passed).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 if [ "${COLLIE_SKIP_SANITIZE:-0}" = 1 ] && [ "${CI:-}" = true ]; then
@@ -19,10 +20,12 @@ BUILD="${COLLIE_BUILD_DIR:-build}"
 SAN_DIR="${COLLIE_SAN_BUILD_DIR:-build-san}"
 TSAN_DIR="${COLLIE_TSAN_BUILD_DIR:-build-tsan}"
 STAGES=""
+FAILED=""
 NOTE=""
 t_all=$(date +%s)
 # Each ctest run writes its JUnit file afresh; an old one must not be counted for this run.
-rm -f "$BUILD/ctest-junit.xml" "$SAN_DIR/ctest-junit-asan.xml" "$TSAN_DIR/ctest-junit-tsan.xml"
+rm -f "$BUILD/ctest-junit.xml" "$SAN_DIR/ctest-junit-asan.xml" "$TSAN_DIR/ctest-junit-tsan.xml" \
+  "$SAN_DIR/fuzz-artifacts/results.txt"
 
 # stage NAME COMMAND...: runs COMMAND and records its time under NAME.
 stage() {
@@ -31,13 +34,15 @@ stage() {
   t0=$(date +%s)
   "$@" || rc=$?
   STAGES+=" $name=$(($(date +%s) - t0))"
+  [ $rc -eq 0 ] || FAILED+=" $name=$rc"
   return $rc
 }
 summary() {
   local rc=$?
   STAGES+=" total=$(($(date +%s) - t_all))"
   echo
-  python3 scripts/ci_summary.py --stages "$STAGES" --note "$NOTE" \
+  python3 scripts/ci_summary.py --stages "$STAGES" --failed "$FAILED" --note "$NOTE" \
+    --fuzz "$SAN_DIR/fuzz-artifacts/results.txt" \
     "suite=$BUILD/ctest-junit.xml" "asan=$SAN_DIR/ctest-junit-asan.xml" \
     "tsan=$TSAN_DIR/ctest-junit-tsan.xml" || true
   exit $rc
