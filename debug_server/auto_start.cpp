@@ -4,12 +4,12 @@
 #include <atomic>
 #include <mutex>
 
-#include "comm/launch_env.h"
 #include "comm/registry.h"
 #include "core/env.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "debug_server/server.h"
+#include "discovery/launch_env.h"
 #include "store/prefix_store.h"
 
 namespace collie {

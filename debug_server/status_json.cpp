@@ -5,10 +5,10 @@
 #include <array>
 #include <string_view>
 
-#include "comm/network_choices.h"
 #include "comm/registry.h"
 #include "core/log.h"
 #include "core/secret_names.h"
+#include "discovery/network_choices.h"
 #include "metrics/live_status.h"
 
 extern char** environ;
@@ -84,7 +84,7 @@ nlohmann::json config_json(const DebugServerOptions& opts) {
     env[std::string(name)] =
         is_secret_env_name(name) ? "<redacted>" : std::string(kv.substr(eq + 1));
   }
-  // What this rank bound and how it found the others (comm/network_choices.h).
+  // What this rank bound and how it found the others (discovery/network_choices.h).
   nlohmann::json network = nlohmann::json::object();
   for (const auto& c : network_choices()) {
     network[c.what] = {{"value", c.value}, {"reason", c.reason}};

@@ -13,10 +13,10 @@
 #include <thread>
 #include <vector>
 
-#include "comm/bind_address.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/stats.h"
+#include "discovery/bind_address.h"
 #include "store/socket_util.h"
 
 namespace collie::probes {

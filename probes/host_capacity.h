@@ -27,7 +27,7 @@ double loopback_tcp_gbps(int64_t bytes, int messages, Millis deadline, std::stri
 double interface_line_gbps(const std::string& iface, const std::string& sysfs = "/sys");
 
 // The interface the backend's data goes through, or "" when collie cannot know it: for gloo the
-// one comm/bind_address.h chooses for a group whose store host is `store_host` (what the Gloo
+// one discovery/bind_address.h chooses for a group whose store host is `store_host` (what the Gloo
 // device binds); mpi and nccl pick their own transport.
 std::string data_interface(const std::string& backend, const Env& env,
                            const std::string& store_host);

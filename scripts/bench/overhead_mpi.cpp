@@ -21,7 +21,7 @@
 
 #include "comm/registry.h"
 #include "core/stats.h"
-#include "metrics/tracing_process_group.h"
+#include "debug/tracing_process_group.h"
 
 namespace {
 

@@ -5,11 +5,11 @@
 #include <vector>
 
 #include "cli/command.h"
-#include "comm/end_slurm_step.h"
 #include "core/env.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/printable.h"
+#include "discovery/end_slurm_step.h"
 
 namespace collie::cli {
 

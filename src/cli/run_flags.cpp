@@ -7,8 +7,6 @@
 #include <cstdio>
 
 #include "cli/rank_status.h"
-#include "comm/launch_env.h"
-#include "comm/launcher_rendezvous.h"
 #include "comm/registry.h"
 #include "core/env.h"
 #include "core/error.h"
@@ -16,6 +14,8 @@
 #include "core/output_path.h"
 #include "debug/flight_recorder.h"
 #include "debug_server/auto_start.h"
+#include "discovery/launch_env.h"
+#include "discovery/launcher_rendezvous.h"
 #include "perf/options.h"
 #include "probes/context.h"
 

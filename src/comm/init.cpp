@@ -6,13 +6,13 @@
 #include <atomic>
 #include <set>
 
-#include "comm/launcher_rendezvous.h"
-#include "comm/network_choices.h"
 #include "comm/registry.h"
 #include "comm/rendezvous.h"
 #include "core/env.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "discovery/launcher_rendezvous.h"
+#include "discovery/network_choices.h"
 #include "store/prefix_store.h"
 
 namespace collie {

@@ -38,7 +38,7 @@ struct BackendRegistration;
 struct SelfRendezvous;
 // With no init method: `reg`'s own rendezvous (MPI under mpirun), else, under mpirun with no
 // MASTER_ADDR/MASTER_PORT, the MPI bootstrap for any backend (when this build has MPI); nullopt
-// when neither applies (use rendezvous()). Records the store host (comm/network_choices.h).
+// when neither applies (use rendezvous()). Records the store host (discovery/network_choices.h).
 COLLIE_API std::optional<SelfRendezvous> launcher_self_rendezvous(const BackendRegistration& reg,
                                                                   const std::string& init_method,
                                                                   const Env& env, Millis timeout);

@@ -35,7 +35,7 @@ struct GroupInfo {
   Millis timeout = kDefaultTimeout;
   std::shared_ptr<Store> store;  // group-scoped (prefixed) control-plane store
   std::string store_host;        // host the ranks dialled for the store ("" = unknown); backends
-                                 // bind toward it (comm/bind_address.h)
+                                 // bind toward it (discovery/bind_address.h)
 };
 
 class COLLIE_API ProcessGroup {

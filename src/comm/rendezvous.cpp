@@ -6,13 +6,13 @@
 #include <charconv>
 #include <thread>
 
-#include "comm/bind_address.h"
-#include "comm/launch_env.h"
-#include "comm/launcher_rendezvous.h"
-#include "comm/network_choices.h"
 #include "core/env.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "discovery/bind_address.h"
+#include "discovery/launch_env.h"
+#include "discovery/launcher_rendezvous.h"
+#include "discovery/network_choices.h"
 #include "store/file_store.h"
 #include "store/store_secret.h"
 #include "store/tcp_store.h"

@@ -1,9 +1,9 @@
 #pragma once
 // Rendezvous: turns an init method into (store, rank, world size).
 //   env://          MASTER_ADDR, MASTER_PORT (+ rank/world from args or the launcher env); with
-//                   neither set, a Slurm job step's own variables (comm/launcher_rendezvous.h)
+//                   neither set, a Slurm job step's own variables (discovery/launcher_rendezvous.h)
 //   tcp://HOST:PORT rank 0 serves the TcpStore on HOST:PORT, others connect
-// The store server binds the address choose_store_bind() picks (comm/bind_address.h): never a
+// The store server binds the address choose_store_bind() picks (discovery/bind_address.h): never a
 // loopback address that remote ranks cannot reach.
 //   file:///PATH    a FileStore at PATH shared by all ranks
 // After the store is up every rank checks in: duplicate ranks and disagreeing world sizes are

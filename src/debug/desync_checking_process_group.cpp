@@ -5,13 +5,13 @@
 #include <limits>
 #include <utility>
 
-#include "comm/record_mesh.h"
 #include "comm/registry.h"
 #include "core/env.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/thread_name.h"
 #include "debug/dump_service.h"
+#include "debug/record_mesh.h"
 #include "store/store.h"
 
 namespace collie {

@@ -6,12 +6,12 @@
 #include <chrono>
 #include <utility>
 
-#include "comm/bind_address.h"
 #include "comm/process_group.h"
-#include "comm/record_mesh.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "debug/record_mesh.h"
+#include "discovery/bind_address.h"
 #include "store/store.h"
 
 namespace collie {

@@ -3,7 +3,7 @@
 // collective, in one of two ways.
 //
 //  - Mesh (the default): fixed-size records (Fingerprint::kRecordBytes per peer) over a
-//    RecordMesh (comm/record_mesh.h), a TCP mesh used for nothing else, on the calling thread:
+//    RecordMesh (debug/record_mesh.h), a TCP mesh used for nothing else, on the calling thread:
 //    one send per peer and a read of each peer's record, about one message latency. Rank to rank,
 //    so nothing funnels through the store host; all_to_all splits travel pairwise, so a splits
 //    mismatch is reported by the two ranks it involves. When the exchange fails (a rank did not
@@ -59,7 +59,7 @@ std::unique_ptr<FingerprintExchange> make_mesh_exchange(std::unique_ptr<RecordMe
                                                         std::shared_ptr<Store> store);
 
 // A RecordMesh over pg's ranks for the exchange, rendezvousing under `tag` in pg's store and
-// bound where the Gloo device would bind (comm/bind_address.h, from `env`), with pg's timeout.
+// bound where the Gloo device would bind (discovery/bind_address.h, from `env`), with pg's timeout.
 // Every rank of pg must call it (it connects the ranks). Throws what RecordMesh::connect throws.
 std::unique_ptr<RecordMesh> make_fingerprint_mesh(const ProcessGroup& pg, const std::string& tag,
                                                   const Env& env);

@@ -6,10 +6,10 @@
 #include <cmath>
 #include <vector>
 
-#include "comm/launch_env.h"
 #include "core/env.h"
 #include "core/log.h"
 #include "debug/flight_recorder.h"
+#include "discovery/launch_env.h"
 #include "metrics/group_hosts.h"
 #include "metrics/inspector_format.h"
 

@@ -7,10 +7,10 @@
 // collie_desync_detected_total.
 // Thread safety: as OpObserver. After a group's first op, callbacks are lock-free and
 // allocation-free on success (a failure may lock to count a desync).
+#include "debug/op_observer.h"
 #include "metrics/inspector_metrics.h"
 #include "metrics/live_status.h"
 #include "metrics/metrics.h"
-#include "metrics/op_observer.h"
 
 namespace collie {
 

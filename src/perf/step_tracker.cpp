@@ -8,11 +8,11 @@
 #include <cstdlib>
 #include <vector>
 
-#include "comm/end_slurm_step.h"
 #include "core/env.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/thread_name.h"
+#include "discovery/end_slurm_step.h"
 #include "store/store.h"
 
 namespace collie::perf {

@@ -1,10 +1,10 @@
 #include "stack/stack.h"
 
 #include "debug/desync_checking_process_group.h"
+#include "debug/tracing_process_group.h"
 #include "debug_server/auto_start.h"
 #include "metrics/group_hosts.h"
 #include "metrics/metrics.h"
-#include "metrics/tracing_process_group.h"
 #include "monitored_barrier/monitored_barrier.h"
 
 namespace collie {

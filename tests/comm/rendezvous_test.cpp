@@ -13,9 +13,9 @@
 #include <sstream>
 #include <thread>
 
-#include "comm/launcher_rendezvous.h"
 #include "core/env.h"
 #include "core/error.h"
+#include "discovery/launcher_rendezvous.h"
 #include "launch/launch.h"
 #include "store/socket_util.h"
 #include "store/store.h"

@@ -6,7 +6,7 @@
 #include "comm/wrapper.h"
 #include "core/log.h"
 #include "debug/desync_checking_process_group.h"
-#include "metrics/tracing_process_group.h"
+#include "debug/tracing_process_group.h"
 #include "store/hash_store.h"
 #include "support/fake_backend.h"
 

@@ -2,10 +2,10 @@
 
 #include <gtest/gtest.h>
 
-#include "comm/launch_env.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/secret_names.h"
+#include "discovery/launch_env.h"
 
 namespace collie {
 

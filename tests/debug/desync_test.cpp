@@ -6,12 +6,12 @@
 
 #include <functional>
 
-#include "comm/record_mesh.h"
 #include "comm/rendezvous.h"
 #include "core/env.h"
 #include "core/error.h"
 #include "debug/desync_checking_process_group.h"
 #include "debug/fingerprint_exchange.h"
+#include "debug/record_mesh.h"
 #include "support/multiprocess.h"
 
 namespace collie {

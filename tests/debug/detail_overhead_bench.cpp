@@ -20,7 +20,6 @@
 #include <fstream>
 #include <vector>
 
-#include "comm/record_mesh.h"
 #include "comm/registry.h"
 #include "comm/wrapper.h"
 #include "core/env.h"
@@ -28,7 +27,8 @@
 #include "core/stats.h"
 #include "debug/desync_checking_process_group.h"
 #include "debug/fingerprint_exchange.h"
-#include "metrics/tracing_process_group.h"
+#include "debug/record_mesh.h"
+#include "debug/tracing_process_group.h"
 #include "store/prefix_store.h"
 #include "support/fake_backend.h"
 #include "support/multiprocess.h"

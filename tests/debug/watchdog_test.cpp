@@ -7,7 +7,7 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "debug/flight_recorder.h"
-#include "metrics/tracing_process_group.h"
+#include "debug/tracing_process_group.h"
 #include "support/fake_backend.h"
 
 namespace collie {

@@ -15,9 +15,9 @@
 #include <fstream>
 #include <thread>
 
-#include "comm/network_choices.h"
 #include "core/error.h"
 #include "debug_server/test_cluster.h"
+#include "discovery/network_choices.h"
 #include "support/time_scale.h"
 
 namespace collie {

@@ -1,5 +1,5 @@
 #pragma once
-// Gloo's TCP device: bound to the address comm/bind_address.h chooses (COLLIE_GLOO_HOST >
+// Gloo's TCP device: bound to the address discovery/bind_address.h chooses (COLLIE_GLOO_HOST >
 // GLOO_SOCKET_IFNAME > this host's route to the rendezvous host > loopback for a single host),
 // always a numeric address, so libgloo never resolves a host name itself (an unresolvable name
 // crashes it in CreateDeviceAttr).
@@ -9,7 +9,7 @@
 #include <memory>
 #include <string>
 
-#include "comm/bind_address.h"
+#include "discovery/bind_address.h"
 
 namespace collie {
 

@@ -11,10 +11,10 @@
 #include "backends/gloo/gloo_device.h"
 #include "backends/gloo/gloo_p2p.h"
 #include "backends/gloo/gloo_store.h"
-#include "comm/network_choices.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/thread_name.h"
+#include "discovery/network_choices.h"
 #include "store/prefix_store.h"
 
 namespace collie {

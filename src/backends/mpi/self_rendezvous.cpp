@@ -9,12 +9,12 @@
 #include <thread>
 
 #include "backends/mpi/mpi_runtime.h"
-#include "comm/bind_address.h"
-#include "comm/net_route.h"
-#include "comm/network_choices.h"
 #include "core/env.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "discovery/bind_address.h"
+#include "discovery/net_route.h"
+#include "discovery/network_choices.h"
 #include "store/tcp_store.h"
 
 namespace collie {

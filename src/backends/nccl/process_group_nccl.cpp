@@ -8,10 +8,10 @@
 #include "backends/nccl/cuda_device.h"
 #include "backends/nccl/nccl_collectives.h"
 #include "backends/nccl/nccl_work.h"
-#include "comm/launch_env.h"
 #include "core/env.h"
 #include "core/error.h"
 #include "core/half.h"
+#include "discovery/launch_env.h"
 #include "store/store.h"
 
 namespace collie {

@@ -1,4 +1,4 @@
-#include "comm/net_route.h"
+#include "discovery/net_route.h"
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>

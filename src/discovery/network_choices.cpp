@@ -1,4 +1,4 @@
-#include "comm/network_choices.h"
+#include "discovery/network_choices.h"
 
 #include <mutex>
 

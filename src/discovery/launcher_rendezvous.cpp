@@ -1,4 +1,4 @@
-#include "comm/launcher_rendezvous.h"
+#include "discovery/launcher_rendezvous.h"
 
 #include <fmt/format.h>
 
@@ -6,9 +6,9 @@
 #include <cctype>
 #include <charconv>
 
-#include "comm/hostlist.h"
 #include "core/env.h"
 #include "core/error.h"
+#include "discovery/hostlist.h"
 
 namespace collie {
 namespace {

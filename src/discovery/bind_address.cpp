@@ -1,12 +1,12 @@
-#include "comm/bind_address.h"
+#include "discovery/bind_address.h"
 
 #include <fmt/format.h>
 
 #include <optional>
 
-#include "comm/net_route.h"
 #include "core/env.h"
 #include "core/error.h"
+#include "discovery/net_route.h"
 
 namespace collie {
 namespace {

@@ -1,4 +1,4 @@
-#include "comm/end_slurm_step.h"
+#include "discovery/end_slurm_step.h"
 
 #include <fcntl.h>
 #include <sys/wait.h>

@@ -1,11 +1,11 @@
 // Address choice for Gloo and the store on this host's real interfaces and routing table.
-#include "comm/bind_address.h"
+#include "discovery/bind_address.h"
 
 #include <gtest/gtest.h>
 
-#include "comm/net_route.h"
 #include "core/env.h"
 #include "core/error.h"
+#include "discovery/net_route.h"
 
 namespace collie {
 namespace {

@@ -13,7 +13,7 @@
 
 #include "comm/wrapper.h"
 #include "debug/flight_recorder.h"
-#include "metrics/op_observer.h"
+#include "debug/op_observer.h"
 
 namespace collie {
 

@@ -1,6 +1,6 @@
 // RecordMesh with ranks as threads over loopback and a HashStore: records arrive intact and in
 // order, a rank that never comes or leaves is named, strangers are turned away at connect.
-#include "comm/record_mesh.h"
+#include "debug/record_mesh.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-#include "comm/hostlist.h"
+#include "discovery/hostlist.h"
 
 #include <fmt/format.h>
 

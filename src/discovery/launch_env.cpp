@@ -1,4 +1,4 @@
-#include "comm/launch_env.h"
+#include "discovery/launch_env.h"
 
 #include <fmt/format.h>
 

@@ -6,7 +6,7 @@
 // about one message latency, where an all_to_all on a backend group also pays that backend's
 // progress-thread hand-offs.
 //
-// Connect: each rank listens on its bind address (comm/bind_address.h, as the Gloo device
+// Connect: each rank listens on its bind address (discovery/bind_address.h, as the Gloo device
 // chooses it), publishes "<tag>/<rank>" = "host port token" in the group store, dials every lower
 // rank and accepts every higher one. A connection is kept only when its first frame carries the
 // acceptor's random token (which only readers of the group's store know) and a rank of the group

@@ -1,4 +1,4 @@
-#include "metrics/op_observer.h"
+#include "debug/op_observer.h"
 
 #include <mutex>
 

@@ -1,4 +1,4 @@
-#include "comm/record_mesh.h"
+#include "debug/record_mesh.h"
 
 #include <fmt/format.h>
 #include <poll.h>

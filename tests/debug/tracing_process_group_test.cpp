@@ -1,4 +1,4 @@
-#include "metrics/tracing_process_group.h"
+#include "debug/tracing_process_group.h"
 
 #include <gtest/gtest.h>
 

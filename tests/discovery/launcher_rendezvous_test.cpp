@@ -1,13 +1,13 @@
 // Pure parts of launcher detection: Slurm hostlist expansion and the rendezvous plan chosen from
 // an environment map (torchrun / collie launch, srun steps, mpirun, sbatch bodies).
-#include "comm/launcher_rendezvous.h"
+#include "discovery/launcher_rendezvous.h"
 
 #include <gtest/gtest.h>
 
-#include "comm/hostlist.h"
-#include "comm/launch_env.h"
 #include "core/env.h"
 #include "core/error.h"
+#include "discovery/hostlist.h"
+#include "discovery/launch_env.h"
 
 namespace collie {
 namespace {
