@@ -9,7 +9,6 @@
 #include "core/env.h"
 #include "core/error.h"
 #include "core/log.h"
-#include "core/thread_name.h"
 #include "debug/dump_service.h"
 #include "debug/record_mesh.h"
 #include "store/store.h"
@@ -50,20 +49,11 @@ DesyncCheckingProcessGroup::DesyncCheckingProcessGroup(
       sends_(static_cast<size_t>(size()), 0),
       recvs_(static_cast<size_t>(size()), 0),
       exchange_(exchange ? std::move(exchange) : make_store_exchange(store_, rank(), size())) {
-  thread_ = std::thread([this] {
-    name_this_thread("collie-detail");
-    loop();
-  });
+  thread_.start(
+      "collie-detail", [this] { loop(); }, set_and_notify(mu_, stop_, cv_));
 }
 
-DesyncCheckingProcessGroup::~DesyncCheckingProcessGroup() {
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    stop_ = true;
-  }
-  cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
-}
+DesyncCheckingProcessGroup::~DesyncCheckingProcessGroup() { thread_.stop(); }
 
 uint64_t DesyncCheckingProcessGroup::sample_from_env(const Env& env) {
   const auto v = env.get_int_in("COLLIE_DESYNC_SAMPLE", 1, std::numeric_limits<long long>::max(),

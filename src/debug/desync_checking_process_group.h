@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "comm/wrapper.h"
+#include "core/worker_thread.h"
 #include "debug/fingerprint.h"
 #include "debug/fingerprint_exchange.h"
 
@@ -80,7 +81,7 @@ class DesyncCheckingProcessGroup : public ProcessGroupWrapper {
   std::condition_variable cv_;
   std::deque<std::function<void()>> tasks_;
   bool stop_ = false;
-  std::thread thread_;
+  WorkerThread thread_;
 };
 
 // The stack's DETAIL layer (src/stack/stack.cpp): `pg` wrapped in a DesyncCheckingProcessGroup

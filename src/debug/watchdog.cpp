@@ -6,7 +6,6 @@
 
 #include "core/error.h"
 #include "core/log.h"
-#include "core/thread_name.h"
 #include "debug/dump_service.h"
 #include "debug/flight_recorder.h"
 
@@ -42,21 +41,12 @@ std::string watchdog_message(const GroupTrace& g, OpType op, uint64_t seq, Milli
 Watchdog::Watchdog(Clock& clock, bool start_thread) : clock_(clock), handler_(default_handler) {
   pending_.reserve(64);
   if (start_thread) {
-    thread_ = std::thread([this] {
-      name_this_thread("collie-watchdog");
-      loop();
-    });
+    thread_.start(
+        "collie-watchdog", [this] { loop(); }, set_and_notify(mu_, stop_, cv_));
   }
 }
 
-Watchdog::~Watchdog() {
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    stop_ = true;
-  }
-  cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
-}
+Watchdog::~Watchdog() { thread_.stop(); }
 
 Watchdog& Watchdog::global() {
   static Watchdog w(Clock::system());

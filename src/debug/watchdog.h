@@ -22,6 +22,7 @@
 
 #include "comm/work.h"
 #include "core/clock.h"
+#include "core/worker_thread.h"
 
 namespace collie {
 
@@ -81,7 +82,7 @@ class Watchdog {
   Clock::TimePoint next_wake_{};  // when the thread will next look at pending_
   bool stop_ = false;
   TimeoutHandler handler_;
-  std::thread thread_;
+  WorkerThread thread_;
 };
 
 // The watchdog's deadline is the op's timeout plus this grace, so a backend that enforces the

@@ -11,7 +11,6 @@
 #include "core/env.h"
 #include "core/error.h"
 #include "core/log.h"
-#include "core/thread_name.h"
 #include "discovery/end_slurm_step.h"
 #include "store/store.h"
 
@@ -29,10 +28,8 @@ StepTracker::StepTracker(std::shared_ptr<Store> store, int rank, int world_size,
       on_hang_(std::move(on_hang)),
       step_start_(std::chrono::steady_clock::now()),
       watched_label_("rendezvous") {
-  thread_ = std::thread([this] {
-    name_this_thread("collie-steps");
-    watch();
-  });
+  thread_.start(
+      "collie-steps", [this] { watch(); }, set_and_notify(mu_, stop_, cv_));
   if (store_ && rank_ != 0) {
     try {
       answer_store_ = store_->clone();
@@ -44,23 +41,16 @@ StepTracker::StepTracker(std::shared_ptr<Store> store, int rank, int world_size,
     }
   }
   if (answer_store_) {
-    answer_thread_ = std::thread([this] {
-      name_this_thread("collie-laggard");
-      answer_report_request();
-    });
+    answer_thread_.start(
+        "collie-laggard", [this] { answer_report_request(); },
+        [this] { answer_store_->interrupt(); });
   }
 }
 
 StepTracker::~StepTracker() {
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    stop_ = true;
-  }
-  cv_.notify_all();
   stopping_.store(true);
-  if (answer_store_) answer_store_->interrupt();
-  if (answer_thread_.joinable()) answer_thread_.join();
-  thread_.join();
+  answer_thread_.stop();
+  thread_.stop();
 }
 
 void StepTracker::enter(const std::string& label) {

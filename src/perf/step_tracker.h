@@ -24,6 +24,7 @@
 #include <thread>
 
 #include "core/timeout.h"
+#include "core/worker_thread.h"
 
 namespace collie {
 class Store;
@@ -73,8 +74,8 @@ class StepTracker {
   std::string watched_label_;
   bool stop_ = false;
   std::atomic<bool> stopping_{false};  // tells the answering thread its wait was interrupted
-  std::thread thread_;
-  std::thread answer_thread_;
+  WorkerThread thread_;
+  WorkerThread answer_thread_;
 };
 
 }  // namespace collie::perf

@@ -13,7 +13,6 @@
 #include "backends/gloo/gloo_store.h"
 #include "core/error.h"
 #include "core/log.h"
-#include "core/thread_name.h"
 #include "discovery/network_choices.h"
 #include "store/prefix_store.h"
 
@@ -67,10 +66,8 @@ ProcessGroupGloo::ProcessGroupGloo(GroupInfo info, const Env& env)
   buffers_ = std::make_unique<UnboundBufferPool>(context_);
   log(LogLevel::Debug, "gloo: {} connected, {} ranks, device {} ({})", group_label(i), i.size,
       device->str(), choice.reason);
-  worker_ = std::thread([this] {
-    name_this_thread("collie-gloo-ops");
-    worker_loop();
-  });
+  // No wake: shutdown() sets stopping_ and notifies before it stops the worker.
+  worker_.start("collie-gloo-ops", [this] { worker_loop(); });
 }
 
 ProcessGroupGloo::~ProcessGroupGloo() { shutdown(); }
@@ -91,7 +88,7 @@ void ProcessGroupGloo::shutdown() {
         fmt::format("[Rank {}] gloo {} #{} ({}): the group was shut down before the op ran", rank(),
                     op_name(j.call.type), j.call.seq, group_label(info())))));
   }
-  if (worker_.joinable()) worker_.join();
+  worker_.stop();
   waiters_->stop();
   // Closing the sockets now (not at destruction) lets peers still waiting on this rank fail
   // with NetworkError at once instead of running into their timeout.

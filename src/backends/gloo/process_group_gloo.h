@@ -24,6 +24,7 @@
 #include "backends/gloo/gloo_errors.h"
 #include "backends/gloo/gloo_prepared.h"
 #include "comm/process_group.h"
+#include "core/worker_thread.h"
 
 namespace gloo {
 class Context;
@@ -79,7 +80,7 @@ class ProcessGroupGloo : public ProcessGroup {
   bool busy_ = false;
   bool stopping_ = false;
   std::string broken_;  // first fatal error; non-empty = group unusable
-  std::thread worker_;
+  WorkerThread worker_;
   std::unique_ptr<UnboundBufferPool>
       buffers_;  // send/recv buffers; before waiters_ (outlives them)
   std::unique_ptr<P2PWaiterPool> waiters_;

@@ -16,17 +16,12 @@ constexpr auto kCheckPeriod = std::chrono::milliseconds(50);
 
 }  // namespace
 
-MpiWatchdog::MpiWatchdog(OnExpire on_expire)
-    : on_expire_(std::move(on_expire)), thread_([this] { loop(); }) {}
-
-MpiWatchdog::~MpiWatchdog() {
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    stop_ = true;
-  }
-  cv_.notify_all();
-  thread_.join();
+MpiWatchdog::MpiWatchdog(OnExpire on_expire) : on_expire_(std::move(on_expire)) {
+  thread_.start(
+      "collie-mpi-wdog", [this] { loop(); }, set_and_notify(mu_, stop_, cv_));
 }
+
+MpiWatchdog::~MpiWatchdog() { thread_.stop(); }
 
 void MpiWatchdog::arm(OpType op, uint64_t seq, Millis timeout) {
   op_.store(static_cast<uint8_t>(op), std::memory_order_relaxed);

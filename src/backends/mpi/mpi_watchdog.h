@@ -9,9 +9,9 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
-#include <thread>
 
 #include "comm/op.h"
+#include "core/worker_thread.h"
 
 namespace collie {
 
@@ -36,7 +36,7 @@ class MpiWatchdog {
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;
-  std::thread thread_;
+  WorkerThread thread_;
 };
 
 }  // namespace collie

@@ -1,0 +1,94 @@
+// WorkerThread: the thread is named, runs its body once, and stop() wakes it through the owner's
+// `wake`, joins, and is idempotent, from the destructor and from two threads at once.
+#include "core/worker_thread.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "support/thread_probe.h"
+
+namespace collie {
+namespace {
+
+// A body that waits until woken, the way collie's workers do.
+struct Sleeper {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool stop = false;
+  std::atomic<int> runs{0};
+  std::atomic<int> wakes{0};
+  void body() {
+    ++runs;
+    std::unique_lock<std::mutex> lk(mu);
+    cv.wait(lk, [&] { return stop; });
+  }
+  void wake() {
+    ++wakes;
+    {
+      std::lock_guard<std::mutex> lk(mu);
+      stop = true;
+    }
+    cv.notify_all();
+  }
+};
+
+TEST(WorkerThread, NamedRunsOnceAndStopWakesAndJoins) {
+  Sleeper s;
+  const auto before = testing::threads_named("collie-test-wt");
+  WorkerThread t(
+      "collie-test-wt", [&] { s.body(); }, [&] { s.wake(); });
+  const int tid = testing::new_thread("collie-test-wt", before);
+  ASSERT_GT(tid, 0) << "the thread did not name itself";
+  EXPECT_TRUE(testing::settled(tid));
+  EXPECT_TRUE(t.running());
+  t.stop();
+  EXPECT_FALSE(t.running());
+  EXPECT_EQ(s.runs.load(), 1);
+  EXPECT_EQ(s.wakes.load(), 1);
+  t.stop();  // idempotent: no second wake
+  EXPECT_EQ(s.wakes.load(), 1);
+  EXPECT_EQ(testing::threads_named("collie-test-wt"), before);
+}
+
+TEST(WorkerThread, TheDestructorStopsItAndTwoStoppersJoinOnce) {
+  Sleeper s;
+  {
+    WorkerThread t(
+        "collie-test-wt", [&] { s.body(); }, [&] { s.wake(); });
+  }
+  EXPECT_EQ(s.runs.load(), 1);
+  EXPECT_EQ(s.wakes.load(), 1);
+
+  Sleeper s2;
+  WorkerThread t(
+      "collie-test-wt", [&] { s2.body(); }, [&] { s2.wake(); });
+  std::thread a([&] { t.stop(); });
+  std::thread b([&] { t.stop(); });
+  a.join();
+  b.join();
+  EXPECT_EQ(s2.wakes.load(), 1);
+  EXPECT_FALSE(t.running());
+}
+
+TEST(WorkerThread, NeverStartedStopsAtOnceAndStartTwiceIsRefused) {
+  WorkerThread idle;
+  idle.stop();
+  EXPECT_FALSE(idle.running());
+  Sleeper s;
+  idle.start(
+      "collie-test-wt", [&] { s.body(); }, [&] { s.wake(); });
+  EXPECT_THROW(idle.start("collie-test-wt", [] {}), std::logic_error);
+  idle.stop();
+  // A body that returns on its own needs no wake; it can be started again once stopped.
+  std::atomic<int> ran{0};
+  idle.start("collie-test-wt", [&] { ++ran; });
+  idle.stop();
+  EXPECT_EQ(ran.load(), 1);
+}
+
+}  // namespace
+}  // namespace collie
