@@ -95,6 +95,11 @@ const CollectiveDescriptor* find_collective(const std::string& name);
 // In the canonical order (all_reduce, all_gather, broadcast, ...).
 std::vector<const CollectiveDescriptor*> all_collectives();
 
+// Waits for each Work run() returned, in order (rethrows the first failure).
+inline void wait_all(const std::vector<std::shared_ptr<Work>>& works) {
+  for (const auto& w : works) w->wait();
+}
+
 // Helpers shared by descriptors.
 inline size_t trim_per_rank(size_t elems, int n) {  // nccl-tests' 4-element alignment
   const size_t align = 4;

@@ -28,10 +28,6 @@ std::string signal_name(int sig) {
   return abbrev != nullptr ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
 }
 
-void wait_all(const std::vector<std::shared_ptr<Work>>& works) {
-  for (const auto& w : works) w->wait();
-}
-
 // One benchmarked combination.
 struct Job {
   const CollectiveDescriptor* desc;

@@ -7,10 +7,6 @@
 namespace collie::perf {
 namespace {
 
-void wait_all(const std::vector<std::shared_ptr<Work>>& works) {
-  for (const auto& w : works) w->wait();
-}
-
 // nccl-tests: time per op = elapsed / (iters x agg x launches). Per-iteration samples are that
 // average: a graph replays as one unit.
 LoopTiming time_graph(ProcessGroup& pg, const CollectiveDescriptor& d, CallArgs args,

@@ -34,7 +34,7 @@ CheckCounts validate(ProcessGroup& pg, device::DeviceRuntime& dev, const Collect
     d.init(spec, l, rank, args.root, in);
     if (!host) dev.copy_to_device(send.data, in, send.nbytes());
     if (!args.in_place && d.in_place_api) dev.copy(recv.data, send.data, send.nbytes());
-    for (const auto& w : d.run(pg, args)) w->wait();
+    wait_all(d.run(pg, args));
     const size_t n = d.expected(spec, l, rank, args.root, want.data());
     if (!host) dev.copy_to_host(out, recv.data, n * dtype_size(dt));
     corrupt_if_asked(hooks, rank, out, dt, n);
