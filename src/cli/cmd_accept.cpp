@@ -55,7 +55,7 @@ int run_accept_rank(const AcceptFlags& f, const AcceptSpec& spec, ProbeContext& 
                                                  : Verdict::Crit);
 }
 
-COLLIE_COMMAND(Command{
+const Command kCommand{
     "accept", "cluster acceptance: run a spec's probes and rules, report pass/fail",
     [](CLI::App& app) {
       auto f = std::make_shared<AcceptFlags>();
@@ -89,7 +89,10 @@ COLLIE_COMMAND(Command{
             RunCommand("accept", {{"--md", f->md}, {"--junit", f->junit}, {"--html", f->html}}),
             [f, spec](ProbeContext& ctx) { return run_accept_rank(*f, spec, ctx); });
       };
-    }});
+    }};
 
 }  // namespace
+
+const Command& accept_command() { return kCommand; }
+
 }  // namespace collie::cli

@@ -130,7 +130,7 @@ int run_analyze(const AnalyzeArgs& a) {
   return report(analyze(dumps, o), a.json);
 }
 
-COLLIE_COMMAND(Command{
+const Command kCommand{
     "analyze", "explain a hang from flight-recorder dumps (COLLIE_FR_DUMP_DIR) or a live job",
     [](CLI::App& sub) {
       auto args = std::make_shared<AnalyzeArgs>();
@@ -161,7 +161,10 @@ COLLIE_COMMAND(Command{
         }
         return run_analyze(*args);
       };
-    }});
+    }};
 
 }  // namespace
+
+const Command& analyze_command() { return kCommand; }
+
 }  // namespace collie::cli

@@ -114,13 +114,16 @@ int run_info(bool json) {
   return kExitOk;
 }
 
-COLLIE_COMMAND(Command{"info",
+const Command kCommand{"info",
                        "backends built in: ops per device, dtypes, reduce ops, library versions",
                        [](CLI::App& sub) {
                          auto json = std::make_shared<bool>(false);
                          sub.add_flag("--json", *json, "print the table as JSON");
                          return [json] { return run_info(*json); };
-                       }});
+                       }};
 
 }  // namespace
+
+const Command& info_command() { return kCommand; }
+
 }  // namespace collie::cli

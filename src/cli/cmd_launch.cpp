@@ -22,7 +22,7 @@ struct LaunchFlags {
   std::vector<std::string> command;
 };
 
-COLLIE_COMMAND(Command{
+const Command kCommand{
     "launch", "run N local ranks of a command with RANK/WORLD_SIZE/MASTER_* set",
     [](CLI::App& sub) {
       auto f = std::make_shared<LaunchFlags>();
@@ -63,7 +63,10 @@ COLLIE_COMMAND(Command{
         const launch::LaunchResult r = launch::run(spec);
         return r.timed_out && r.signal == 0 ? kExitTimeout : r.exit_code;
       };
-    }});
+    }};
 
 }  // namespace
+
+const Command& launch_command() { return kCommand; }
+
 }  // namespace collie::cli

@@ -277,7 +277,7 @@ int run_rank(const PerfFlags& f, PerfOptions o, const std::map<std::string, std:
   return res.stopped_by != 0 ? 128 + res.stopped_by : kExitOk;
 }
 
-COLLIE_COMMAND(Command{
+const Command kCommand{
     "perf", "benchmark collectives (nccl-tests compatible table)", [](CLI::App& app) {
       auto f = std::make_shared<PerfFlags>();
       app.add_option("collectives", f->collectives,
@@ -357,7 +357,10 @@ COLLIE_COMMAND(Command{
         if (::isatty(STDERR_FILENO)) cmd.extra_env["COLLIE_PERF_PROGRESS"] = "1";
         return launch_or_run(f->run, cmd, [&] { return run_rank(*f, o, flags); });
       };
-    }});
+    }};
 
 }  // namespace
+
+const Command& perf_command() { return kCommand; }
+
 }  // namespace collie::cli

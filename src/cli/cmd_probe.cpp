@@ -101,7 +101,7 @@ int run_probe(const ProbeFlags& f, ProbeContext& ctx) {
               r.inconsistencies.empty() && r.missing_ranks.empty());
 }
 
-COLLIE_COMMAND(Command{
+const Command kCommand{
     "probe", "cluster probes: connectivity, pairwise, stragglers, env", [](CLI::App& app) {
       auto f = std::make_shared<ProbeFlags>();
       app.add_option("name", f->name, "connectivity | pairwise | stragglers | env")
@@ -171,7 +171,10 @@ COLLIE_COMMAND(Command{
         return launch_or_run_probes(f->run, RunCommand("probe"),
                                     [f](ProbeContext& ctx) { return run_probe(*f, ctx); });
       };
-    }});
+    }};
 
 }  // namespace
+
+const Command& probe_command() { return kCommand; }
+
 }  // namespace collie::cli

@@ -103,7 +103,7 @@ int run_rank(const ReplayFlags& f) {
   return kExitOk;
 }
 
-COLLIE_COMMAND(Command{
+const Command kCommand{
     "replay", "run the collectives and p2p ops of flight-recorder dumps again and time them",
     [](CLI::App& app) {
       auto f = std::make_shared<ReplayFlags>();
@@ -132,7 +132,10 @@ COLLIE_COMMAND(Command{
         load_plan(*f, f->run.np);
         return launch_or_run(f->run, RunCommand("replay"), [&] { return run_rank(*f); });
       };
-    }});
+    }};
 
 }  // namespace
+
+const Command& replay_command() { return kCommand; }
+
 }  // namespace collie::cli

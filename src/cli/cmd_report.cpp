@@ -98,7 +98,7 @@ int run_baseline(const ReportFlags& f) {
   return kExitOk;
 }
 
-COLLIE_COMMAND(Command{
+const Command kCommand{
     "report", "render result files (html, md, csv, junit, table) and gate CI on regressions",
     [](CLI::App& app) {
       auto f = std::make_shared<ReportFlags>();
@@ -148,7 +148,10 @@ COLLIE_COMMAND(Command{
         if (*chosen == "compare") return run_compare(*f);
         return run_baseline(*f);
       };
-    }});
+    }};
 
 }  // namespace
+
+const Command& report_command() { return kCommand; }
+
 }  // namespace collie::cli

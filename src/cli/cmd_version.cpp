@@ -5,11 +5,14 @@
 
 namespace collie::cli {
 namespace {
-COLLIE_COMMAND(Command{"version", "print collie's version", [](CLI::App&) {
+const Command kCommand{"version", "print collie's version", [](CLI::App&) {
                          return [] {
                            std::printf("collie %s\n", COLLIE_VERSION);
                            return kExitOk;
                          };
-                       }});
+                       }};
 }  // namespace
+
+const Command& version_command() { return kCommand; }
+
 }  // namespace collie::cli

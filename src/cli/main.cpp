@@ -13,13 +13,11 @@
 
 namespace collie::cli {
 
-bool register_command(Command c) {
-  const_cast<std::vector<Command>&>(commands()).push_back(std::move(c));
-  return true;
-}
-
-const std::vector<Command>& commands() {
-  static std::vector<Command> cmds;
+const std::vector<const Command*>& commands() {
+  static const std::vector<const Command*> cmds = {
+      &perf_command(),    &probe_command(),  &accept_command(),
+      &analyze_command(), &replay_command(), &report_command(),
+      &launch_command(),  &info_command(),   &version_command()};
   return cmds;
 }
 
@@ -70,10 +68,10 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("collie ") + COLLIE_VERSION);
   std::function<int()> chosen;
   std::string chosen_name;
-  for (const auto& c : commands()) {
-    CLI::App* sub = app.add_subcommand(c.name, c.help);
-    auto run = c.setup(*sub);
-    sub->callback([run, &chosen, &chosen_name, name = c.name] {
+  for (const Command* c : commands()) {
+    CLI::App* sub = app.add_subcommand(c->name, c->help);
+    auto run = c->setup(*sub);
+    sub->callback([run, &chosen, &chosen_name, name = c->name] {
       chosen = run;
       chosen_name = name;
     });
