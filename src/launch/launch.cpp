@@ -439,7 +439,7 @@ class Launcher {
   }
 
   void say(const std::string& msg) {
-    const std::string line = "collie launch: " + msg + "\n";
+    const std::string line = spec_.who + ": " + msg + "\n";
     [[maybe_unused]] ssize_t n = write(spec_.err_fd, line.data(), line.size());
   }
 

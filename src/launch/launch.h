@@ -46,7 +46,7 @@ struct LaunchSpec {
   // or wedged rank cannot hold the job (the others have written their dumps by then).
   Millis failure_grace{std::chrono::seconds(3)};
   bool prefix_output = true;
-  std::string who = "collie launch";  // names the launcher in its own lines (oversubscription)
+  std::string who = "collie launch";  // starts each of the launcher's own lines ("collie perf")
   Binding bind = Binding::Auto;
   // Statuses a rank exits with after printing its own verdict (collie perf's failed check,
   // accept's REJECTED): no "rank N exited" line and the others are not stopped; those still
