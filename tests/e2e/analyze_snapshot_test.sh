@@ -25,7 +25,8 @@ cleanup() {
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; echo "----- job -----"; tail -20 "$WORK/job.log"; exit 1; }
 
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+source "$(dirname "$0")/../support/free_ports.sh"
+port=$(free_ports 2) || exit 1  # rank r's debug server listens on port + r
 mkdir -p "$WORK/dumps"
 T=60
 [ "$CASE" = healthy ] && T=30

@@ -36,7 +36,8 @@ show() { echo "----- $1 -----"; cat "$1"; }
 expect() {  # expect FILE PATTERN WHAT
   grep -qE -- "$2" "$1" || { show "$1"; fail "$3"; }
 }
-port() { echo $((20000 + RANDOM % 20000)); }
+source "$(dirname "$0")/../support/free_ports.sh"
+port() { free_ports 2; }
 # The sample spec without its pairwise check: with every rank on this one busy machine, ranks
 # stand in for hosts and their links swing by more than the sample's 50 % slow threshold.
 # The multi-host e2e test runs the full sample.
