@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# clang-format over every tracked C++ file (.clang-format at the root: Google style, 100 columns).
+# clang-format over every C++ file git tracks or would add (untracked files that .gitignore does
+# not exclude count too, so a new file is checked before its first commit; .clang-format at the
+# root: Google style, 100 columns).
 #   scripts/format.sh          rewrite the files in place
 #   scripts/format.sh --check  change nothing; list the files that differ and exit 1 if any do
 # The test command runs --check, so a change that is not formatted fails CI.
@@ -7,7 +9,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 fmt=${CLANG_FORMAT:-clang-format}
 command -v "$fmt" >/dev/null || { echo "format.sh: $fmt not found (bootstrap installs clang-format)" >&2; exit 2; }
-mapfile -t files < <(git ls-files '*.cpp' '*.h')
+mapfile -t files < <(git ls-files --cached --others --exclude-standard '*.cpp' '*.h' | sort -u |
+  while read -r f; do [ -f "$f" ] && echo "$f"; done)
 if [ "${1:-}" = --check ]; then
   # One clang-format run over all files; each difference is a "<file>:<line>:<col>: ..." line.
   out=$("$fmt" --dry-run "${files[@]}" 2>&1) || {
