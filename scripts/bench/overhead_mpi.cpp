@@ -22,6 +22,7 @@
 #include "comm/registry.h"
 #include "core/stats.h"
 #include "debug/tracing_process_group.h"
+#include "stack/stack.h"
 
 namespace {
 
@@ -99,8 +100,8 @@ int main(int argc, char** argv) {
   std::shared_ptr<ProcessGroup> stack = apply_wrappers(find_backend("mpi")->create(args), args);
   GroupInfo tinfo = info;
   tinfo.name = "raw+trace";
-  auto traced =
-      std::make_shared<TracingProcessGroup>(std::make_shared<RawMpiGroup>(tinfo, traced_comm));
+  auto traced = std::make_shared<TracingProcessGroup>(
+      std::make_shared<RawMpiGroup>(tinfo, traced_comm), nullptr, nullptr, stack_observers());
 
   const char* kModes[] = {"raw", "+trace", "bare", "stack"};
   constexpr int kNumModes = 4;

@@ -2,14 +2,12 @@
 // OpObserver: the hook through which the TracingProcessGroup reports every op to consumers
 // other than the flight recorder (Prometheus metrics, the debug server).
 //
-// Observers are registered process-wide before groups are created; each TracingProcessGroup
-// takes the list when it is built. Callbacks run on the hot path (the submitting thread, or the
-// backend thread that completes the Work): they must not block, do I/O or throw.
-// Thread safety: add_op_observer is thread-safe; callbacks may run concurrently.
+// Each TracingProcessGroup is given its observers when it is built (the stack passes the
+// process's metrics observer, src/stack/stack.cpp); there is no process-wide list. Callbacks run
+// on the hot path (the submitting thread, or the backend thread that completes the Work): they
+// must not block, do I/O or throw. Thread safety: callbacks may run concurrently.
 #include <cstdint>
 #include <exception>
-#include <memory>
-#include <vector>
 
 #include "comm/op.h"
 
@@ -39,8 +37,5 @@ class OpObserver {
   virtual void on_op_scheduled(const OpEvent& e) { (void)e; }
   virtual void on_op_completed(const OpEvent& e) { (void)e; }
 };
-
-void add_op_observer(std::shared_ptr<OpObserver> o);
-std::vector<std::shared_ptr<OpObserver>> op_observers();
 
 }  // namespace collie

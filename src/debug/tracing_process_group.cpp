@@ -125,12 +125,4 @@ void TracingProcessGroup::Done::finish(std::exception_ptr error) const {
   }
 }
 
-std::shared_ptr<ProcessGroup> with_tracing(std::shared_ptr<ProcessGroup> pg) {
-  auto traced = std::make_shared<TracingProcessGroup>(std::move(pg));
-  if (traced->info().name == "0") {
-    DumpService::global().start(traced->trace()->global_rank, traced->info().store);
-  }
-  return traced;
-}
-
 }  // namespace collie

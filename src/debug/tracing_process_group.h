@@ -4,9 +4,9 @@
 //   - records scheduled -> started -> completed in the flight recorder,
 //   - gives the op a deadline in the watchdog (which fails the Work on expiry),
 //   - asks for a flight-recorder dump when the op fails,
-//   - notifies the registered OpObservers (metrics).
-// Every group gets it through with_tracing (the stack, src/stack/stack.cpp); for the world group
-// (pg "0") that also starts the DumpService (SIGUSR1, store `dump_request`).
+//   - notifies the OpObservers it was given (the stack gives it the metrics observer).
+// Every group gets it from the stack (src/stack/stack.cpp), which for the world group (pg "0")
+// also starts the DumpService (SIGUSR1, store `dump_request`).
 // Ownership: shares the inner group; the GroupTrace is shared with the recorder.
 // Thread safety: as ProcessGroup.
 #include <memory>
@@ -21,10 +21,11 @@ class Watchdog;
 
 class TracingProcessGroup : public ProcessGroupWrapper {
  public:
-  // recorder/watchdog default to the process-wide ones.
+  // recorder/watchdog default to the process-wide ones; `observers` are called for every op
+  // (none by default).
   explicit TracingProcessGroup(std::shared_ptr<ProcessGroup> inner,
                                FlightRecorder* recorder = nullptr, Watchdog* watchdog = nullptr,
-                               std::vector<std::shared_ptr<OpObserver>> observers = op_observers());
+                               std::vector<std::shared_ptr<OpObserver>> observers = {});
 
   const std::shared_ptr<GroupTrace>& trace() const { return shared_->trace; }
 
@@ -60,9 +61,5 @@ class TracingProcessGroup : public ProcessGroupWrapper {
   uint64_t op_id_ = 0;
   InFlight current_;  // between before() and after()/failed(); submits are single-threaded
 };
-
-// The stack's always-on layer: `pg` wrapped in a TracingProcessGroup; for the world group also
-// starts the process's DumpService.
-std::shared_ptr<ProcessGroup> with_tracing(std::shared_ptr<ProcessGroup> pg);
 
 }  // namespace collie

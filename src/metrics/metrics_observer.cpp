@@ -44,19 +44,11 @@ void MetricsObserver::on_op_completed(const OpEvent& e) {
   live_.finished(slot, e.op, e.seq, !e.failed, e.completed_ns);
 }
 
-MetricsObserver& process_metrics_observer() {
-  // Never destroyed: Works may complete during exit. add_op_observer wants a shared_ptr; the
-  // no-op deleter keeps ownership with this function.
+std::shared_ptr<OpObserver> process_metrics_observer() {
+  // Never destroyed: Works may complete during exit. The no-op deleter keeps ownership here.
   static MetricsObserver* o =
       new MetricsObserver(Metrics::global(), LiveStatus::global(), &InspectorMetrics::global());
-  return *o;
+  return std::shared_ptr<OpObserver>(o, [](OpObserver*) {});
 }
-
-namespace {
-const bool kRegistered = [] {
-  add_op_observer(std::shared_ptr<OpObserver>(&process_metrics_observer(), [](OpObserver*) {}));
-  return true;
-}();
-}  // namespace
 
 }  // namespace collie

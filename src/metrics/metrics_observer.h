@@ -1,12 +1,14 @@
 #pragma once
 // The OpObserver that turns op events from the TracingProcessGroup into Prometheus metrics
 // (Metrics), NCCL Inspector-compatible series (InspectorMetrics) and live per-group status
-// (LiveStatus). One instance for the process is registered
-// at load time; tests build their own over their own Metrics/LiveStatus (ranks as threads).
+// (LiveStatus). The process's one instance (process_metrics_observer) is given to every traced
+// group by the stack; tests build their own over their own Metrics/LiveStatus (ranks as threads).
 // Failed ops whose error is a DesyncError (COLLIE_DEBUG=DETAIL) also count in
 // collie_desync_detected_total.
 // Thread safety: as OpObserver. After a group's first op, callbacks are lock-free and
 // allocation-free on success (a failure may lock to count a desync).
+#include <memory>
+
 #include "debug/op_observer.h"
 #include "metrics/inspector_metrics.h"
 #include "metrics/live_status.h"
@@ -31,7 +33,9 @@ class MetricsObserver : public OpObserver {
   InspectorMetrics* inspector_;
 };
 
-// The observer registered for the process (Metrics::global(), LiveStatus::global()).
-MetricsObserver& process_metrics_observer();
+// The process's observer (Metrics::global(), LiveStatus::global(), InspectorMetrics::global()),
+// which the stack gives every TracingProcessGroup. Never destroyed (Works may complete during
+// exit); the shared_ptr does not own it.
+std::shared_ptr<OpObserver> process_metrics_observer();
 
 }  // namespace collie

@@ -1,10 +1,12 @@
 #include "stack/stack.h"
 
 #include "debug/desync_checking_process_group.h"
+#include "debug/dump_service.h"
 #include "debug/tracing_process_group.h"
 #include "debug_server/auto_start.h"
 #include "metrics/group_hosts.h"
 #include "metrics/metrics.h"
+#include "metrics/metrics_observer.h"
 #include "monitored_barrier/monitored_barrier.h"
 
 namespace collie {
@@ -12,12 +14,18 @@ namespace collie {
 std::shared_ptr<ProcessGroup> build_stack(std::shared_ptr<ProcessGroup> backend,
                                           const BackendArgs& args) {
   std::shared_ptr<ProcessGroup> pg = std::move(backend);
-  publish_group_host(*pg);                       // n_nodes of the Inspector series
-  pg = with_desync_checks(std::move(pg), args);  // DETAIL only
-  pg = with_tracing(std::move(pg));              // always
-  start_debug_server_if_asked(*pg, args);        // world group, when a port is configured
-  return pg;
+  publish_group_host(*pg);                              // n_nodes of the Inspector series
+  pg = with_desync_checks(std::move(pg), args);         // DETAIL only
+  auto traced = std::make_shared<TracingProcessGroup>(  // always
+      std::move(pg), nullptr, nullptr, stack_observers());
+  if (traced->info().name == "0") {  // the world group: SIGUSR1 and store dump requests
+    DumpService::global().start(traced->trace()->global_rank, traced->info().store);
+  }
+  start_debug_server_if_asked(*traced, args);  // world group, when a port is configured
+  return traced;
 }
+
+std::vector<std::shared_ptr<OpObserver>> stack_observers() { return {process_metrics_observer()}; }
 
 namespace {
 

@@ -3,7 +3,8 @@
 // caller passes through the layers top to bottom:
 //
 //   caller ─▶ TracingProcessGroup   always: seq tracking, flight recorder, watchdog deadline,
-//             │                     dump on failure, OpObservers (metrics)     (src/metrics)
+//             │                     dump on failure, OpObservers (stack_observers: metrics)
+//             │                                                               (src/debug)
 //             ▼
 //             DesyncCheckingProcessGroup   DETAIL only: op, shapes, dtypes, roots and peers
 //             │                            checked across ranks first          (src/debug)
@@ -13,18 +14,25 @@
 // Before wrapping, each rank publishes its host name in the group's store (metrics/group_hosts.h,
 // the n_nodes label of the Inspector series). Desync checks sit below tracing, so the flight
 // recorder also records the ops whose check fails and `collie analyze` sees the mismatch. After
-// wrapping the world group the stack starts the process's debug server when one is configured
-// (debug_server/auto_start.h). The stack is installed into comm's registry (set_stack_builder) by a
-// static initialiser in stack.cpp; init_process_group, new_group and the test harness reach it
-// through apply_wrappers.
+// wrapping the world group the stack starts the process's DumpService (debug/dump_service.h) and
+// its debug server when one is configured (debug_server/auto_start.h). Each layer is built here
+// from what it is given; only the stack itself is installed by registration (below). The stack is
+// installed into comm's registry (set_stack_builder) by a static initialiser in stack.cpp;
+// init_process_group, new_group and the test harness reach it through apply_wrappers.
 #include <memory>
+#include <vector>
 
 #include "comm/registry.h"
+#include "debug/op_observer.h"
 
 namespace collie {
 
 // `backend` wrapped in the stack above. Thread-safe; REQUIRES: backend != nullptr.
 std::shared_ptr<ProcessGroup> build_stack(std::shared_ptr<ProcessGroup> backend,
                                           const BackendArgs& args);
+
+// The observers the stack gives every TracingProcessGroup (the process's metrics observer), for
+// benchmarks that build a traced group by hand and must pay what the stack's groups pay.
+std::vector<std::shared_ptr<OpObserver>> stack_observers();
 
 }  // namespace collie

@@ -29,6 +29,7 @@
 #include "debug/fingerprint_exchange.h"
 #include "debug/record_mesh.h"
 #include "debug/tracing_process_group.h"
+#include "stack/stack.h"
 #include "store/prefix_store.h"
 #include "support/fake_backend.h"
 #include "support/multiprocess.h"
@@ -114,15 +115,17 @@ std::string measure(testing::RankContext& ctx, int rounds) {
         mesh ? make_mesh_exchange(make_fingerprint_mesh(*raw, tag + "_mesh", Env::process()), own)
              : nullptr;
     return std::make_shared<TracingProcessGroup>(
-        std::make_shared<DesyncCheckingProcessGroup>(raw, sample, own, std::move(exchange)));
+        std::make_shared<DesyncCheckingProcessGroup>(raw, sample, own, std::move(exchange)),
+        nullptr, nullptr, stack_observers());
   };
   auto detail = checked(1, "bench_detail", true);
   auto detail16 = checked(16, "bench_detail16", true);
   auto detail_store = checked(1, "bench_detail_store", false);
-  auto detail_a2a =
-      std::make_shared<TracingProcessGroup>(std::make_shared<DesyncCheckingProcessGroup>(
+  auto detail_a2a = std::make_shared<TracingProcessGroup>(
+      std::make_shared<DesyncCheckingProcessGroup>(
           raw, 1, std::make_shared<PrefixStore>("bench_detail_a2a", store),
-          std::make_unique<GlooAllToAllExchange>(gloo_side_group(*raw, "bench_a2a_side"))));
+          std::make_unique<GlooAllToAllExchange>(gloo_side_group(*raw, "bench_a2a_side"))),
+      nullptr, nullptr, stack_observers());
   ProcessGroup* stacks[] = {raw.get(),      ctx.pg.get(),       ctx.pg.get(),    detail.get(),
                             detail16.get(), detail_store.get(), detail_a2a.get()};
   const size_t nm = kModes.size();
@@ -160,7 +163,7 @@ std::string measure(testing::RankContext& ctx, int rounds) {
 double tracing_only(int reps) {
   auto backend = std::make_shared<testing::FakeBackend>(
       testing::fake_info(0, 2, std::make_shared<HashStore>(), Millis(60000)));
-  auto traced = std::make_shared<TracingProcessGroup>(backend);
+  auto traced = std::make_shared<TracingProcessGroup>(backend, nullptr, nullptr, stack_observers());
   std::vector<float> buf(8);
   const int iters = 200000;
   std::vector<double> raws, wrappeds;  // interleaved repetitions; their medians are compared
