@@ -1,5 +1,5 @@
 #pragma once
-// WorkerThread: one of collie's own background threads (the watchdog, the store server, DETAIL's
+// WorkerThread: one of collie's own background threads (the watchdog, the MPI watchdog, DETAIL's
 // checker, a backend's op worker, perf's step watch). start() names the new thread
 // (core/thread_name.h, so `top -H`, gdb and /v1/stacks tell it apart) and runs `body` on it once;
 // stop() calls the owner's `wake` (which tells the body to return: set its flag, notify its
