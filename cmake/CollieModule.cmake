@@ -1,5 +1,5 @@
 # Every module folder is one OBJECT library (collie_<name>); collie_link_library() links all of
-# them twice, both times whole, so static registrars (backends, wrappers) are kept:
+# them twice, both times whole, so static registrars (the backends') are kept:
 #   collie_shared  libcollie.so, what `cmake --install` ships (collie::collie). Modules compile
 #                  with hidden visibility: it exports only what core/export.h's COLLIE_API marks
 #                  (the public API of the installed headers, cmake/Install.cmake).

@@ -1,9 +1,9 @@
 #pragma once
-// One descriptor per benchmarked collective (src/perf/collectives/<name>.cpp), registered in a
-// registry the driver looks up by name. A descriptor supplies only what differs between
-// collectives — byte counts, buffer layout, data init/expected values, the bus-bandwidth factor
-// and the call through the ProcessGroup API; the driver (driver.h) owns everything else.
-// Thread safety: registration happens during static initialization; lookups are read-only.
+// One descriptor per benchmarked collective (src/perf/collectives/<name>.cpp), listed in one
+// plain array (collective.cpp) the driver looks up by name. A descriptor supplies only what differs
+// between collectives — byte counts, buffer layout, data init/expected values, the bus-bandwidth
+// factor and the call through the ProcessGroup API; the driver (driver.h) owns everything else.
+// Thread safety: the table is built on first use (a function-local static); lookups are read-only.
 #include <cstddef>
 #include <memory>
 #include <optional>
@@ -89,7 +89,6 @@ struct CollectiveDescriptor {
   std::vector<std::shared_ptr<Work>> (*run)(ProcessGroup& pg, const CallArgs& a) = nullptr;
 };
 
-bool register_collective(CollectiveDescriptor d);
 // nullptr when unknown.
 const CollectiveDescriptor* find_collective(const std::string& name);
 // In the canonical order (all_reduce, all_gather, broadcast, ...).
@@ -111,9 +110,3 @@ inline double busbw_one(int) { return 1.0; }
 inline double busbw_n_minus_1_over_n(int n) { return static_cast<double>(n - 1) / n; }
 
 }  // namespace collie::perf
-
-#define COLLIE_PERF_CONCAT2(a, b) a##b
-#define COLLIE_PERF_CONCAT(a, b) COLLIE_PERF_CONCAT2(a, b)
-#define COLLIE_PERF_COLLECTIVE(...)                                   \
-  static const bool COLLIE_PERF_CONCAT(collie_perf_coll_, __LINE__) = \
-      ::collie::perf::register_collective(__VA_ARGS__)

@@ -32,14 +32,17 @@ std::vector<std::shared_ptr<Work>> run(ProcessGroup& pg, const CallArgs& a) {
   return {pg.all_gather(a.send, a.recv, o)};
 }
 
-COLLIE_PERF_COLLECTIVE(CollectiveDescriptor{.name = "all_gather",
-                                            .op_type = OpType::AllGather,
-                                            .layout = layout,
-                                            .algbw_ranks_factor = ranks_factor_n,
-                                            .busbw_factor = busbw_n_minus_1_over_n,
-                                            .init = init,
-                                            .expected = expected,
-                                            .run = run});
-
 }  // namespace
+
+CollectiveDescriptor all_gather_collective() {
+  return CollectiveDescriptor{.name = "all_gather",
+                              .op_type = OpType::AllGather,
+                              .layout = layout,
+                              .algbw_ranks_factor = ranks_factor_n,
+                              .busbw_factor = busbw_n_minus_1_over_n,
+                              .init = init,
+                              .expected = expected,
+                              .run = run};
+}
+
 }  // namespace collie::perf

@@ -27,16 +27,19 @@ std::vector<std::shared_ptr<Work>> run(ProcessGroup& pg, const CallArgs& a) {
   return {pg.all_reduce(a.recv, o)};
 }
 
-COLLIE_PERF_COLLECTIVE(CollectiveDescriptor{.name = "all_reduce",
-                                            .op_type = OpType::AllReduce,
-                                            .reduces = true,
-                                            .in_place_api = true,
-                                            .layout = layout,
-                                            .algbw_ranks_factor = ranks_factor_one,
-                                            .busbw_factor = busbw,
-                                            .init = init,
-                                            .expected = expected,
-                                            .run = run});
-
 }  // namespace
+
+CollectiveDescriptor all_reduce_collective() {
+  return CollectiveDescriptor{.name = "all_reduce",
+                              .op_type = OpType::AllReduce,
+                              .reduces = true,
+                              .in_place_api = true,
+                              .layout = layout,
+                              .algbw_ranks_factor = ranks_factor_one,
+                              .busbw_factor = busbw,
+                              .init = init,
+                              .expected = expected,
+                              .run = run};
+}
+
 }  // namespace collie::perf

@@ -34,15 +34,18 @@ std::vector<std::shared_ptr<Work>> run(ProcessGroup& pg, const CallArgs& a) {
   return {pg.all_to_all(a.send, a.recv, o)};
 }
 
-COLLIE_PERF_COLLECTIVE(CollectiveDescriptor{.name = "alltoall",
-                                            .op_type = OpType::AllToAll,
-                                            .in_place_unchecked = true,
-                                            .layout = layout,
-                                            .algbw_ranks_factor = ranks_factor_n,
-                                            .busbw_factor = busbw_n_minus_1_over_n,
-                                            .init = init,
-                                            .expected = expected,
-                                            .run = run});
-
 }  // namespace
+
+CollectiveDescriptor alltoall_collective() {
+  return CollectiveDescriptor{.name = "alltoall",
+                              .op_type = OpType::AllToAll,
+                              .in_place_unchecked = true,
+                              .layout = layout,
+                              .algbw_ranks_factor = ranks_factor_n,
+                              .busbw_factor = busbw_n_minus_1_over_n,
+                              .init = init,
+                              .expected = expected,
+                              .run = run};
+}
+
 }  // namespace collie::perf

@@ -65,16 +65,19 @@ std::vector<std::shared_ptr<Work>> run(ProcessGroup& pg, const CallArgs& a) {
                         a.device->view(a.recv.data, static_cast<size_t>(t.recv_total()), dt), o)};
 }
 
-COLLIE_PERF_COLLECTIVE(CollectiveDescriptor{.name = "alltoallv",
-                                            .op_type = OpType::AllToAll,
-                                            .in_place_unchecked = true,
-                                            .in_place_staging = true,
-                                            .traffic_layout = layout,
-                                            .algbw_ranks_factor = ranks_factor_one,
-                                            .busbw_factor = busbw_n_minus_1_over_n,
-                                            .init = init,
-                                            .expected = expected,
-                                            .run = run});
-
 }  // namespace
+
+CollectiveDescriptor alltoallv_collective() {
+  return CollectiveDescriptor{.name = "alltoallv",
+                              .op_type = OpType::AllToAll,
+                              .in_place_unchecked = true,
+                              .in_place_staging = true,
+                              .traffic_layout = layout,
+                              .algbw_ranks_factor = ranks_factor_one,
+                              .busbw_factor = busbw_n_minus_1_over_n,
+                              .init = init,
+                              .expected = expected,
+                              .run = run};
+}
+
 }  // namespace collie::perf

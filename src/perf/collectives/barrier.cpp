@@ -22,15 +22,18 @@ std::vector<std::shared_ptr<Work>> run(ProcessGroup& pg, const CallArgs& a) {
   return {pg.barrier(o)};
 }
 
-COLLIE_PERF_COLLECTIVE(CollectiveDescriptor{.name = "barrier",
-                                            .op_type = OpType::Barrier,
-                                            .latency_only = true,
-                                            .layout = layout,
-                                            .algbw_ranks_factor = ranks_factor_one,
-                                            .busbw_factor = busbw,
-                                            .init = init,
-                                            .expected = expected,
-                                            .run = run});
-
 }  // namespace
+
+CollectiveDescriptor barrier_collective() {
+  return CollectiveDescriptor{.name = "barrier",
+                              .op_type = OpType::Barrier,
+                              .latency_only = true,
+                              .layout = layout,
+                              .algbw_ranks_factor = ranks_factor_one,
+                              .busbw_factor = busbw,
+                              .init = init,
+                              .expected = expected,
+                              .run = run};
+}
+
 }  // namespace collie::perf

@@ -25,16 +25,19 @@ std::vector<std::shared_ptr<Work>> run(ProcessGroup& pg, const CallArgs& a) {
   return {pg.broadcast(a.recv, o)};
 }
 
-COLLIE_PERF_COLLECTIVE(CollectiveDescriptor{.name = "broadcast",
-                                            .op_type = OpType::Broadcast,
-                                            .rooted = true,
-                                            .in_place_api = true,
-                                            .layout = layout,
-                                            .algbw_ranks_factor = ranks_factor_one,
-                                            .busbw_factor = busbw_one,
-                                            .init = init,
-                                            .expected = expected,
-                                            .run = run});
-
 }  // namespace
+
+CollectiveDescriptor broadcast_collective() {
+  return CollectiveDescriptor{.name = "broadcast",
+                              .op_type = OpType::Broadcast,
+                              .rooted = true,
+                              .in_place_api = true,
+                              .layout = layout,
+                              .algbw_ranks_factor = ranks_factor_one,
+                              .busbw_factor = busbw_one,
+                              .init = init,
+                              .expected = expected,
+                              .run = run};
+}
+
 }  // namespace collie::perf

@@ -33,15 +33,18 @@ std::vector<std::shared_ptr<Work>> run(ProcessGroup& pg, const CallArgs& a) {
   return {pg.gather(a.send, pg.rank() == a.root ? a.recv : TensorView{}, o)};
 }
 
-COLLIE_PERF_COLLECTIVE(CollectiveDescriptor{.name = "gather",
-                                            .op_type = OpType::Gather,
-                                            .rooted = true,
-                                            .layout = layout,
-                                            .algbw_ranks_factor = ranks_factor_n,
-                                            .busbw_factor = busbw_n_minus_1_over_n,
-                                            .init = init,
-                                            .expected = expected,
-                                            .run = run});
-
 }  // namespace
+
+CollectiveDescriptor gather_collective() {
+  return CollectiveDescriptor{.name = "gather",
+                              .op_type = OpType::Gather,
+                              .rooted = true,
+                              .layout = layout,
+                              .algbw_ranks_factor = ranks_factor_n,
+                              .busbw_factor = busbw_n_minus_1_over_n,
+                              .init = init,
+                              .expected = expected,
+                              .run = run};
+}
+
 }  // namespace collie::perf

@@ -28,17 +28,20 @@ std::vector<std::shared_ptr<Work>> run(ProcessGroup& pg, const CallArgs& a) {
   return {pg.reduce(a.recv, o)};
 }
 
-COLLIE_PERF_COLLECTIVE(CollectiveDescriptor{.name = "reduce",
-                                            .op_type = OpType::Reduce,
-                                            .reduces = true,
-                                            .rooted = true,
-                                            .in_place_api = true,
-                                            .layout = layout,
-                                            .algbw_ranks_factor = ranks_factor_one,
-                                            .busbw_factor = busbw_one,
-                                            .init = init,
-                                            .expected = expected,
-                                            .run = run});
-
 }  // namespace
+
+CollectiveDescriptor reduce_collective() {
+  return CollectiveDescriptor{.name = "reduce",
+                              .op_type = OpType::Reduce,
+                              .reduces = true,
+                              .rooted = true,
+                              .in_place_api = true,
+                              .layout = layout,
+                              .algbw_ranks_factor = ranks_factor_one,
+                              .busbw_factor = busbw_one,
+                              .init = init,
+                              .expected = expected,
+                              .run = run};
+}
+
 }  // namespace collie::perf

@@ -29,15 +29,18 @@ std::vector<std::shared_ptr<Work>> run(ProcessGroup& pg, const CallArgs& a) {
   return {pg.reduce_scatter(a.send, a.recv, o)};
 }
 
-COLLIE_PERF_COLLECTIVE(CollectiveDescriptor{.name = "reduce_scatter",
-                                            .op_type = OpType::ReduceScatter,
-                                            .reduces = true,
-                                            .layout = layout,
-                                            .algbw_ranks_factor = ranks_factor_n,
-                                            .busbw_factor = busbw_n_minus_1_over_n,
-                                            .init = init,
-                                            .expected = expected,
-                                            .run = run});
-
 }  // namespace
+
+CollectiveDescriptor reduce_scatter_collective() {
+  return CollectiveDescriptor{.name = "reduce_scatter",
+                              .op_type = OpType::ReduceScatter,
+                              .reduces = true,
+                              .layout = layout,
+                              .algbw_ranks_factor = ranks_factor_n,
+                              .busbw_factor = busbw_n_minus_1_over_n,
+                              .init = init,
+                              .expected = expected,
+                              .run = run};
+}
+
 }  // namespace collie::perf

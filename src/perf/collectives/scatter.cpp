@@ -29,15 +29,18 @@ std::vector<std::shared_ptr<Work>> run(ProcessGroup& pg, const CallArgs& a) {
   return {pg.scatter(pg.rank() == a.root ? a.send : TensorView{}, a.recv, o)};
 }
 
-COLLIE_PERF_COLLECTIVE(CollectiveDescriptor{.name = "scatter",
-                                            .op_type = OpType::Scatter,
-                                            .rooted = true,
-                                            .layout = layout,
-                                            .algbw_ranks_factor = ranks_factor_n,
-                                            .busbw_factor = busbw_n_minus_1_over_n,
-                                            .init = init,
-                                            .expected = expected,
-                                            .run = run});
-
 }  // namespace
+
+CollectiveDescriptor scatter_collective() {
+  return CollectiveDescriptor{.name = "scatter",
+                              .op_type = OpType::Scatter,
+                              .rooted = true,
+                              .layout = layout,
+                              .algbw_ranks_factor = ranks_factor_n,
+                              .busbw_factor = busbw_n_minus_1_over_n,
+                              .init = init,
+                              .expected = expected,
+                              .run = run};
+}
+
 }  // namespace collie::perf

@@ -35,18 +35,21 @@ std::vector<std::shared_ptr<Work>> run(ProcessGroup& pg, const CallArgs& a) {
   return {s, v};
 }
 
-COLLIE_PERF_COLLECTIVE(CollectiveDescriptor{.name = "sendrecv",
-                                            .op_type = OpType::Send,
-                                            .paired_op = OpType::Recv,
-                                            .min_ranks = 2,
-                                            .in_place_unchecked = true,
-                                            .in_place_staging = true,
-                                            .layout = layout,
-                                            .algbw_ranks_factor = ranks_factor_one,
-                                            .busbw_factor = busbw_one,
-                                            .init = init,
-                                            .expected = expected,
-                                            .run = run});
-
 }  // namespace
+
+CollectiveDescriptor sendrecv_collective() {
+  return CollectiveDescriptor{.name = "sendrecv",
+                              .op_type = OpType::Send,
+                              .paired_op = OpType::Recv,
+                              .min_ranks = 2,
+                              .in_place_unchecked = true,
+                              .in_place_staging = true,
+                              .layout = layout,
+                              .algbw_ranks_factor = ranks_factor_one,
+                              .busbw_factor = busbw_one,
+                              .init = init,
+                              .expected = expected,
+                              .run = run};
+}
+
 }  // namespace collie::perf
