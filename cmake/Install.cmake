@@ -19,7 +19,7 @@ set(COLLIE_PUBLIC_HEADERS
   src/device/device_runtime.h
   src/store/store.h src/store/hash_store.h src/store/file_store.h src/store/prefix_store.h
   src/store/tcp_store.h src/store/tcp_store_server.h
-  src/comm/init.h src/comm/process_group.h src/comm/work.h src/comm/options.h src/comm/op.h
+  src/stack/init.h src/comm/process_group.h src/comm/work.h src/comm/options.h src/comm/op.h
   src/comm/capabilities.h src/comm/registry.h src/comm/wrapper.h
   monitored_barrier/monitored_barrier.h)
 foreach(h ${COLLIE_PUBLIC_HEADERS})

@@ -9,12 +9,11 @@
 
 #include "comm/rendezvous.h"
 #include "core/error.h"
+#include "metrics/metrics.h"
 #include "store/store.h"
 
 namespace collie {
 namespace {
-
-std::atomic<MonitoredBarrierTimeoutHook> g_timeout_hook{nullptr};
 
 // Barrier number per (group, rank): every member counts its own calls, so the n-th call of each
 // rank meets under the same keys (ranks may also be threads of one process, as in tests).
@@ -106,15 +105,11 @@ void run_barrier(ProcessGroup& group, Millis timeout, bool wait_all_ranks) {
 
 }  // namespace
 
-void set_monitored_barrier_timeout_hook(MonitoredBarrierTimeoutHook hook) {
-  g_timeout_hook.store(hook);
-}
-
 void monitored_barrier(ProcessGroup& group, Millis timeout, bool wait_all_ranks) {
   try {
     run_barrier(group, timeout, wait_all_ranks);
   } catch (const TimeoutError&) {
-    if (auto hook = g_timeout_hook.load()) hook(group);
+    Metrics::global().record_barrier_timeout(group.info().backend);
     throw;
   }
 }

@@ -8,13 +8,13 @@
 #include <set>
 #include <thread>
 
-#include "comm/init.h"
 #include "comm/rendezvous.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/tensor.h"
 #include "probes/schedule.h"
 #include "probes/stats.h"
+#include "stack/init.h"
 
 namespace collie::probes {
 namespace {

@@ -6,12 +6,12 @@
 #include <chrono>
 #include <thread>
 
-#include "comm/init.h"
 #include "comm/registry.h"
 #include "comm/rendezvous.h"
 #include "core/env.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "stack/init.h"
 #include "store/prefix_store.h"
 #include "store/store.h"
 

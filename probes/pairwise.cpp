@@ -7,7 +7,6 @@
 #include <ctime>
 #include <thread>
 
-#include "comm/init.h"
 #include "comm/rendezvous.h"
 #include "core/clock.h"
 #include "core/env.h"
@@ -15,6 +14,7 @@
 #include "core/tensor.h"
 #include "probes/host_capacity.h"
 #include "probes/schedule.h"
+#include "stack/init.h"
 #include "store/store.h"
 
 namespace collie::probes {

@@ -4,11 +4,11 @@
 
 #include <algorithm>
 
-#include "comm/init.h"
 #include "core/env.h"
 #include "core/error.h"
 #include "core/size.h"
 #include "perf/driver.h"
+#include "stack/init.h"
 
 namespace collie::probes {
 using json = nlohmann::json;

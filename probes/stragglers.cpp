@@ -6,11 +6,11 @@
 #include <chrono>
 #include <cmath>
 
-#include "comm/init.h"
 #include "comm/rendezvous.h"
 #include "core/clock.h"
 #include "core/tensor.h"
 #include "probes/stats.h"
+#include "stack/init.h"
 
 namespace collie::probes {
 namespace {

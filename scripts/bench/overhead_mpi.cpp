@@ -97,7 +97,7 @@ int main(int argc, char** argv) {
   for (int r = 0; r < size; ++r) info.global_ranks[static_cast<size_t>(r)] = r;
   const BackendArgs args{info, nullptr};
   std::shared_ptr<ProcessGroup> bare = find_backend("mpi")->create(args);
-  std::shared_ptr<ProcessGroup> stack = apply_wrappers(find_backend("mpi")->create(args), args);
+  std::shared_ptr<ProcessGroup> stack = build_stack(find_backend("mpi")->create(args), args);
   GroupInfo tinfo = info;
   tinfo.name = "raw+trace";
   auto traced = std::make_shared<TracingProcessGroup>(

@@ -16,7 +16,6 @@
 
 #include "cli/command.h"
 #include "cli/run_flags.h"
-#include "comm/init.h"
 #include "core/env.h"
 #include "core/error.h"
 #include "core/secret_names.h"
@@ -28,6 +27,7 @@
 #include "perf/metrics_sink.h"
 #include "perf/output.h"
 #include "perf/stop_signal.h"
+#include "stack/init.h"
 
 namespace collie::cli {
 namespace {

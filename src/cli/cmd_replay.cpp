@@ -12,7 +12,6 @@
 
 #include "cli/command.h"
 #include "cli/run_flags.h"
-#include "comm/init.h"
 #include "core/atomic_file.h"
 #include "core/env.h"
 #include "core/error.h"
@@ -23,6 +22,7 @@
 #include "replay/plan.h"
 #include "replay/report.h"
 #include "replay/runner.h"
+#include "stack/init.h"
 
 namespace collie::cli {
 namespace {

@@ -13,7 +13,6 @@ struct Registry {
   std::mutex mu;
   // A deque: registering more never moves the registrations find_backend handed out.
   std::deque<BackendRegistration> backends;
-  StackBuilder stack = nullptr;
   std::vector<MissingBackend> missing;
 };
 
@@ -31,13 +30,6 @@ bool register_backend(BackendRegistration reg) {
     if (b.name == reg.name) return false;  // find_backend answers with the first one
   }
   r.backends.push_back(std::move(reg));
-  return true;
-}
-
-bool set_stack_builder(StackBuilder build) {
-  auto& r = registry();
-  std::lock_guard<std::mutex> lk(r.mu);
-  r.stack = build;
   return true;
 }
 
@@ -70,17 +62,6 @@ std::vector<MissingBackend> missing_backends() {
   auto& r = registry();
   std::lock_guard<std::mutex> lk(r.mu);
   return r.missing;
-}
-
-std::shared_ptr<ProcessGroup> apply_wrappers(std::shared_ptr<ProcessGroup> pg,
-                                             const BackendArgs& args) {
-  StackBuilder build = nullptr;
-  {
-    auto& r = registry();
-    std::lock_guard<std::mutex> lk(r.mu);
-    build = r.stack;
-  }
-  return build ? build(std::move(pg), args) : pg;
 }
 
 std::string backend_unavailable_reason(const std::string& name) {

@@ -1,9 +1,9 @@
 #pragma once
-// Backend and wrapper registry. Each backend registers itself from its own register.cpp (a
-// static registrar; all modules are linked into libcollie, so registrars are never dropped).
-// Wrappers (tracing, desync checks) do not register: src/stack/stack.cpp builds the whole stack in
-// one function and installs it once (set_stack_builder); init_process_group and new_group apply
-// it through apply_wrappers.
+// Backend registry. Each backend registers itself from its own register.cpp (a static
+// registrar; all modules are linked into libcollie, so registrars are never dropped): backends are
+// optional, so the registry is how the rest of collie learns which ones this build has. Nothing
+// else registers: the wrapper stack is built by src/stack (build_stack), which
+// init_process_group and new_group (src/stack/init.h) call directly.
 // Thread safety: registration happens during static initialization; lookups are read-only.
 #include <functional>
 #include <memory>
@@ -44,11 +44,6 @@ struct BackendRegistration {
   std::function<std::string()> unavailable_reason;
 };
 
-// Builds the wrapper stack over a new backend group (src/stack/stack.cpp, the one place that
-// declares the layers and their order; comm cannot include the modules above it).
-using StackBuilder = std::shared_ptr<ProcessGroup> (*)(std::shared_ptr<ProcessGroup> backend,
-                                                       const BackendArgs& args);
-
 // A backend this build does not have, and why ("not built: CUDA toolkit not found").
 struct MissingBackend {
   std::string name;
@@ -57,8 +52,6 @@ struct MissingBackend {
 
 // False, and nothing changes, when a backend of that name is already registered.
 COLLIE_API bool register_backend(BackendRegistration reg);
-// Installs the stack builder (once, from src/stack); returns true for static initialisers.
-COLLIE_API bool set_stack_builder(StackBuilder build);
 COLLIE_API bool register_missing_backend(MissingBackend m);
 
 COLLIE_API const BackendRegistration* find_backend(const std::string& name);
@@ -68,8 +61,5 @@ COLLIE_API std::vector<MissingBackend> missing_backends();
 // available in this build: ...") or its unavailable_reason() — else empty (also for unknown
 // names, which init_process_group reports with the list of built backends).
 COLLIE_API std::string backend_unavailable_reason(const std::string& name);
-// The backend group wrapped in the stack (unchanged when no builder is installed).
-COLLIE_API std::shared_ptr<ProcessGroup> apply_wrappers(std::shared_ptr<ProcessGroup> pg,
-                                                        const BackendArgs& args);
 
 }  // namespace collie

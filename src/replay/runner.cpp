@@ -6,11 +6,11 @@
 #include <chrono>
 #include <memory>
 
-#include "comm/init.h"
 #include "comm/op_table.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "perf/host_exchange.h"
+#include "stack/init.h"
 
 namespace collie::replay {
 namespace {

@@ -1,4 +1,4 @@
-#include "comm/init.h"
+#include "stack/init.h"
 
 #include <fmt/format.h>
 
@@ -13,6 +13,7 @@
 #include "core/log.h"
 #include "discovery/launcher_rendezvous.h"
 #include "discovery/network_choices.h"
+#include "stack/stack.h"
 #include "store/prefix_store.h"
 
 namespace collie {
@@ -37,8 +38,7 @@ Millis default_timeout(const Env& env) {
 std::shared_ptr<ProcessGroup> create(const BackendRegistration& reg, GroupInfo info,
                                      const Env& env) {
   BackendArgs args{std::move(info), &env};
-  auto pg = reg.create(args);
-  return apply_wrappers(std::move(pg), args);
+  return build_stack(reg.create(args), args);
 }
 
 }  // namespace

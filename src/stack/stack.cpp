@@ -5,9 +5,7 @@
 #include "debug/tracing_process_group.h"
 #include "debug_server/auto_start.h"
 #include "metrics/group_hosts.h"
-#include "metrics/metrics.h"
 #include "metrics/metrics_observer.h"
-#include "monitored_barrier/monitored_barrier.h"
 
 namespace collie {
 
@@ -27,17 +25,4 @@ std::shared_ptr<ProcessGroup> build_stack(std::shared_ptr<ProcessGroup> backend,
 
 std::vector<std::shared_ptr<OpObserver>> stack_observers() { return {process_metrics_observer()}; }
 
-namespace {
-
-const bool kStackInstalled = set_stack_builder(&build_stack);
-
-// Instrumentation glue: monitored_barrier and metrics are siblings over comm (neither includes
-// the other), so the barrier's timeouts reach collie_monitored_barrier_timeouts_total here.
-const bool kBarrierHook = [] {
-  set_monitored_barrier_timeout_hook(
-      [](const ProcessGroup& g) { Metrics::global().record_barrier_timeout(g.info().backend); });
-  return true;
-}();
-
-}  // namespace
 }  // namespace collie

@@ -16,13 +16,12 @@
 // recorder also records the ops whose check fails and `collie analyze` sees the mismatch. After
 // wrapping the world group the stack starts the process's DumpService (debug/dump_service.h) and
 // its debug server when one is configured (debug_server/auto_start.h). Each layer is built here
-// from what it is given; only the stack itself is installed by registration (below). The stack is
-// installed into comm's registry (set_stack_builder) by a static initialiser in stack.cpp;
-// init_process_group, new_group and the test harness reach it through apply_wrappers.
+// from what it is given; nothing is installed by registration. init_process_group and new_group
+// (stack/init.h) call build_stack on every group they create; the test harness calls it too.
 #include <memory>
 #include <vector>
 
-#include "comm/registry.h"
+#include "comm/registry.h"  // BackendArgs
 #include "debug/op_observer.h"
 
 namespace collie {

@@ -3,7 +3,7 @@
 // expect one: each rank must print the mismatch once (first_hour_test.cpp).
 #include <vector>
 
-#include "comm/init.h"
+#include "stack/init.h"
 
 int main() {
   auto pg = collie::init_process_group();  // gloo, env:// (collie launch sets it)

@@ -1,5 +1,6 @@
 // comm/registry: backends registered and found by name, the one-line refusal of a backend that is
-// unknown or not in this build, and apply_wrappers handing each new group to the stack builder.
+// unknown or not in this build, and init_process_group / new_group putting each new group inside
+// the stack (src/stack).
 #include "comm/registry.h"
 
 #include <fmt/format.h>
@@ -7,10 +8,11 @@
 
 #include <algorithm>
 
-#include "comm/init.h"
 #include "comm/wrapper.h"
 #include "core/env.h"
 #include "core/error.h"
+#include "debug/tracing_process_group.h"
+#include "stack/init.h"
 #include "stack/stack.h"
 #include "store/hash_store.h"
 #include "support/fake_backend.h"
@@ -140,59 +142,10 @@ TEST(Registry, AFoundRegistrationStaysPutWhenMoreAreRegistered) {
   EXPECT_EQ(first->version, "stable 1");
 }
 
-// The builder installed by the tests below: records what it was given, adds one layer.
-struct Seen {
-  int calls = 0;
-  ProcessGroup* backend = nullptr;
-  std::string group;
-  const Env* env = nullptr;
-};
-Seen& seen() {
-  static Seen s;
-  return s;
-}
-
-class Layer final : public ProcessGroupWrapper {
- public:
-  using ProcessGroupWrapper::ProcessGroupWrapper;
-};
-
-std::shared_ptr<ProcessGroup> recording_builder(std::shared_ptr<ProcessGroup> backend,
-                                                const BackendArgs& args) {
-  seen() = Seen{seen().calls + 1, backend.get(), args.info.name, args.env};
-  return std::make_shared<Layer>(std::move(backend));
-}
-
-// Installs a builder for one test and puts src/stack's back after it.
-struct BuilderGuard {
-  explicit BuilderGuard(StackBuilder b) { set_stack_builder(b); }
-  ~BuilderGuard() { set_stack_builder(&build_stack); }
-};
-
-TEST(Registry, ApplyWrappersReturnsWhatTheInstalledBuilderMadeOfTheBackend) {
-  BuilderGuard guard(&recording_builder);
-  seen() = Seen{};
-  auto backend = fake("7");
-  MapEnv env({});
-  auto pg = apply_wrappers(backend, BackendArgs{backend->info(), &env});
-  EXPECT_EQ(seen().calls, 1);
-  EXPECT_EQ(seen().backend, backend.get());
-  EXPECT_EQ(seen().group, "7");
-  EXPECT_EQ(seen().env, &env);
-  ASSERT_NE(dynamic_cast<Layer*>(pg.get()), nullptr);
-  EXPECT_EQ(pg->inner(), backend.get());
-}
-
-TEST(Registry, WithoutABuilderApplyWrappersReturnsTheBackendItself) {
-  BuilderGuard guard(nullptr);
-  auto backend = fake("8");
-  EXPECT_EQ(apply_wrappers(backend, BackendArgs{backend->info(), nullptr}), backend);
-}
-
-TEST(Registry, InitProcessGroupWrapsTheGroupTheRegistrationCreated) {
+// init_process_group puts the group the registration created inside the stack (src/stack): the
+// tracing layer outermost, the backend innermost, the env it was given passed down.
+TEST(Registry, InitProcessGroupWrapsTheGroupTheRegistrationCreatedInTheStack) {
   ASSERT_TRUE(testing::test_backends_registered());
-  BuilderGuard guard(&recording_builder);
-  seen() = Seen{};
   MapEnv env({});
   InitOptions o;
   o.backend = "fake";
@@ -201,12 +154,16 @@ TEST(Registry, InitProcessGroupWrapsTheGroupTheRegistrationCreated) {
   o.world_size = 1;
   o.env = &env;
   auto pg = init_process_group(o);
-  ASSERT_NE(dynamic_cast<Layer*>(pg.get()), nullptr);
-  EXPECT_EQ(seen().calls, 1);
-  EXPECT_EQ(seen().env, &env);
-  EXPECT_EQ(seen().backend, pg->inner());
-  EXPECT_NE(dynamic_cast<testing::FakeBackend*>(pg->inner()), nullptr);
+  ASSERT_NE(dynamic_cast<TracingProcessGroup*>(pg.get()), nullptr);
+  EXPECT_NE(dynamic_cast<testing::FakeBackend*>(&backend_of(*pg)), nullptr);
   EXPECT_EQ(pg->backend_name(), "fake");
+  // new_group's groups get the same stack.
+  auto sub = new_group(*pg, {0});
+  ASSERT_NE(sub, nullptr);
+  ASSERT_NE(dynamic_cast<TracingProcessGroup*>(sub.get()), nullptr);
+  EXPECT_NE(dynamic_cast<testing::FakeBackend*>(&backend_of(*sub)), nullptr);
+  destroy_process_group(*sub);
+  destroy_process_group(*pg);
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 // The wrapper stack (src/stack/stack.h) as init_process_group builds it: tracing outermost, the
 // DETAIL desync checks under it only at DETAIL, the backend innermost; an op passes every layer.
+#include "stack/stack.h"
+
 #include <gtest/gtest.h>
 
 #include "comm/registry.h"
@@ -28,7 +30,7 @@ std::shared_ptr<testing::FakeBackend> fake(const std::string& name) {
 TEST(Stack, OffIsTracingOverTheBackend) {
   LevelGuard level(DebugLevel::Off);
   auto backend = fake("stack_off");
-  auto pg = apply_wrappers(backend, BackendArgs{backend->info(), nullptr});
+  auto pg = build_stack(backend, BackendArgs{backend->info(), nullptr});
   ASSERT_NE(dynamic_cast<TracingProcessGroup*>(pg.get()), nullptr);
   EXPECT_EQ(pg->inner(), backend.get());
   EXPECT_EQ(&backend_of(*pg), backend.get());
@@ -37,7 +39,7 @@ TEST(Stack, OffIsTracingOverTheBackend) {
 TEST(Stack, DetailPutsTheDesyncChecksUnderTracing) {
   LevelGuard level(DebugLevel::Detail);
   auto backend = fake("stack_detail");
-  auto pg = apply_wrappers(backend, BackendArgs{backend->info(), nullptr});
+  auto pg = build_stack(backend, BackendArgs{backend->info(), nullptr});
   ASSERT_NE(dynamic_cast<TracingProcessGroup*>(pg.get()), nullptr);
   ProcessGroup* middle = pg->inner();
   ASSERT_NE(dynamic_cast<DesyncCheckingProcessGroup*>(middle), nullptr);

@@ -12,9 +12,9 @@
 #include <thread>
 #include <vector>
 
-#include "comm/init.h"
 #include "core/error.h"
 #include "monitored_barrier/monitored_barrier.h"
+#include "stack/init.h"
 
 int main() {
   using namespace collie;

@@ -11,9 +11,9 @@
 #include <string>
 #include <thread>
 
-#include "comm/init.h"
 #include "debug_server/auto_start.h"
 #include "debug_server/server.h"
+#include "stack/init.h"
 
 int main() {
   using namespace collie;

@@ -14,10 +14,10 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "comm/init.h"
 #include "comm/registry.h"
 #include "comm/rendezvous.h"
 #include "debug/dump_service.h"
+#include "stack/init.h"
 #include "support/multiprocess.h"
 
 namespace collie {

@@ -21,10 +21,10 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "comm/init.h"
 #include "comm/registry.h"
 #include "comm/rendezvous.h"
 #include "debug/dump_service.h"
+#include "stack/init.h"
 #include "support/multiprocess.h"
 
 namespace collie {

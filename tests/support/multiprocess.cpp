@@ -18,9 +18,10 @@
 #include <optional>
 #include <thread>
 
-#include "comm/init.h"
 #include "comm/registry.h"
 #include "core/env.h"
+#include "stack/init.h"
+#include "stack/stack.h"
 #include "store/hash_store.h"
 #include "store/prefix_store.h"
 #include "store/store.h"
@@ -249,7 +250,7 @@ RunResult run_threads(int world, const std::function<void(RankContext&)>& body,
         info.store = std::make_shared<PrefixStore>("pg/0", store);
         BackendArgs args{info, &Env::process()};
         ctx.pg = reg->create(args);
-        if (opts.stack) ctx.pg = apply_wrappers(std::move(ctx.pg), args);
+        if (opts.stack) ctx.pg = build_stack(std::move(ctx.pg), args);
         {
           std::lock_guard<std::mutex> lk(mu);
           groups[r] = ctx.pg;

@@ -13,8 +13,8 @@
 #include <thread>
 
 #include "backends/gloo/gloo_device.h"
-#include "comm/init.h"
 #include "core/error.h"
+#include "stack/init.h"
 #include "store/store.h"
 #include "support/multiprocess.h"
 

@@ -10,7 +10,7 @@
 #include <memory>
 #include <vector>
 
-#include "comm/init.h"
+#include "stack/init.h"
 #include "support/multiprocess.h"
 
 namespace collie::testing {

@@ -13,9 +13,9 @@
 
 #include "backends/conformance/conformance.h"
 #include "backends/mpi/mpi_test_data.h"
-#include "comm/init.h"
 #include "comm/registry.h"
 #include "core/error.h"
+#include "stack/init.h"
 #include "store/prefix_store.h"
 #include "store/store.h"
 #include "support/oracle.h"

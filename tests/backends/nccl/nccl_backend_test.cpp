@@ -17,10 +17,10 @@
 #include "backends/conformance/conformance.h"
 #include "backends/nccl/cuda_device.h"
 #include "backends/nccl/dynload.h"
-#include "comm/init.h"
 #include "comm/registry.h"
 #include "core/error.h"
 #include "debug/dump_service.h"
+#include "stack/init.h"
 #include "store/hash_store.h"
 
 namespace collie::test {

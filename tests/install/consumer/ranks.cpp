@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "comm/init.h"
 #include "monitored_barrier/monitored_barrier.h"
+#include "stack/init.h"
 
 int main(int argc, char** argv) {
   if (argc != 2) {
