@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <condition_variable>
 #include <csignal>
 #include <cstring>
 #include <utility>
@@ -49,15 +48,13 @@ constexpr auto kTickWithoutPipe = std::chrono::milliseconds(50);
 
 }  // namespace
 
-// One run of the request watcher, shared by the service and its detached thread: the thread's
-// own store client, and how the thread says it no longer touches the service.
+// One run of the request watcher: the thread's own store client (interrupt() ends its wait) and
+// the thread, joined by stop_store_watch.
 struct DumpService::StoreWatch {
   std::shared_ptr<Store> client;
   pid_t owner = 0;  // the process whose thread this is
   std::atomic<bool> stop{false};
-  std::mutex mu;
-  std::condition_variable cv;
-  bool done = false;  // guarded by mu
+  std::thread thread;  // set before the watch is published in watch_
 };
 
 DumpService::DumpService(FlightRecorder& fr, std::string dump_dir, FrDumpFormat format,
@@ -130,18 +127,13 @@ void DumpService::start(int rank, std::shared_ptr<Store> world_store) {
         auto w = std::make_shared<StoreWatch>();
         w->client = client;
         w->owner = ::getpid();
-        watch_ = w;
-        // Detached, so a watcher that ended on its own (the store went away) is not a thread
-        // left unjoined at exit; stop_store_watch waits for `done` instead of joining.
-        std::thread([this, w] {
+        // Joined by stop_store_watch (a later start(), or the destructor at exit), also when it
+        // ended on its own because the store went away.
+        w->thread = std::thread([this, w = w.get()] {
           name_this_thread("collie-dump-req");
           watch_store(*w);
-          {
-            std::lock_guard<std::mutex> g(w->mu);
-            w->done = true;
-          }
-          w->cv.notify_all();
-        }).detach();
+        });
+        watch_ = w;
       }
       break;
     }
@@ -292,13 +284,16 @@ void DumpService::stop_store_watch() {
     std::lock_guard<std::mutex> lk(mu_);
     w = std::move(watch_);
   }
-  // In a forked child the thread exists only in the parent and the client's socket is shared
-  // with it (interrupting it would cut the parent's wait): leave both alone.
-  if (!w || w->owner != ::getpid()) return;
+  if (!w) return;
+  if (w->owner != ::getpid()) {
+    // A forked child's copy: the thread exists only in the parent and the client's socket is
+    // shared with it (interrupting it would cut the parent's wait); leave both alone.
+    w->thread.detach();
+    return;
+  }
   w->stop.store(true);
   w->client->interrupt();
-  std::unique_lock<std::mutex> lk(w->mu);
-  w->cv.wait(lk, [&] { return w->done; });
+  w->thread.join();
 }
 
 // Parked in the store until the next request's key appears (or store_rearm_ passes: then the
