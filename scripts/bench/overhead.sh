@@ -10,9 +10,13 @@
 # between ~75 and ~155 us, and pinning takes that coin flip out of the comparison.
 # BUILD_DIR may also be a bundle (scripts/bundle.sh: bin/collie, libexec/), the default
 # when this script runs from inside one (scripts/gpu_check.sh does).
+# BEFORE=DIR (another build or bundle, e.g. of the commit before a change) adds a third side,
+# that build's collie perf, run the same way in the same rounds (the sides' order rotates per
+# round), and columns comparing this build with it (after/before); the exit status still judges
+# this build against raw only.
 #   scripts/bench/overhead.sh [BUILD_DIR]   env: NP=2 MIN=8 MAX=16777216 FACTOR=8 ITERS=300
 #                                                WARMUP=20 ROUNDS=2 DEBUG=OFF (collie's level)
-#                                                PIN=0
+#                                                PIN=0 BEFORE=
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 default=$here/../../build
@@ -22,11 +26,17 @@ NP=${NP:-2} MIN=${MIN:-8} MAX=${MAX:-16777216} FACTOR=${FACTOR:-8}
 ITERS=${ITERS:-300} WARMUP=${WARMUP:-20} ROUNDS=${ROUNDS:-2} DEBUG=${DEBUG:-OFF} PIN=${PIN:-0}
 BACKEND=${BACKEND:-gloo}
 case $BACKEND in gloo|mpi) ;; *) echo "overhead.sh: BACKEND is gloo or mpi, got '$BACKEND'" >&2; exit 2;; esac
-collie=$build/src/cli/collie
+collie_of() {  # $1 = build dir or bundle; prints its collie
+  if [[ -x $1/bin/collie ]]; then echo "$1/bin/collie"; else echo "$1/src/cli/collie"; fi
+}
+collie=$(collie_of "$build")
 raw=$build/scripts/bench/raw_${BACKEND}_allreduce
-if [[ -x $build/bin/collie ]]; then  # a bundle
-  collie=$build/bin/collie
-  raw=$build/libexec/raw_${BACKEND}_allreduce
+[[ -x $build/bin/collie ]] && raw=$build/libexec/raw_${BACKEND}_allreduce  # a bundle
+BEFORE=${BEFORE:-}
+before=
+if [[ -n $BEFORE ]]; then
+  before=$(collie_of "$BEFORE")
+  [[ -x $before ]] || { echo "overhead.sh: BEFORE=$BEFORE has no collie ($before)" >&2; exit 2; }
 fi
 MPIRUN=(mpirun --allow-run-as-root --oversubscribe -np "$NP")
 [[ -x $collie ]] || { echo "overhead.sh: $collie not built (cmake --build $build)" >&2; exit 2; }
@@ -51,13 +61,14 @@ run_raw() {  # $1 = round
   for p in "${pids[@]}"; do wait "$p" || { echo "overhead.sh: raw rank failed" >&2; exit 1; }; done
 }
 
-run_collie() {  # $1 = round; in place, no validation, per-iteration samples like the raw loop
-  local port pids=()
+run_collie() {  # $1 = round [$2 = binary, $3 = result prefix]; in place, no validation,
+  # per-iteration samples like the raw loop
+  local bin=${2:-$collie} tag=${3:-c} port pids=()
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
   for ((r = 0; r < NP; r++)); do
     COLLIE_DEBUG=$DEBUG MASTER_ADDR=127.0.0.1 MASTER_PORT=$port RANK=$r WORLD_SIZE=$NP \
-      $(pin $r) "$collie" perf all_reduce --backend gloo -b $MIN -e $MAX -f $FACTOR -n $ITERS \
-      -w $WARMUP -c 0 -d float -o sum --placement in -I 1 -J "$work/c$1.r$r.json" >/dev/null &
+      $(pin $r) "$bin" perf all_reduce --backend gloo -b $MIN -e $MAX -f $FACTOR -n $ITERS \
+      -w $WARMUP -c 0 -d float -o sum --placement in -I 1 -J "$work/$tag$1.r$r.json" >/dev/null &
     pids+=($!)
   done
   for p in "${pids[@]}"; do wait "$p" || { echo "overhead.sh: collie rank failed" >&2; exit 1; }; done
@@ -68,29 +79,35 @@ run_raw_mpi() {  # $1 = round; rank 0 prints the slowest rank's time per iterati
     { echo "overhead.sh: raw MPI job failed" >&2; exit 1; }
 }
 
-run_collie_mpi() {  # $1 = round
-  COLLIE_DEBUG=$DEBUG "${MPIRUN[@]}" "$collie" perf all_reduce --backend mpi -b $MIN -e $MAX \
+run_collie_mpi() {  # $1 = round [$2 = binary, $3 = result prefix]
+  local bin=${2:-$collie} tag=${3:-c}
+  COLLIE_DEBUG=$DEBUG "${MPIRUN[@]}" "$bin" perf all_reduce --backend mpi -b $MIN -e $MAX \
     -f $FACTOR -n $ITERS -w $WARMUP -c 0 -d float -o sum --placement in -I 1 \
-    -J "$work/c$1.r0.json" >/dev/null || { echo "overhead.sh: collie MPI job failed" >&2; exit 1; }
+    -J "$work/$tag$1.r0.json" >/dev/null || { echo "overhead.sh: collie MPI job failed" >&2; exit 1; }
 }
 
+sides=(raw collie)
+[[ -n $before ]] && sides+=(before)
 for ((i = 0; i < ROUNDS; i++)); do
-  if [[ $BACKEND == mpi ]]; then
-    run_raw_mpi $i
-    run_collie_mpi $i
-  else
-    run_raw $i
-    run_collie $i
-  fi
+  for ((k = 0; k < ${#sides[@]}; k++)); do  # the order rotates per round
+    side=${sides[$(((i + k) % ${#sides[@]}))]}
+    suffix=; [[ $BACKEND == mpi ]] && suffix=_mpi
+    case $side in
+      raw) run_raw$suffix $i ;;
+      collie) run_collie$suffix $i ;;
+      before) run_collie$suffix $i "$before" b ;;
+    esac
+  done
 done
 
-python3 - "$work" "$NP" "$ROUNDS" "$DEBUG" "$PIN" "$BACKEND" <<'PY'
+python3 - "$work" "$NP" "$ROUNDS" "$DEBUG" "$PIN" "$BACKEND" "$before" <<'PY'
 import glob, json, math, os, statistics, sys
 work, np_, rounds, debug = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 pin = ", rank r pinned to CPU r mod nproc" if sys.argv[5] == "1" else ""
 backend = sys.argv[6]
+before_bin = sys.argv[7]
 rawname = "gloo::allreduce (options reused)" if backend == "gloo" else "MPI_Allreduce"
-raw, col = {}, {}
+raw, col, bef = {}, {}, {}
 for r in range(rounds):
     per = {}  # (bytes, it) -> slowest rank's us
     for path in glob.glob(os.path.join(work, f"raw{r}.r*")):
@@ -102,6 +119,9 @@ for r in range(rounds):
         raw.setdefault(b, []).append(us)
     for row in json.load(open(os.path.join(work, f"c{r}.r0.json")))["rows"]:
         col.setdefault(int(row["size_bytes"]), []).extend(row["samples_us"])
+    if before_bin:
+        for row in json.load(open(os.path.join(work, f"b{r}.r0.json")))["rows"]:
+            bef.setdefault(int(row["size_bytes"]), []).extend(row["samples_us"])
 def pct(v, q):  # p50: the median (midpoint); else nearest rank, as collie's core/stats.h
     if q == .5:
         return statistics.median(v)
@@ -121,5 +141,15 @@ for b in sorted(raw):
     print(f"{b:>10} {len(col[b]):>5}  {r50:>9.1f} {c50:>10.1f} {c50 / r50:>6.3f}  "
           f"{r90:>9.1f} {c90:>10.1f} {c90 / r90:>6.3f}  {'OVER' if over else 'ok'}")
 print(f"# {fail} size(s) over target (p50 <= 1.05 x raw, p90 <= 1.10 x raw)")
+if before_bin:
+    print(f"# this build vs BEFORE ({before_bin}), same rounds: after/before < 1 is faster")
+    print(f"{'size (B)':>10}  {'before p50':>10} {'after p50':>10} {'ratio':>6}  "
+          f"{'before p90':>10} {'after p90':>10} {'ratio':>6}")
+    for b in sorted(col):
+        if b not in bef:
+            continue
+        b50, a50, b90, a90 = pct(bef[b], .5), pct(col[b], .5), pct(bef[b], .9), pct(col[b], .9)
+        print(f"{b:>10}  {b50:>10.1f} {a50:>10.1f} {a50 / b50:>6.3f}  "
+              f"{b90:>10.1f} {a90:>10.1f} {a90 / b90:>6.3f}")
 sys.exit(1 if fail else 0)
 PY
