@@ -2,25 +2,14 @@
 
 #include <unistd.h>
 
-#include <array>
-#include <string_view>
-
 #include "comm/registry.h"
+#include "core/env_snapshot.h"
 #include "core/log.h"
-#include "core/secret_names.h"
 #include "discovery/network_choices.h"
 #include "metrics/live_status.h"
 
-extern char** environ;
-
 namespace collie {
-namespace {
-
-constexpr std::array<std::string_view, 12> kEnvPrefixes = {
-    "COLLIE_", "TORCH_", "MASTER_", "RANK", "WORLD_SIZE", "LOCAL_RANK",
-    "GLOO_",   "NCCL_",  "OMPI_",   "PMI_", "SLURM_",     "CUDA_VISIBLE"};
-
-}  // namespace
+namespace {}  // namespace
 
 std::string host_name() {
   char buf[256] = {};
@@ -73,17 +62,7 @@ nlohmann::json config_json(const DebugServerOptions& opts) {
     backends.push_back({{"name", b->name}, {"version", b->version}});
   }
   nlohmann::json env = nlohmann::json::object();
-  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
-    std::string_view kv(*e);
-    const size_t eq = kv.find('=');
-    if (eq == std::string_view::npos) continue;
-    std::string_view name = kv.substr(0, eq);
-    bool relevant = false;
-    for (std::string_view p : kEnvPrefixes) relevant = relevant || name.starts_with(p);
-    if (!relevant) continue;
-    env[std::string(name)] =
-        is_secret_env_name(name) ? "<redacted>" : std::string(kv.substr(eq + 1));
-  }
+  for (const EnvEntry& e : run_env(process_environ())) env[e.name] = e.value;
   // What this rank bound and how it found the others (discovery/network_choices.h).
   nlohmann::json network = nlohmann::json::object();
   for (const auto& c : network_choices()) {

@@ -15,8 +15,7 @@ nlohmann::json status_json(const DebugServerOptions& opts, const LiveStatus& liv
 
 // {version, backends: [{name, version}], debug_level, log_level, group_timeout_ms,
 //  network: {rendezvous|store_bind|gloo: {value, reason}}, env: {...}}
-// Environment variables that configure collie and its launchers; values of names containing
-// TOKEN, SECRET or PASSWORD are redacted.
+// env: the run's variables (core/env_snapshot.h), credentials' values "<redacted>".
 nlohmann::json config_json(const DebugServerOptions& opts);
 
 std::string host_name();

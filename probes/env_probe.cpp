@@ -10,14 +10,15 @@
 
 #include "comm/registry.h"
 #include "comm/rendezvous.h"
+#include "core/env_snapshot.h"
 #include "device/gpu_inventory.h"
-
-extern char** environ;
 
 namespace collie::probes {
 namespace {
 
-constexpr const char* kPrefixes[] = {"NCCL_", "GLOO_", "OMPI_", "UCX_"};
+// The transport settings compared across ranks: the run's variables (core/env_snapshot.h) of
+// the backends and transports, which must agree (the launcher's and rendezvous' differ by rank).
+constexpr const char* kCompared[] = {"NCCL_", "GLOO_", "OMPI_", "UCX_"};
 constexpr const char* kUnset = "<unset>";
 
 std::string trim(std::string s) {
@@ -53,12 +54,6 @@ std::vector<std::string> list_dir(const std::string& path) {
 
 }  // namespace
 
-std::vector<std::string> process_environ() {
-  std::vector<std::string> out;
-  for (char** e = environ; e && *e; ++e) out.emplace_back(*e);
-  return out;
-}
-
 RankInfo describe_local(const std::vector<std::string>& environ_entries) {
   RankInfo info;
   info["host"] = local_hostname();
@@ -84,12 +79,9 @@ RankInfo describe_local(const std::vector<std::string>& environ_entries) {
   for (auto& [k, v] : device::gpu_inventory()) info[k] = v;
   for (const auto* b : backends()) info["version." + b->name] = b->version;
   for (const auto& m : missing_backends()) info["version." + m.name] = "not built: " + m.reason;
-  for (const auto& e : environ_entries) {
-    const auto eq = e.find('=');
-    if (eq == std::string::npos) continue;
-    const std::string name = e.substr(0, eq);
-    for (const char* p : kPrefixes)
-      if (name.rfind(p, 0) == 0) info["env." + name] = e.substr(eq + 1);
+  for (const EnvEntry& e : collie::run_env(environ_entries)) {  // credentials' values redacted
+    for (const char* p : kCompared)
+      if (e.name.starts_with(p)) info["env." + e.name] = e.value;
   }
   return info;
 }

@@ -17,9 +17,10 @@ namespace collie::probes {
 // Field name -> value, e.g. "cpu" -> "AMD EPYC 7763", "version.gloo" -> "...", "env.NCCL_IB_HCA".
 using RankInfo = std::map<std::string, std::string>;
 
-// This process's description; `environ` supplies the variables ("NAME=value" entries).
+// This process's description; `environ_entries` supplies the variables ("NAME=value" entries,
+// core/env_snapshot.h's process_environ() for this process): the transport settings among the
+// run's variables, credentials' values redacted.
 RankInfo describe_local(const std::vector<std::string>& environ_entries);
-std::vector<std::string> process_environ();
 
 struct Inconsistency {
   std::string field;

@@ -17,8 +17,8 @@
 #include "cli/command.h"
 #include "cli/run_flags.h"
 #include "core/env.h"
+#include "core/env_snapshot.h"
 #include "core/error.h"
-#include "core/secret_names.h"
 #include "core/size.h"
 #include "debug/dump_service.h"
 #include "launch/launch.h"
@@ -173,23 +173,11 @@ PerfOptions to_options(const PerfFlags& f, bool iters_given) {
 }
 
 // The environment nccl-tests' JSON "env" list records, limited to the variables that shape a
-// collective run (nccl-tests dumps every variable; collie does not copy unrelated secrets).
+// collective run (nccl-tests dumps every variable): core/env_snapshot.h's list, credentials'
+// values redacted, as the debug server's /v1/config shows them.
 std::vector<std::string> recorded_env() {
-  static constexpr const char* kPrefixes[] = {
-      "NCCL_",        "COLLIE_", "GLOO_", "OMPI_", "SLURM_", "UCX_", "CUDA_VISIBLE_DEVICES",
-      "TORCHELASTIC_"};
   std::vector<std::string> out;
-  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
-    const std::string v = *e;
-    // Credentials never go into a result file (the debug server's /v1/config hides the same).
-    if (is_secret_env_name(v.substr(0, v.find('=')))) continue;
-    for (const char* p : kPrefixes) {
-      if (v.starts_with(p)) {
-        out.push_back(v);
-        break;
-      }
-    }
-  }
+  for (const EnvEntry& e : run_env(process_environ())) out.push_back(e.name + "=" + e.value);
   return out;
 }
 

@@ -2,9 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include "core/env_snapshot.h"
 #include "core/error.h"
 #include "core/log.h"
-#include "core/secret_names.h"
 #include "discovery/launch_env.h"
 
 namespace collie {
@@ -53,6 +53,25 @@ TEST(Env, OneRuleSaysWhichVariablesHoldCredentials) {
   for (const char* n : {"NCCL_IB_PKEY", "COLLIE_DEBUG_PORT", "MASTER_ADDR", "RANK"}) {
     EXPECT_FALSE(is_secret_env_name(n)) << n;
   }
+}
+
+// The one snapshot every copy of the environment uses: the run's variables in their order,
+// credentials kept by name with their value redacted, everything else left out.
+TEST(Env, TheRunSnapshotKeepsTheRunsVariablesAndRedactsCredentials) {
+  const std::vector<EnvEntry> got =
+      run_env({"HOME=/root", "NCCL_IB_HCA=mlx5_0", "COLLIE_STORE_SECRET=hunter2", "RANK=3",
+               "MASTER_ADDR=10.0.0.1", "no_equals_sign", "NCCL_IB_PASSWD=hunter3",
+               "LOCAL_WORLD_SIZE=8", "SLURM_PROCID=3", "CUDA_VISIBLE_DEVICES=0,1", "PATH=/bin",
+               "TORCHELASTIC_RUN_ID=x", "COLLIE_X=a=b"});
+  std::vector<std::string> flat;
+  for (const auto& e : got) flat.push_back(e.name + "=" + e.value);
+  EXPECT_EQ(flat, (std::vector<std::string>{"NCCL_IB_HCA=mlx5_0", "COLLIE_STORE_SECRET=<redacted>",
+                                            "RANK=3", "MASTER_ADDR=10.0.0.1",
+                                            "NCCL_IB_PASSWD=<redacted>", "LOCAL_WORLD_SIZE=8",
+                                            "SLURM_PROCID=3", "CUDA_VISIBLE_DEVICES=0,1",
+                                            "TORCHELASTIC_RUN_ID=x", "COLLIE_X=a=b"}));
+  EXPECT_FALSE(is_run_env_name("HOME"));
+  EXPECT_FALSE(is_run_env_name("LD_PRELOAD"));
 }
 
 TEST(Logging, TorchEffectiveLevelMatrix) {

@@ -215,10 +215,14 @@ TEST(AcceptRules, EnvInconsistencies) {
   EXPECT_TRUE(per_rank_field("env.OMPI_MCA_orte_ess_node_rank"));
   EXPECT_TRUE(per_rank_field("env.OMPI_MCA_plm"));  // remote nodes only
   EXPECT_FALSE(per_rank_field("env.OMPI_MCA_btl"));
-  const RankInfo local = describe_local({"NCCL_ALGO=Ring", "PATH=/bin", "UCX_TLS=tcp"});
+  const RankInfo local = describe_local(
+      {"NCCL_ALGO=Ring", "PATH=/bin", "UCX_TLS=tcp", "RANK=2", "NCCL_IB_PASSWD=hunter2"});
   EXPECT_EQ(local.at("env.NCCL_ALGO"), "Ring");
   EXPECT_EQ(local.at("env.UCX_TLS"), "tcp");
   EXPECT_FALSE(local.count("env.PATH"));
+  EXPECT_FALSE(local.count("env.RANK"));  // differs by rank: not compared
+  // A credential's value never reaches the report (core/env_snapshot.h's rule; was copied).
+  EXPECT_EQ(local.at("env.NCCL_IB_PASSWD"), "<redacted>");
   EXPECT_FALSE(local.at("cpu_count").empty());
 }
 
