@@ -12,8 +12,8 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/tensor.h"
+#include "probes/link_matrix.h"
 #include "probes/schedule.h"
-#include "probes/stats.h"
 #include "stack/init.h"
 
 namespace collie::probes {

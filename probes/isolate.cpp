@@ -9,8 +9,8 @@
 #include <optional>
 #include <set>
 
+#include "probes/link_matrix.h"
 #include "probes/schedule.h"
-#include "probes/stats.h"
 
 namespace collie::probes {
 namespace {

@@ -13,7 +13,7 @@
 
 #include "probes/context.h"
 #include "probes/isolate.h"
-#include "probes/stats.h"
+#include "probes/link_matrix.h"
 
 namespace collie::probes {
 

@@ -9,7 +9,7 @@
 #include "comm/rendezvous.h"
 #include "core/clock.h"
 #include "core/tensor.h"
-#include "probes/stats.h"
+#include "probes/link_matrix.h"
 #include "stack/init.h"
 
 namespace collie::probes {

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <map>
 
-#include "probes/stats.h"
+#include "probes/link_matrix.h"
 
 namespace collie::probes {
 namespace {

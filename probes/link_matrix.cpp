@@ -1,4 +1,4 @@
-#include "probes/stats.h"
+#include "probes/link_matrix.h"
 
 #include <fmt/format.h>
 
