@@ -20,7 +20,7 @@
 #include "core/deadline.h"
 #include "core/error.h"
 #include "core/log.h"
-#include "core/thread_name.h"
+#include "core/worker_thread.h"
 #include "store/hash_store.h"
 #include "store/socket_util.h"
 #include "store/store_secret.h"
@@ -67,6 +67,7 @@ class TcpStoreServer::Loop {
     watch(wake_fd_, kWakeId, EPOLLIN, EPOLL_CTL_ADD);
   }
   ~Loop() {
+    thread_.stop();  // before the descriptors it serves are closed
     for (auto& [id, c] : conns_) close(c->fd);
     close(listen_fd_);
     close(wake_fd_);
@@ -76,7 +77,13 @@ class TcpStoreServer::Loop {
   // Thread-safe: HashStore locks.
   size_t stored_bytes() const { return data_.stored_bytes(); }
 
-  void stop() {
+  // Starts the event loop on its own thread (collie-store); the destructor stops and joins it.
+  void start() {
+    thread_.start(
+        "collie-store", [this] { run(); }, [this] { wake(); });
+  }
+
+  void wake() {
     uint64_t one = 1;
     [[maybe_unused]] ssize_t n = write(wake_fd_, &one, sizeof(one));
   }
@@ -714,6 +721,7 @@ class TcpStoreServer::Loop {
   std::set<std::pair<SteadyClock::time_point, uint64_t>> deadlines_;  // parked requests
   std::set<std::pair<SteadyClock::time_point, uint64_t>> timers_;     // Conn::timer
   std::vector<uint64_t> to_close_;
+  WorkerThread thread_;  // last: runs run() over everything above
 };
 
 TcpStoreServer::TcpStoreServer(const std::string& host, uint16_t port, const TcpStoreLimits& limits,
@@ -724,18 +732,12 @@ TcpStoreServer::TcpStoreServer(const std::string& host, uint16_t port, const Tcp
   }
   const int fd = net::listen_on(host, port, &port_);
   loop_ = std::make_unique<Loop>(fd, limits, std::move(secret));
-  thread_ = std::thread([this] {
-    name_this_thread("collie-store");
-    loop_->run();
-  });
+  loop_->start();
   log(LogLevel::Debug, "store server listening on {}:{}", host, port_);
 }
 
 size_t TcpStoreServer::stored_bytes() const { return loop_->stored_bytes(); }
 
-TcpStoreServer::~TcpStoreServer() {
-  loop_->stop();
-  thread_.join();
-}
+TcpStoreServer::~TcpStoreServer() = default;  // ~Loop stops and joins its thread
 
 }  // namespace collie

@@ -21,7 +21,6 @@
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <thread>
 
 #include "core/export.h"
 
@@ -60,7 +59,6 @@ class COLLIE_API TcpStoreServer {
  private:
   class Loop;
   std::unique_ptr<Loop> loop_;
-  std::thread thread_;
   uint16_t port_ = 0;
 };
 
