@@ -15,8 +15,11 @@
 #include <condition_variable>
 #include <cstring>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <unordered_map>
+
+#include "core/worker_thread.h"
 
 namespace collie::http {
 namespace {
@@ -73,8 +76,8 @@ struct Server::Impl {
   int listen_fd = -1;
   int epfd = -1;
   int wake_fd = -1;
-  std::thread io;
-  std::vector<std::thread> workers;
+  WorkerThread io;                                     // collie-http: accepts and reads requests
+  std::vector<std::unique_ptr<WorkerThread>> workers;  // collie-http-w: serve and write answers
   std::mutex mu;
   std::condition_variable cv;
   std::deque<Job> queue;
@@ -221,7 +224,7 @@ void Server::start() {
     enqueue(c);
   };
 
-  m.io = std::thread([this, &m, reject, drop, on_readable] {
+  m.io.start("collie-http", [this, &m, reject, drop, on_readable] {
     epoll_event events[64];
     for (;;) {
       int timeout = -1;
@@ -290,7 +293,7 @@ void Server::start() {
   });
 
   for (int i = 0; i < opts_.threads; ++i) {
-    m.workers.emplace_back([this, &m] {
+    m.workers.push_back(std::make_unique<WorkerThread>("collie-http-w", [this, &m] {
       for (;;) {
         Impl::Job job;
         {
@@ -319,7 +322,7 @@ void Server::start() {
         shutdown(job.fd, SHUT_WR);
         close(job.fd);
       }
-    });
+    }));
   }
 }
 
@@ -329,7 +332,7 @@ void Server::stop() {
     uint64_t one = 1;
     [[maybe_unused]] ssize_t n = write(m.wake_fd, &one, sizeof(one));
   }
-  if (m.io.joinable()) m.io.join();
+  m.io.stop();  // woken by the eventfd above
   {
     std::lock_guard<std::mutex> lk(m.mu);
     m.stopping = true;
@@ -337,9 +340,7 @@ void Server::stop() {
     m.queue.clear();
   }
   m.cv.notify_all();
-  for (auto& w : m.workers) {
-    if (w.joinable()) w.join();
-  }
+  for (auto& w : m.workers) w->stop();  // woken by `stopping` above
   m.workers.clear();
   if (m.listen_fd >= 0) close(m.listen_fd);
   if (m.wake_fd >= 0) close(m.wake_fd);
