@@ -27,4 +27,9 @@ void WorkerThread::stop() {
   wake_ = nullptr;
 }
 
+void WorkerThread::forget_forked_copy() {
+  if (thread_.joinable()) thread_.detach();
+  wake_ = nullptr;
+}
+
 }  // namespace collie

@@ -34,6 +34,11 @@ class WorkerThread {
   // REQUIRES: not called from the worker thread itself.
   void stop();
   bool running() const { return thread_.joinable(); }
+  // In a process forked from the one that started the thread, the thread does not exist: drops
+  // the copied handle without waking or joining, so start() may run this process's own. Takes no
+  // lock (a forked child has one thread; the copied mutex may be held by a parent thread that is
+  // not here). REQUIRES: called only in such a child.
+  void forget_forked_copy();
 
  private:
   std::mutex stop_mu_;

@@ -74,14 +74,11 @@ DumpService::~DumpService() {
     std::lock_guard<std::mutex> lk(mu_);
     stop_ = true;
   }
-  wake();
   stop_store_watch();
-  if (thread_.joinable()) {
-    if (thread_pid_ == ::getpid()) {
-      thread_.join();
-    } else {
-      thread_.detach();  // a forked child's copy: the thread runs only in the parent
-    }
+  if (thread_pid_ == ::getpid()) {
+    thread_.stop();  // writes the wake pipe and joins
+  } else {
+    thread_.forget_forked_copy();  // a forked child's copy: the thread runs only in the parent
   }
   int fd = wake_write_.load();
   g_sigusr1_wake_fd.compare_exchange_strong(fd, -1);
@@ -139,9 +136,9 @@ void DumpService::start(int rank, std::shared_ptr<Store> world_store) {
     }
   }
   std::lock_guard<std::mutex> lk(mu_);
-  if (thread_.joinable()) {
+  if (thread_.running()) {
     if (thread_pid_ == ::getpid()) return;
-    thread_.detach();  // a forked child: the parent's thread is not here; start this one's
+    thread_.forget_forked_copy();  // a forked child: the parent's thread is not here; start ours
   }
   int fds[2];
   if (pipe2(fds, O_NONBLOCK | O_CLOEXEC) == 0) {
@@ -158,10 +155,8 @@ void DumpService::start(int rank, std::shared_ptr<Store> world_store) {
   sa.sa_flags = SA_RESTART;
   sigaction(SIGUSR1, &sa, nullptr);
   thread_pid_ = ::getpid();
-  thread_ = std::thread([this] {
-    name_this_thread("collie-dump");
-    loop();
-  });
+  thread_.start(
+      "collie-dump", [this] { loop(); }, [this] { wake(); });
   if (!dir_.empty()) install_crash_dump(*this);
 }
 
@@ -209,7 +204,7 @@ void DumpService::flush(std::chrono::milliseconds timeout) {
   while (std::chrono::steady_clock::now() < deadline) {
     {
       std::lock_guard<std::mutex> lk(mu_);
-      if (!thread_.joinable()) return;  // not started: nothing will write it
+      if (!thread_.running()) return;  // not started: nothing will write it
       if (pending_.empty() && pending_request_.empty() && !busy_ && !g_sigusr1.load()) return;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));

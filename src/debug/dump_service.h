@@ -26,6 +26,7 @@
 #include <string>
 #include <thread>
 
+#include "core/worker_thread.h"
 #include "debug/flight_recorder.h"
 
 namespace collie {
@@ -107,9 +108,9 @@ class DumpService {
   std::atomic<int64_t> seen_request_{0};
   const std::chrono::milliseconds store_rearm_;
   std::shared_ptr<StoreWatch> watch_;  // the running request watcher, if any; guarded by mu_
-  std::thread thread_;
-  pid_t thread_pid_ = 0;  // the process that started thread_; guarded by mu_
-  std::mutex dump_mu_;    // one dump at a time
+  WorkerThread thread_;                // collie-dump
+  pid_t thread_pid_ = 0;               // the process that started thread_; guarded by mu_
+  std::mutex dump_mu_;                 // one dump at a time
 };
 
 // The key under the world group's store that triggers a dump on every rank.

@@ -3,6 +3,8 @@
 #include "core/worker_thread.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <condition_variable>
@@ -13,6 +15,18 @@
 
 namespace collie {
 namespace {
+
+#if defined(__SANITIZE_THREAD__)
+constexpr bool kTsan = true;
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+constexpr bool kTsan = true;
+#else
+constexpr bool kTsan = false;
+#endif
+#else
+constexpr bool kTsan = false;
+#endif
 
 // A body that waits until woken, the way collie's workers do.
 struct Sleeper {
@@ -88,6 +102,41 @@ TEST(WorkerThread, NeverStartedStopsAtOnceAndStartTwiceIsRefused) {
   idle.start("collie-test-wt", [&] { ++ran; });
   idle.stop();
   EXPECT_EQ(ran.load(), 1);
+}
+
+// A forked child has a copy of the handle but not the thread: it forgets the copy (no wake, no
+// join: joining would wait for a thread that is not there) and can start its own; the parent's
+// thread is untouched.
+TEST(WorkerThread, AForkedChildForgetsTheCopyAndStartsItsOwn) {
+  if (kTsan) {
+    GTEST_SKIP() << "ThreadSanitizer cannot run a forked child of a multi-threaded process that "
+                    "touches a thread (its registry CHECK-fails); the plain and ASan builds run it";
+  }
+  Sleeper s;
+  WorkerThread t(
+      "collie-test-fk", [&] { s.body(); }, [&] { s.wake(); });
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    t.forget_forked_copy();
+    int code = t.running() ? 10 : 0;
+    Sleeper mine;
+    t.start(
+        "collie-test-fk", [&] { mine.body(); }, [&] { mine.wake(); });
+    t.stop();
+    if (mine.runs.load() != 1 || mine.wakes.load() != 1) code = 11;
+    if (s.wakes.load() != 0) code = 12;  // the parent's wake was not called here
+    _exit(code);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_TRUE(t.running());
+  EXPECT_EQ(s.wakes.load(), 0);
+  t.stop();
+  EXPECT_EQ(s.runs.load(), 1);
+  EXPECT_EQ(s.wakes.load(), 1);
 }
 
 }  // namespace
