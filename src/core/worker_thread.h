@@ -1,14 +1,15 @@
 #pragma once
 // WorkerThread: one of collie's own background threads (the watchdog, the MPI watchdog, DETAIL's
-// checker, a backend's op worker, perf's step watch, the store server's event loop). start() names
-// the new thread (core/thread_name.h, so `top -H`, gdb and /v1/stacks tell it apart) and runs
-// `body` on it once; stop() calls the owner's `wake` (which tells the body to return: set its flag,
-// notify its condition variable, interrupt its poll) and joins. The destructor stops it too, so a
-// thread is never left running or unjoined; declare the member after what the body uses, or call
-// stop() first in the owner's destructor. Ownership: owns the std::thread; `body` and `wake` are
-// called with whatever they capture, which must outlive stop(). Thread safety: stop() is idempotent
-// and may be called from any thread but the worker itself (a second concurrent caller returns once
-// the first has joined); start() and running() from the owner's thread.
+// checker, a backend's op worker, perf's step watch, the store server's event loop, the dump
+// thread, the debug server's HTTP threads). start() names the new thread (core/thread_name.h, so
+// `top -H`, gdb and /v1/stacks tell it apart) and runs `body` on it once; stop() calls the owner's
+// `wake` (which tells the body to return: set its flag, notify its condition variable, interrupt
+// its poll) and joins. The destructor stops it too, so a thread is never left running or unjoined;
+// declare the member after what the body uses, or call stop() first in the owner's destructor.
+// Ownership: owns the std::thread; `body` and `wake` are called with whatever they capture, which
+// must outlive stop(). Thread safety: stop() is idempotent and may be called from any thread but
+// the worker itself (a second concurrent caller returns once the first has joined); start() and
+// running() from the owner's thread.
 #include <condition_variable>
 #include <functional>
 #include <mutex>
