@@ -15,6 +15,7 @@
 #include "core/env.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/thread_name.h"
 #include "debug/crash_dump.h"
 #include "debug/flight_recorder.h"
 #include "store/store.h"
@@ -53,7 +54,7 @@ struct DumpService::StoreWatch {
   std::shared_ptr<Store> client;
   pid_t owner = 0;  // the process whose thread this is
   std::atomic<bool> stop{false};
-  WorkerThread thread;  // collie-dump-req; started before the watch is published in watch_
+  std::thread thread;  // set before the watch is published in watch_
 };
 
 DumpService::DumpService(FlightRecorder& fr, std::string dump_dir, FrDumpFormat format,
@@ -125,13 +126,10 @@ void DumpService::start(int rank, std::shared_ptr<Store> world_store) {
         w->owner = ::getpid();
         // Joined by stop_store_watch (a later start(), or the destructor at exit), also when it
         // ended on its own because the store went away.
-        StoreWatch* raw = w.get();
-        w->thread.start(
-            "collie-dump-req", [this, raw] { watch_store(*raw); },
-            [raw] {
-              raw->stop.store(true);
-              raw->client->interrupt();
-            });
+        w->thread = std::thread([this, w = w.get()] {
+          name_this_thread("collie-dump-req");
+          watch_store(*w);
+        });
         watch_ = w;
       }
       break;
@@ -285,10 +283,12 @@ void DumpService::stop_store_watch() {
   if (w->owner != ::getpid()) {
     // A forked child's copy: the thread exists only in the parent and the client's socket is
     // shared with it (interrupting it would cut the parent's wait); leave both alone.
-    w->thread.forget_forked_copy();
+    w->thread.detach();
     return;
   }
-  w->thread.stop();  // sets stop, interrupts the client's wait, joins
+  w->stop.store(true);
+  w->client->interrupt();
+  w->thread.join();
 }
 
 // Parked in the store until the next request's key appears (or store_rearm_ passes: then the
