@@ -221,6 +221,52 @@ void report_not_all_joined(const GroupView& g, uint64_t s, const SeqParticipants
   out.push_back(std::move(f));
 }
 
+// Every rank reached collective `s`, but some only after another rank had already given up on it
+// (its entry for `s` failed before theirs was created): they arrived late, and the others' failure
+// is theirs. Seen when a slow rank dumps again after it finally joined (its last dump shows it in
+// `s`, like everyone else). Wall clocks of the dumping ranks: across hosts their skew counts, so
+// a rank is late only when it arrived after the last of those failures.
+bool report_late_arrivals(const GroupView& g, uint64_t s, const std::map<int, const DumpEntry*>& at,
+                          std::vector<Finding>& out) {
+  int64_t first_created = 0;
+  for (const auto& [r, e] : at) {
+    if (e->time_created_ns > 0 && (first_created == 0 || e->time_created_ns < first_created))
+      first_created = e->time_created_ns;
+  }
+  std::vector<int> late;
+  std::set<int> gave_up;
+  double by_s = 0;
+  for (const auto& [l, el] : at) {
+    if (el->time_created_ns == 0) continue;
+    int64_t failed_by = 0;  // the last failure, before l arrived, of a rank that came earlier
+    std::vector<int> before;
+    for (const auto& [r, e] : at) {
+      if (r == l || !e->failed || e->time_completed_ns == 0 || e->time_created_ns == 0 ||
+          e->time_created_ns >= el->time_created_ns)
+        continue;
+      before.push_back(r);
+      failed_by = std::max(failed_by, e->time_completed_ns);
+    }
+    if (before.empty() || el->time_created_ns <= failed_by) continue;
+    late.push_back(l);
+    gave_up.insert(before.begin(), before.end());
+    by_s = std::max(by_s, static_cast<double>(el->time_created_ns - first_created) / 1e9);
+  }
+  if (late.empty()) return false;
+  out.push_back(Finding{
+      .pg_id = g.pg_id,
+      .kind = "NOT_ALL_JOINED",
+      .culprits = late,
+      .ranks = late,
+      .seq = s,
+      .message = fmt::format(
+          "Not all ranks joining collective, sequence number: {}\n  {} reached {} #{} {:.1f} s "
+          "after the first rank, when {} had already failed it (the late rank held them up)",
+          s, rank_word(late), at.begin()->second->op, s, by_s,
+          rank_word(std::vector<int>(gave_up.begin(), gave_up.end())))});
+  return true;
+}
+
 // The fields of collective `s` that differ between the ranks that recorded it: the type first,
 // and only when the types agree the sizes, dtypes and root. Returns whether it found any.
 bool report_mismatches(const GroupView& g, uint64_t s, const std::map<int, const DumpEntry*>& at,
@@ -252,6 +298,8 @@ void analyze_collectives(const GroupView& g, std::vector<Finding>& out) {
     if (!reported_join && !p.absent.empty() && !p.at.empty()) {
       reported_join = true;
       report_not_all_joined(g, s, p, out);
+    } else if (!reported_join && p.absent.empty() && p.at.size() >= 2) {
+      reported_join = report_late_arrivals(g, s, p.at, out);
     }
     if (!reported_mismatch && p.at.size() >= 2) {
       reported_mismatch = report_mismatches(g, s, p.at, out);

@@ -32,8 +32,8 @@ struct Rank {
     for (int i = 0; i < n; ++i) g->global_ranks.push_back(i);
     fr.add_group(g);
   }
-  void call(OpType t, size_t count = 1024, bool pending = false, int peer = -1,
-            DType dt = DType::Float32) {
+  uint64_t call(OpType t, size_t count = 1024, bool pending = false, int peer = -1,
+                DType dt = DType::Float32) {
     OpCall c;
     c.type = t;
     c.input = TensorView::cpu(buf.data(), count, dt);
@@ -50,6 +50,7 @@ struct Rank {
     } else {
       fr.mark_started(id);
     }
+    return id;
   }
   // Most cases model dumps written after something went wrong (trigger "failure").
   RankDump dump(DumpTrigger t = DumpTrigger::Failure) const {
@@ -284,6 +285,41 @@ TEST(Analyzer, ARankBehindButMovingIsNotTheCulprit) {
   const Analysis idle =
       analyze({c.dump(DumpTrigger::Request), d.dump(DumpTrigger::Request)}, AnalyzeOptions{});
   EXPECT_EQ(idle.culprits(), std::vector<int>{1}) << to_text(idle);
+}
+
+// A rank that slept past the timeout reaches #2 after the others failed it, and its last dump
+// (written when its own #2 failed) shows it in #2 like everyone else: it is still the culprit,
+// from the times. (DebugScenario.RankSleepsPastTheTimeout read "no culprit" this way in CI.)
+// And the other direction: everyone arrives together and fails together: nobody is late.
+TEST(Analyzer, ARankThatArrivedAfterTheOthersFailedTheOpIsTheCulprit) {
+  FakeClock clock;
+  Rank a(0, 3, 16, &clock), b(1, 3, 16, &clock), c(2, 3, 16, &clock);
+  for (auto* r : {&a, &b, &c}) r->call(OpType::AllReduce);
+  const uint64_t ia = a.call(OpType::AllReduce, 1024, true);
+  const uint64_t ic = c.call(OpType::AllReduce, 1024, true);
+  clock.advance(std::chrono::milliseconds(2500));
+  a.fr.mark_completed(ia, true);
+  c.fr.mark_completed(ic, true);
+  clock.advance(std::chrono::milliseconds(2000));
+  const uint64_t ib = b.call(OpType::AllReduce, 1024, true);  // 4.5 s late
+  clock.advance(std::chrono::milliseconds(2000));
+  b.fr.mark_completed(ib, true);
+  const Analysis res = run({&a, &b, &c});
+  EXPECT_EQ(res.culprits(), std::vector<int>{1}) << to_text(res);
+  const std::string text = to_text(res);
+  EXPECT_NE(text.find("rank 1 reached all_reduce #2 4.5 s after the first rank, when ranks 0, 2 "
+                      "had already failed it"),
+            std::string::npos)
+      << text;
+  Rank d(0, 2, 16, &clock), e(1, 2, 16, &clock);
+  const uint64_t id = d.call(OpType::AllReduce, 1024, true);
+  clock.advance(std::chrono::milliseconds(1));
+  const uint64_t ie = e.call(OpType::AllReduce, 1024, true);
+  clock.advance(std::chrono::milliseconds(2500));
+  d.fr.mark_completed(id, true);
+  e.fr.mark_completed(ie, true);
+  const Analysis together = run({&d, &e});
+  EXPECT_TRUE(together.culprits().empty()) << to_text(together);
 }
 
 // The recorder keeps monotonic times: a wall clock that steps back 2 ms between an op and the
