@@ -24,7 +24,6 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 
 #include "core/worker_thread.h"
 #include "debug/flight_recorder.h"
