@@ -113,8 +113,15 @@ TEST(WorkerThread, AForkedChildForgetsTheCopyAndStartsItsOwn) {
                     "touches a thread (its registry CHECK-fails); the plain and ASan builds run it";
   }
   Sleeper s;
+  const auto before = testing::threads_named("collie-test-fk");
   WorkerThread t(
       "collie-test-fk", [&] { s.body(); }, [&] { s.wake(); });
+  // Fork only once the parent's worker is parked in its wait. A thread still starting may hold
+  // a runtime lock that the child inherits locked: ASan's allocator (clang 14's runtime has no
+  // fork handler) deadlocked the child's own start() in CI, stuck in AsanThread::Init's free().
+  const int tid = testing::new_thread("collie-test-fk", before);
+  ASSERT_GT(tid, 0) << "the thread did not name itself";
+  ASSERT_TRUE(testing::settled(tid));
   const pid_t pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
