@@ -1,9 +1,14 @@
 #pragma once
 // Append-only row writers: CSV (header line, one line per row) and JSONL (one JSON object per
-// row, same fields as the JSON rows). Every row is flushed as soon as it is written, so an
-// interrupted run keeps the rows that finished. Not thread-safe; one writer per file.
-#include <cstdio>
+// row, same fields as the JSON rows). A file that exists is appended to, never truncated, so
+// runs pointed at one file accumulate their rows (a CSV's header is written only into an empty
+// file, and a CSV whose first line is another header is refused rather than mixed). Every row
+// goes to the file in one write(2) on an O_APPEND descriptor as soon as it is written, so an
+// interrupted run keeps the rows that finished and rows of runs appending at once do not
+// interleave. Safe in a shared folder: a symlink or a non-regular file at the path is refused.
+// Not thread-safe; one writer per object.
 #include <string>
+#include <string_view>
 
 #include "reports/result.h"
 
@@ -18,11 +23,18 @@ class RowWriter {
   virtual void write(const ResultRow& row) = 0;
 
  protected:
-  // Opens `path` for writing (truncates). Throws collie::Error naming the path.
+  // Opens `path` for appending (created 0666 & ~umask when missing). Throws collie::Error naming
+  // the path when it cannot be opened, is a symlink or is not a regular file.
   explicit RowWriter(const std::string& path);
+  // Appends `line` in one write. Throws collie::Error when it fails.
   void put(const std::string& line);
-  std::FILE* f_ = nullptr;
+  // The file's size when it was opened (0 for a new or empty file).
+  long long size_at_open() const { return size_at_open_; }
   std::string path_;
+  int fd_ = -1;  // opened for reading too: CsvWriter reads back an existing file's header
+
+ private:
+  long long size_at_open_ = 0;
 };
 
 class CsvWriter : public RowWriter {
@@ -33,6 +45,12 @@ class CsvWriter : public RowWriter {
   // One row's line, '\n' included.
   static std::string row(const ResultRow& row);
 };
+
+// What the writers' constructors refuse, checked before a run starts (collie perf calls it before
+// any rank is launched): `path` may be missing or a regular file, not a symlink or anything else;
+// with `csv`, a non-empty file must begin with CsvWriter::header(). Throws InvalidArgument, one
+// line: "FLAG 'PATH': ...". Thread-safe (reads the file system only).
+void check_row_file(const std::string& path, std::string_view flag, bool csv);
 
 class JsonlWriter : public RowWriter {
  public:

@@ -27,6 +27,7 @@
 #include "perf/metrics_sink.h"
 #include "perf/output.h"
 #include "perf/stop_signal.h"
+#include "reports/row_writers.h"
 #include "stack/init.h"
 
 namespace collie::cli {
@@ -340,6 +341,11 @@ const Command kCommand{
         if (uses_traffic(o)) flags["traffic"] = o.traffic.repeat_flags();
         RunCommand cmd("perf", {{"--csv", f->csv}, {"--jsonl", f->jsonl}});
         cmd.stop_grace = kStopGrace;
+        // --csv and --jsonl append: a symlink, a FIFO or a foreign CSV is refused up front.
+        cmd.more_checks = [f] {
+          reports::check_row_file(f->csv, "--csv", true);
+          reports::check_row_file(f->jsonl, "--jsonl", false);
+        };
         // The ranks' stderr is a pipe: tell rank 0 whether the user's terminal takes a progress
         // bar.
         if (::isatty(STDERR_FILENO)) cmd.extra_env["COLLIE_PERF_PROGRESS"] = "1";

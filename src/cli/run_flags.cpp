@@ -65,9 +65,10 @@ void check_before_any_rank(const RunFlags& f, const RunCommand& c) {
     if (const std::string why = backend_unavailable_reason(f.backend); !why.empty())
       throw InvalidArgument(why);
   }
-  // Rank 0 writes these only after the run.
+  // The files rank 0 writes (-J after every row and at the end, the command's others).
   check_output_file(f.json, "-J");
   for (const auto& [flag, path] : c.outputs) check_output_file(path, flag);
+  if (c.more_checks) c.more_checks();
   // Test-only hooks change what is measured: refused unless enabled (perf/options.h).
   perf::TestHooks::from_env(Env::process());
   // What every rank sizes from the environment: refused here once, not by each rank.

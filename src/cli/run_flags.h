@@ -45,6 +45,9 @@ struct RunCommand {
   // Further files rank 0 writes, {flag, path} ("" = not asked for): checked with -J before any
   // rank starts.
   std::vector<std::pair<std::string, std::string>> outputs;
+  // The command's own checks of its flags, run with the checks above before any rank starts
+  // (throw InvalidArgument); empty = none.
+  std::function<void()> more_checks;
   // Local ranks only: SIGTERM → SIGKILL delay after a Ctrl-C/SIGTERM forwarded to them. Perf's
   // ranks stop cleanly at the end of the row they are in and write their results, which can
   // take a large row a while; the probes have no clean stop and get the launcher's default.

@@ -109,6 +109,14 @@ TEST(CliBadInput, OutputPathsAreCheckedBeforeAnyRankStarts) {
   expect_usage({"perf", "-np", "2", "-N", "0", "-J", missing}, "directory '");
   expect_usage({"perf", "-np", "2", "-N", "0", "--csv", t.dir.string()}, "is a directory");
   expect_usage({"perf", "-np", "2", "-N", "0", "--jsonl", missing}, "--jsonl '");
+  // --csv and --jsonl append: what the writers would refuse is refused before the launch too.
+  const std::string foreign = t.write("other.csv", "time,value\n1,2\n");
+  expect_usage({"perf", "-np", "2", "-N", "0", "--csv", foreign},
+               "already holds other data (its first line is not collie perf's CSV header)");
+  const fs::path link = t.dir / "link.jsonl";
+  fs::create_symlink(t.dir / "elsewhere.jsonl", link);
+  expect_usage({"perf", "-np", "2", "-N", "0", "--jsonl", link.string()}, "is a symlink");
+  EXPECT_FALSE(fs::exists(t.dir / "elsewhere.jsonl"));
   expect_usage({"probe", "connectivity", "-np", "2", "-J", missing}, "-J '");
   const std::string spec =
       t.write("ok.yaml", "checks:\n  - probe: connectivity\n    rules: {all_reachable: true}\n");

@@ -307,7 +307,7 @@ TEST_F(PerfCli, JsonCsvAndJsonlAgreeWithTheTable) {
 }
 
 // Issue 27: -J's environment snapshot left out *SECRET* and *TOKEN* but kept *PASSWORD*, which
-// the debug server hides; both now follow core/secret_names.h.
+// the debug server hides; both now follow core/env_snapshot.h.
 TEST_F(PerfCli, NoCredentialReachesTheResultsFile) {
   const std::string json = tmp("env.json");
   const Result r = run("all_reduce -np 2 -b 8 -e 8 -n 1 -J " + json,

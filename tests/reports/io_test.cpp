@@ -1,5 +1,6 @@
 // JSON / CSV / JSONL carry the same rows; JSON round-trips through the reader.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -124,6 +125,70 @@ TEST(ReportsIo, IterStatsP50IsTheMedianOtherPercentilesNearestRank) {
   EXPECT_DOUBLE_EQ(s.p99_us, 99);
   EXPECT_DOUBLE_EQ(s.max_us, 100);
   EXPECT_GT(s.cv, 0.5);
+}
+
+std::vector<std::string> lines_of(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<std::string> out;
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+// --csv / --jsonl name files that runs append to: a second writer keeps the first one's rows, and
+// a CSV gets its header once.
+TEST(ReportsIo, RowWritersAppendAndACsvGetsOneHeader) {
+  const std::string csv = temp_path("append.csv"), jsonl = temp_path("append.jsonl");
+  std::filesystem::remove(csv);
+  std::filesystem::remove(jsonl);
+  for (int run = 0; run < 2; ++run) {
+    check_row_file(csv, "--csv", true);
+    check_row_file(jsonl, "--jsonl", false);
+    CsvWriter c(csv);
+    JsonlWriter l(jsonl);
+    for (int i = 0; i < 2; ++i) {
+      c.write(sample(run * 2 + i));
+      l.write(sample(run * 2 + i));
+    }
+  }
+  const auto rows = lines_of(csv);
+  ASSERT_EQ(rows.size(), 5u);
+  EXPECT_EQ(rows[0] + "\n", CsvWriter::header());
+  for (int i = 0; i < 4; ++i)
+    EXPECT_EQ(rows[i + 1] + "\n", CsvWriter::row(sample(i))) << "row " << i;
+  const auto objects = lines_of(jsonl);
+  ASSERT_EQ(objects.size(), 4u);
+  for (int i = 0; i < 4; ++i)
+    EXPECT_EQ(nlohmann::json::parse(objects[i]).at("size_bytes"), sample(i).size_bytes)
+        << objects[i];
+  std::filesystem::remove(csv);
+  std::filesystem::remove(jsonl);
+}
+
+// What appending must not do: mix another CSV's columns with collie's, or follow a symlink or
+// open a FIFO planted in a shared results folder. The pre-run check and the writer agree.
+TEST(ReportsIo, RowWritersRefuseAForeignCsvASymlinkAndAFifo) {
+  const std::string foreign = temp_path("foreign.csv");
+  { std::ofstream(foreign) << "time,value\n1,2\n"; }
+  EXPECT_THROW(check_row_file(foreign, "--csv", true), InvalidArgument);
+  EXPECT_THROW(CsvWriter{foreign}, Error);
+  EXPECT_NO_THROW(check_row_file(foreign, "--jsonl", false));  // JSONL has no header to match
+  EXPECT_EQ(lines_of(foreign), (std::vector<std::string>{"time,value", "1,2"}));
+
+  const std::string target = temp_path("target.csv"), link = temp_path("link.csv");
+  std::filesystem::remove(target);
+  std::filesystem::remove(link);
+  std::filesystem::create_symlink(target, link);
+  EXPECT_THROW(check_row_file(link, "--csv", true), InvalidArgument);
+  EXPECT_THROW(CsvWriter{link}, Error);
+  EXPECT_THROW(JsonlWriter{link}, Error);
+  EXPECT_FALSE(std::filesystem::exists(target));
+
+  const std::string fifo = temp_path("fifo.csv");
+  std::filesystem::remove(fifo);
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_THROW(check_row_file(fifo, "--csv", true), InvalidArgument);
+  EXPECT_THROW(JsonlWriter{fifo}, Error);  // returns at once: the open does not wait for a reader
+  for (const auto& p : {foreign, link, fifo}) std::filesystem::remove(p);
 }
 
 }  // namespace
