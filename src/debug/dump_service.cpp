@@ -319,15 +319,24 @@ void DumpService::watch_store(StoreWatch& w) {
     } catch (const std::exception&) {
       return;
     }
-    if (raise_max(seen_request_, v) < v) {
-      // The request's key says whether another rank failed or someone asked for a dump.
-      std::string kind;  // stays "" for a bump without its key: a tool asking
-      try {
-        const std::string key = dump_request_key(v);
-        if (client->check({key})) kind = client->get_string(key);
-      } catch (const std::exception&) {
+    if (const int64_t was = raise_max(seen_request_, v); was < v) {
+      // The requests' keys say whether another rank failed or someone asked for a dump; one
+      // failure among the requests since the last one seen makes it a failure. Each asker bumps
+      // the counter before it sets its key, so when two ranks fail at once the newest key may
+      // not be there yet (reading only that one took their failure for a tool's request, a
+      // fresh dump that a later failure of this rank then overwrote); the key that woke this
+      // watcher is.
+      bool failure = false;
+      for (int64_t n = was + 1; n <= v && !failure; ++n) {
+        try {
+          const std::string key = dump_request_key(n);
+          // A bump without its key (a tool asking) is not a failure.
+          failure = client->check({key}) &&
+                    client->get_string(key) == dump_trigger_name(DumpTrigger::Failure);
+        } catch (const std::exception&) {
+        }
       }
-      if (kind == dump_trigger_name(DumpTrigger::Failure)) {
+      if (failure) {
         request_dump("another rank failed (dump_request in the store)");
       } else {
         request_fresh_dump("dump_request set in the store (POST /v1/dump or a tool)");

@@ -156,6 +156,31 @@ TEST(DumpService, ABumpWithoutItsKeyIsSeenAtTheRearm) {
   fs::remove_all(dir);
 }
 
+// Two ranks that fail at once each bump the counter, then set their key: a watcher woken by the
+// first key may read the counter before the second key is set. That is still a failure (CI saw
+// it taken for a tool's request: the late rank's fresh dump was then overwritten by its own
+// later failure, and analyze lost the evidence that it was absent).
+TEST(DumpService, TwoRanksFailingAtOnceAreAFailureEvenBeforeTheSecondKeyIsSet) {
+  FlightRecorder fr(4);
+  auto store = std::make_shared<HashStore>();
+  const auto dir = temp_dir("two");
+  DumpService ds(fr, dir.string());
+  ds.start(1, store);
+  ASSERT_EQ(store->add(kDumpRequestKey, 1), 1);  // rank 0 failed
+  ASSERT_EQ(store->add(kDumpRequestKey, 1), 2);  // rank 2 failed, its key not set yet
+  store->set(fmt::format("{}/1", kDumpRequestKey), dump_trigger_name(DumpTrigger::Failure));
+  ASSERT_TRUE(wait_for([&] { return ds.dumps_written() == 1; }, std::chrono::seconds(3)));
+  const fs::path main = dir / "collie_fr_rank_1.json";
+  EXPECT_EQ(trigger_of(main), "failure");
+  EXPECT_EQ(reason_of(main), "another rank failed (dump_request in the store)");
+  store->set(fmt::format("{}/2", kDumpRequestKey), dump_trigger_name(DumpTrigger::Failure));
+  ds.request_dump("this rank's own later failure");  // the first failure's evidence is kept
+  ds.flush(scaled(std::chrono::seconds(2)));
+  EXPECT_EQ(ds.dumps_written(), 1);
+  EXPECT_EQ(reason_of(main), "another rank failed (dump_request in the store)");
+  fs::remove_all(dir);
+}
+
 // Destruction interrupts the watcher's store wait (re-armed only every 30 s) at once, and a new
 // world store given to start() replaces the watched one.
 TEST(DumpService, DestructionAndANewStoreEndTheParkedWatcherAtOnce) {
