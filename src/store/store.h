@@ -92,10 +92,11 @@ class COLLIE_API Store {
                               GatherRead read, Millis timeout);
 
   // Another client of the same store with this one's timeout, for a thread that makes blocking
-  // calls (get, wait) while other threads keep using this one: a TcpStore serializes requests
-  // per connection, so a parked wait would hold up every other caller of that client. TcpStore
-  // opens a new connection (REQUIRES: a TcpStore hosting the server outlives its clones),
-  // PrefixStore clones its base, HashStore shares its map, FileStore opens the file again.
+  // calls (get, wait) and must be stoppable on its own (interrupt()) while other threads keep
+  // using this one. A TcpStore clone shares the connection (requests are multiplexed, so a rank
+  // holds one descriptor on the store host however many clones it makes; REQUIRES: a TcpStore
+  // hosting the server outlives its clones), PrefixStore clones its base, HashStore shares its
+  // map, FileStore opens the file again.
   virtual std::shared_ptr<Store> clone() = 0;
 
   // Ends every call in progress on this client (a parked get or wait included) at once with

@@ -62,6 +62,7 @@ TcpStore::TcpStore(const TcpStore& of, int)
 TcpStore::~TcpStore() { conn_.reset(); }
 
 std::shared_ptr<Store> TcpStore::clone() {
+  conn_->start_reader();  // several threads will share the connection
   return std::shared_ptr<TcpStore>(new TcpStore(*this, 0));
 }
 

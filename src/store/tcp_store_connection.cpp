@@ -11,6 +11,7 @@
 
 #include "core/deadline.h"
 #include "core/error.h"
+#include "core/thread_name.h"
 #include "store/socket_util.h"
 #include "store/store_secret.h"
 
@@ -52,8 +53,55 @@ StoreConnection::StoreConnection(const std::string& host, uint16_t port, Millis 
 }
 
 StoreConnection::~StoreConnection() {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    stopping_ = true;
+  }
+  uint64_t one = 1;
+  [[maybe_unused]] ssize_t n = write(wake_fd_, &one, sizeof(one));
+  // A forked child's copy has no reader thread of its own (threads do not survive fork).
+  if (reader_.joinable()) {
+    if (reader_pid_ == getpid()) {
+      reader_.join();
+    } else {
+      reader_.detach();
+    }
+  }
   close(fd_);
   close(wake_fd_);
+}
+
+void StoreConnection::reader_loop() {
+  name_this_thread("collie-store-rd");
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      if (stopping_ || broken_) return;
+    }
+    read_some(SteadyClock::now() + std::chrono::hours(24));
+  }
+}
+
+void StoreConnection::start_reader() {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (reader_thread_ && reader_pid_ == getpid()) return;
+  start_reader_locked();
+}
+
+void StoreConnection::start_reader_locked() {
+  if (reader_.joinable()) reader_.detach();  // a forked child's copy of the parent's handle
+  reader_thread_ = true;
+  reader_pid_ = getpid();
+  reader_ = std::thread([this] { reader_loop(); });
+  if (reading_) {
+    uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = write(wake_fd_, &one, sizeof(one));
+  }
+}
+
+void StoreConnection::notify_all_slots() {
+  for (auto& [id, slot] : slots_) slot->cv.notify_all();
+  cv_.notify_all();
 }
 
 // The first frame of the connection: AUTH with the secret ("" = none; a server without a
@@ -71,7 +119,7 @@ void StoreConnection::authenticate(const std::string& secret, Millis timeout) {
 void StoreConnection::interrupt_wake() {
   {
     std::lock_guard<std::mutex> lk(mu_);
-    cv_.notify_all();
+    notify_all_slots();
   }
   uint64_t one = 1;
   [[maybe_unused]] ssize_t n = write(wake_fd_, &one, sizeof(one));
@@ -161,6 +209,10 @@ std::vector<Bytes> StoreConnection::exchange(std::span<Request> reqs, Millis io_
                                    fmt::join(*at->keys, ", "), e.what()));
   }
   std::unique_lock<std::mutex> lk(mu_);
+  if (reader_thread_ && reader_pid_ != getpid()) {
+    reader_thread_ = false;  // a forked child's copy: its callers read for themselves
+    reading_ = false;
+  }
   for (;;) {
     size_t waiting = 0;
     for (size_t i = 0; i < slots.size(); ++i) {
@@ -189,16 +241,24 @@ std::vector<Bytes> StoreConnection::exchange(std::span<Request> reqs, Millis io_
       throw NetworkError(fmt::format("TcpStore {} on key(s) [{}]: {}", store_wire::op_name(at->op),
                                      fmt::join(*at->keys, ", "), net::no_reply_message(peer_)));
     }
-    if (!reading_) {
+    if (!reader_thread_ && !reading_) {
       reading_ = true;
       lk.unlock();
       read_some(deadline);
       lk.lock();
       reading_ = false;
-      cv_.notify_all();  // the next waiter takes the reader role
+      cv_.notify_all();  // a caller waiting for the role (before the reader thread started)
       continue;
     }
-    cv_.wait_until(lk, deadline);
+    // Two callers wait at once: from now on the reader thread reads, so that neither is woken
+    // by the other's replies; the caller reading now steps down at the wake.
+    if (!reader_thread_) start_reader_locked();
+    Slot& first = *slots_.at(ids[at - &reqs[0]]);
+    if (reading_) {
+      cv_.wait_until(lk, deadline);
+    } else {
+      first.cv.wait_until(lk, deadline);
+    }
   }
   forget();
   lk.unlock();
@@ -237,7 +297,7 @@ void StoreConnection::fail_all(const std::string& why) {
     broken_ = true;
     broken_reason_ = why;
   }
-  cv_.notify_all();
+  notify_all_slots();
 }
 
 void StoreConnection::read_some(SteadyClock::time_point deadline) {
@@ -281,6 +341,7 @@ void StoreConnection::read_some(SteadyClock::time_point deadline) {
     if (it != slots_.end() && !it->second->done) {
       it->second->payload.assign(p + 4, p + len);
       it->second->done = true;
+      it->second->cv.notify_all();
     } else if (id == store_wire::kAuthId && p[4] == static_cast<uint8_t>(Status::kError)) {
       // The server cut this connection off before it knew which request broke a limit (a
       // frame over max_message_bytes, a stalled request, a full buffer): every caller hears it.
@@ -292,7 +353,6 @@ void StoreConnection::read_some(SteadyClock::time_point deadline) {
     off += store_wire::kHeaderBytes + len;
   }
   rbuf_.erase(rbuf_.begin(), rbuf_.begin() + static_cast<std::ptrdiff_t>(off));
-  cv_.notify_all();
 }
 
 }  // namespace collie

@@ -3,21 +3,27 @@
 // carries an id; the server answers each when it can (a parked wait does not hold up the
 // requests after it), so several threads have requests in flight on it at once.
 //
-// Reading: no thread of its own. A caller waiting for its replies becomes the reader when no
-// one else reads (it reads frames and hands each to the caller whose id it carries), and hands
-// the role on when its own replies are in; the others wait on a condition variable.
+// Reading: a caller waiting for its replies reads them itself while it is the only one waiting
+// (no thread of its own: a client used from one thread at a time costs no extra thread). Once
+// the TcpStore is cloned (several threads will use it), or the first time two callers wait at
+// once, the connection starts its reader thread (`collie-store-rd`), which from then on reads
+// every frame and wakes only the caller whose id it carries: a thread parked in a long wait is
+// never woken by others' replies.
 // Stopping a caller: interrupt_wake() wakes every waiter (and the reader's poll); a caller whose
 // `stop` flag is set gives up at once, and its parked requests are cancelled on the server.
 // A lost connection fails every call in flight and every later call with NetworkError; a reply
 // that does not come within the call's budget fails that call alone (the stream stays in step).
 //
 // Ownership: owns the socket, closed when the last TcpStore sharing it goes. Thread-safe.
+#include <sys/types.h>
+
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
 #include <span>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -64,10 +70,15 @@ class StoreConnection {
   // before gives up. Never blocks.
   void interrupt_wake();
 
+  // Starts the reader thread now (idempotent): for a connection about to be used by several
+  // threads (TcpStore::clone()), so that a thread parked in a wait is never the reader.
+  void start_reader();
+
  private:
   struct Slot {
     bool done = false;
-    Bytes payload;  // status byte + body
+    Bytes payload;               // status byte + body
+    std::condition_variable cv;  // notified when done (or the connection broke)
   };
   void authenticate(const std::string& secret, Millis timeout);
   std::vector<Bytes> exchange(std::span<Request> reqs, Millis io_budget,
@@ -76,6 +87,9 @@ class StoreConnection {
   // complete frame read. REQUIRES: this thread holds the reader role, mu_ not held.
   void read_some(std::chrono::steady_clock::time_point deadline);
   void fail_all(const std::string& why);  // REQUIRES: mu_ held
+  void notify_all_slots();                // REQUIRES: mu_ held
+  void reader_loop();                     // collie-store-rd's body
+  void start_reader_locked();             // REQUIRES: mu_ held
   void cancel(const std::vector<uint32_t>& ids);
   void send_frames(const Bytes& out, std::chrono::steady_clock::time_point deadline);
 
@@ -92,6 +106,10 @@ class StoreConnection {
   uint32_t next_id_ = store_wire::kAuthId + 1;
   std::unordered_map<uint32_t, Slot*> slots_;  // replies awaited, by request id
   bool reading_ = false;                       // a caller holds the reader role
+  bool reader_thread_ = false;                 // collie-store-rd reads (callers never do)
+  bool stopping_ = false;                      // the destructor stops collie-store-rd
+  std::thread reader_;
+  pid_t reader_pid_ = 0;  // the process that started reader_
   bool broken_ = false;
   bool rejected_ = false;  // broken_ because the server refused this client (StoreError)
   std::string broken_reason_;
