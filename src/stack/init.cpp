@@ -13,6 +13,7 @@
 #include "core/log.h"
 #include "discovery/launcher_rendezvous.h"
 #include "discovery/network_choices.h"
+#include "stack/membership.h"
 #include "stack/stack.h"
 #include "store/prefix_store.h"
 
@@ -137,16 +138,7 @@ std::shared_ptr<ProcessGroup> new_group(ProcessGroup& parent, const std::vector<
   auto prefixed = std::dynamic_pointer_cast<PrefixStore>(p.store);
   std::shared_ptr<Store> root = prefixed ? prefixed->base() : p.store;
   auto store = std::make_shared<PrefixStore>(fmt::format("pg/{}", id), root);
-  // Members must agree on the membership; the first to arrive records it.
-  const Bytes mine = to_bytes(fmt::format("{}", fmt::join(ranks, ",")));
-  const Bytes agreed = store->compare_set("members", Bytes{}, mine);
-  if (agreed != mine) {
-    throw InvalidArgument(
-        fmt::format("[Rank {}] new_group #{}: this rank asked for ranks [{}] but another member "
-                    "asked for [{}]; "
-                    "every rank must call new_group with the same ranks in the same order",
-                    p.rank, id, to_string(mine), to_string(agreed)));
-  }
+  agree_on_members(*store, p.rank, id, ranks);
   GroupInfo info;
   info.backend = opts.backend.empty() ? p.backend : opts.backend;
   info.name = std::to_string(id);

@@ -7,12 +7,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <thread>
 
 #include "comm/wrapper.h"
 #include "core/env.h"
 #include "core/error.h"
 #include "debug/tracing_process_group.h"
 #include "stack/init.h"
+#include "stack/membership.h"
 #include "stack/stack.h"
 #include "store/hash_store.h"
 #include "support/fake_backend.h"
@@ -164,6 +166,38 @@ TEST(Registry, InitProcessGroupWrapsTheGroupTheRegistrationCreatedInTheStack) {
   EXPECT_NE(dynamic_cast<testing::FakeBackend*>(&backend_of(*sub)), nullptr);
   destroy_process_group(*sub);
   destroy_process_group(*pg);
+}
+
+// Members agree on a new group's membership through a digest (O(1) bytes per member at any
+// group size); a member that asked for another list is told both lists, each cut to ~80
+// characters. Members as threads, each on a clone of one store.
+TEST(Registry, NewGroupMembersThatDisagreeAreToldBothLists) {
+  auto store = std::make_shared<HashStore>(Millis(5000));
+  std::vector<int> a, b;
+  for (int r = 0; r < 100; ++r) a.push_back(r);
+  b = a;
+  std::swap(b[0], b[1]);  // the same ranks, another order: another group
+  std::string err[2];
+  std::thread t0([&] { agree_on_members(*store->clone(), 0, 7, a); });
+  t0.join();  // member 0 records its list first
+  std::thread t1([&] {
+    try {
+      agree_on_members(*store->clone(), 1, 7, b);
+    } catch (const InvalidArgument& e) {
+      err[1] = e.what();
+    }
+  });
+  t1.join();
+  EXPECT_NE(err[1].find("[Rank 1] new_group #7: this rank asked for ranks [1,0,2,3,"),
+            std::string::npos)
+      << err[1];
+  EXPECT_NE(err[1].find("but another member asked for [0,1,2,3,"), std::string::npos) << err[1];
+  EXPECT_NE(err[1].find(",...]"), std::string::npos) << err[1];  // cut, not 100 ranks
+  EXPECT_LT(err[1].size(), 400u) << err[1];
+  // Members that agree pass, however many.
+  EXPECT_NO_THROW(agree_on_members(*store->clone(), 2, 7, a));
+  // The store holds a digest and one copy of the list, not one per member.
+  EXPECT_LT(store->stored_bytes(), 600u);
 }
 
 }  // namespace
