@@ -4,25 +4,22 @@
 #include <fmt/format.h>
 #include <sys/resource.h>
 
-#include <mutex>
-
 #include "core/error.h"
 
 namespace collie {
 
 FdLimit raise_fd_limit() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    rlimit lim{};
-    if (getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur >= lim.rlim_max) return;
+  // Every time (two system calls; it runs at start and before each step that checks): a limit
+  // lowered since, or a forked child's, is raised again.
+  rlimit lim{};
+  if (getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < lim.rlim_max) {
     rlimit want = lim;
     want.rlim_cur = lim.rlim_max;
     // An unlimited hard limit is not a value the kernel accepts for the soft one; its ceiling is
     // fs.nr_open (1,048,576 by default).
     if (want.rlim_cur == RLIM_INFINITY) want.rlim_cur = 1u << 20;
     setrlimit(RLIMIT_NOFILE, &want);
-  });
-  rlimit lim{};
+  }
   FdLimit out;
   if (getrlimit(RLIMIT_NOFILE, &lim) == 0) {
     out.soft = lim.rlim_cur == RLIM_INFINITY ? UINT64_MAX : lim.rlim_cur;

@@ -4,7 +4,7 @@
 // systems start processes at a soft limit of 1,024 with a much higher hard limit, so collie
 // raises the soft limit to the hard one once, at start (as NCCL and PyTorch's launcher do), and
 // checks before rendezvous that what a step needs fits, saying so in one line when it does not.
-// Thread-safe (the raise happens once per process; the checks only read).
+// Thread-safe.
 #include <cstdint>
 #include <string>
 
@@ -17,8 +17,8 @@ struct FdLimit {
   uint64_t hard = 0;  // what the soft limit may be raised to without privileges
 };
 
-// Raises the soft limit to the hard limit (once per process; later calls only read). Returns
-// the limits as they are afterwards. Never throws; a refused raise leaves the limit as it was.
+// Raises the soft limit to the hard limit (when it is below). Returns the limits as they are
+// afterwards. Never throws; a refused raise leaves the limit as it was.
 COLLIE_API FdLimit raise_fd_limit();
 
 // Descriptors open in this process now (counted in /proc/self/fd; 0 when unknown).

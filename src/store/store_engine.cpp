@@ -15,11 +15,7 @@ using store_wire::Status;
 using store_wire::Writer;
 
 namespace {
-// Memory a parked request holds beyond its keys' text (the record, its links, its deadline).
-constexpr size_t kParkedOverhead = 160;
 constexpr size_t kPerKeyOverhead = 64;
-// A finished gather keeps its name and member count (to refuse a late duplicate).
-constexpr size_t kGatherOverhead = 96;
 
 std::vector<std::string> read_keys(Reader& r) {
   const uint32_t n = r.u32();

@@ -76,6 +76,8 @@ class StoreEngine {
   uint64_t wait_steps() const { return wait_steps_.load(std::memory_order_relaxed); }
 
  private:
+  // Memory a parked request holds beyond its keys' text (the record, its links, its deadline).
+  static constexpr size_t kParkedOverhead = 160;
   using ParkedId = uint64_t;
   // One registration of a parked request on a missing key: the request and which of its keys.
   struct KeyWait {

@@ -91,7 +91,7 @@ void StoreEngine::on_gather(uint64_t conn, uint32_t id, Reader& r) {
   Parked& p = park(conn, id, store_wire::Op::kGather, timeout_ms);
   p.gather = name;
   p.member = member;
-  p.bytes = 160 + name.size();
+  p.bytes = kParkedOverhead + name.size();
   conn_parked_[conn].bytes += p.bytes;
   g.waiting.push_back(p.pid);
 }

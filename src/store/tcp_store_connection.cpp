@@ -262,19 +262,17 @@ std::vector<Bytes> StoreConnection::exchange(std::span<Request> reqs, Millis io_
   }
   forget();
   lk.unlock();
-  std::vector<Bytes> payloads(reqs.size());
+  std::vector<Bytes> bodies(reqs.size());
   for (size_t i = 0; i < reqs.size(); ++i) {
-    Bytes& payload = slots[i].payload;
-    Reader r(payload.data(), payload.size());
-    const auto status = static_cast<Status>(r.u8());
+    Bytes& body = slots[i].body;
+    const auto status = static_cast<Status>(slots[i].status);
     if (status == Status::kTimeout) {
+      Reader r(body.data(), body.size());
       throw_store_timeout(*reqs[i].keys, Millis(r.i64()), fmt::format("TcpStore {}", peer_));
     }
-    if (status == Status::kInvalid) {
-      throw InvalidArgument(std::string(payload.begin() + 1, payload.end()));
-    }
+    if (status == Status::kInvalid) throw InvalidArgument(std::string(body.begin(), body.end()));
     if (status == Status::kError) {
-      const std::string msg(payload.begin() + 1, payload.end());
+      const std::string msg(body.begin(), body.end());
       if (auth || msg.rfind("store authentication failed", 0) == 0) {
         std::lock_guard<std::mutex> g(mu_);
         broken_ = true;
@@ -287,9 +285,9 @@ std::vector<Bytes> StoreConnection::exchange(std::span<Request> reqs, Millis io_
       }
       throw StoreError(fmt::format("TcpStore {}: {}", peer_, msg));
     }
-    payloads[i].assign(payload.begin() + 1, payload.end());
+    bodies[i] = std::move(body);
   }
-  return payloads;
+  return bodies;
 }
 
 void StoreConnection::fail_all(const std::string& why) {
@@ -313,46 +311,99 @@ void StoreConnection::read_some(SteadyClock::time_point deadline) {
     [[maybe_unused]] ssize_t n = read(wake_fd_, &v, sizeof(v));
   }
   if (!(fds[0].revents & (POLLIN | POLLHUP | POLLERR))) return;
-  uint8_t buf[64 * 1024];
-  const ssize_t got = recv(fd_, buf, sizeof(buf), MSG_DONTWAIT);
-  if (got == 0 || (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
-    const std::string why =
-        got == 0 ? "the server closed the connection" : std::string(std::strerror(errno));
-    std::lock_guard<std::mutex> lk(mu_);
-    return fail_all(net::lost_message(peer_, why));
+  // Small replies are parsed out of a staging buffer; a reply whose body is larger than that
+  // buffer is received straight into its own body (no copy on the way to the caller).
+  std::vector<Delivery> got;
+  std::string failure;
+  bool rejected = false;
+  if (stage_.empty()) stage_.resize(kStageBytes);
+  for (int round = 0; round < 64 && failure.empty(); ++round) {
+    ssize_t n;
+    if (in_body_) {
+      n = recv(fd_, body_.data() + body_got_, body_.size() - body_got_, MSG_DONTWAIT);
+    } else {
+      if (stage_off_ > 0) {
+        std::memmove(stage_.data(), stage_.data() + stage_off_, stage_end_ - stage_off_);
+        stage_end_ -= stage_off_;
+        stage_off_ = 0;
+      }
+      n = recv(fd_, stage_.data() + stage_end_, stage_.size() - stage_end_, MSG_DONTWAIT);
+    }
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+      failure = net::lost_message(
+          peer_, n == 0 ? "the server closed the connection" : std::string(std::strerror(errno)));
+      break;
+    }
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      break;  // drained
+    }
+    if (in_body_) {
+      body_got_ += static_cast<size_t>(n);
+      if (body_got_ == body_.size()) {
+        got.push_back({cur_id_, cur_status_, std::move(body_)});
+        body_ = Bytes();
+        in_body_ = false;
+      }
+      continue;
+    }
+    stage_end_ += static_cast<size_t>(n);
+    while (stage_end_ - stage_off_ >= kReplyHead) {
+      const uint8_t* h = stage_.data() + stage_off_;
+      const uint32_t len = store_wire::decode_u32(h);
+      if (len > max_ + 16 || len < 5) {
+        failure = fmt::format(
+            "a reply frame of {} bytes is outside max_message_bytes ({}); raise "
+            "TcpStoreOptions::max_message_bytes on every rank",
+            len, max_);
+        break;
+      }
+      const uint32_t id = store_wire::decode_u32(h + 4);
+      const uint8_t status = h[8];
+      const size_t body_len = len - 5;
+      const size_t have = stage_end_ - stage_off_ - kReplyHead;
+      if (have >= body_len) {
+        Bytes body(h + kReplyHead, h + kReplyHead + body_len);
+        stage_off_ += kReplyHead + body_len;
+        if (id == store_wire::kAuthId && status == static_cast<uint8_t>(Status::kError)) {
+          std::lock_guard<std::mutex> lk(mu_);
+          if (!slots_.count(id)) {
+            // The server cut this connection off before it knew which request broke a limit (a
+            // frame over max_message_bytes, a stalled request, a full buffer): every caller
+            // hears it.
+            failure.assign(body.begin(), body.end());
+            rejected = true;
+            break;
+          }
+        }
+        got.push_back({id, status, std::move(body)});
+        continue;
+      }
+      if (body_len > kStageBytes / 2) {
+        body_.resize(body_len);
+        std::memcpy(body_.data(), h + kReplyHead, have);
+        body_got_ = have;
+        cur_id_ = id;
+        cur_status_ = status;
+        in_body_ = true;
+        stage_off_ = stage_end_ = 0;
+      }
+      break;
+    }
   }
-  if (got < 0) return;
-  rbuf_.insert(rbuf_.end(), buf, buf + got);
-  size_t off = 0;
   std::lock_guard<std::mutex> lk(mu_);
-  while (rbuf_.size() - off >= store_wire::kHeaderBytes) {
-    const uint32_t len = store_wire::decode_u32(rbuf_.data() + off);
-    if (len > max_ + 16 || len < 5) {
-      rbuf_.clear();
-      return fail_all(
-          fmt::format("a reply frame of {} bytes is outside max_message_bytes ({}); raise "
-                      "TcpStoreOptions::max_message_bytes on every rank",
-                      len, max_));
-    }
-    if (rbuf_.size() - off < store_wire::kHeaderBytes + len) break;
-    const uint8_t* p = rbuf_.data() + off + store_wire::kHeaderBytes;
-    const uint32_t id = store_wire::decode_u32(p);
-    auto it = slots_.find(id);
-    if (it != slots_.end() && !it->second->done) {
-      it->second->payload.assign(p + 4, p + len);
-      it->second->done = true;
-      it->second->cv.notify_all();
-    } else if (id == store_wire::kAuthId && p[4] == static_cast<uint8_t>(Status::kError)) {
-      // The server cut this connection off before it knew which request broke a limit (a
-      // frame over max_message_bytes, a stalled request, a full buffer): every caller hears it.
-      std::string msg(p + 5, p + len);
-      rbuf_.clear();
-      rejected_ = true;
-      return fail_all(msg);
-    }
-    off += store_wire::kHeaderBytes + len;
+  for (Delivery& d : got) {
+    auto it = slots_.find(d.id);
+    if (it == slots_.end() || it->second->done) continue;  // a caller that gave up
+    it->second->status = d.status;
+    it->second->body = std::move(d.body);
+    it->second->done = true;
+    it->second->cv.notify_all();
   }
-  rbuf_.erase(rbuf_.begin(), rbuf_.begin() + static_cast<std::ptrdiff_t>(off));
+  if (!failure.empty()) {
+    rejected_ = rejected_ || rejected;
+    fail_all(failure);
+  }
 }
 
 }  // namespace collie

@@ -55,7 +55,7 @@ class StoreConnection {
   static store_wire::Writer request(store_wire::Op op);
 
   // Sends the requests in one write and waits up to `io_budget` for all their replies; returns
-  // the payload after the status byte of each. Raises the first failed reply (StoreError for an
+  // the body of each (after its id and status). Raises the first failed reply (StoreError for an
   // error or timeout status, NetworkError for a lost connection or a reply that did not come),
   // StoreError "interrupted" as soon as `stop` is set by interrupt_wake()'s caller.
   std::vector<Bytes> call_all(std::span<Request> reqs, Millis io_budget,
@@ -77,9 +77,18 @@ class StoreConnection {
  private:
   struct Slot {
     bool done = false;
-    Bytes payload;               // status byte + body
+    uint8_t status = 0;          // store_wire::Status of the reply
+    Bytes body;                  // the reply after its id and status
     std::condition_variable cv;  // notified when done (or the connection broke)
   };
+  struct Delivery {
+    uint32_t id;
+    uint8_t status;
+    Bytes body;
+  };
+  // u32 length, u32 id, u8 status: what precedes a reply's body.
+  static constexpr size_t kReplyHead = 9;
+  static constexpr size_t kStageBytes = 64 << 10;
   void authenticate(const std::string& secret, Millis timeout);
   std::vector<Bytes> exchange(std::span<Request> reqs, Millis io_budget,
                               const std::atomic<bool>& stop, bool auth);
@@ -113,7 +122,15 @@ class StoreConnection {
   bool broken_ = false;
   bool rejected_ = false;  // broken_ because the server refused this client (StoreError)
   std::string broken_reason_;
-  Bytes rbuf_;  // bytes read but not yet a whole frame; only the reader touches it
+  // The reader's state (only whoever reads touches it): the staging buffer with
+  // [stage_off_, stage_end_) unparsed, and a large reply being received into body_.
+  Bytes stage_;
+  size_t stage_off_ = 0, stage_end_ = 0;
+  bool in_body_ = false;
+  Bytes body_;
+  size_t body_got_ = 0;
+  uint32_t cur_id_ = 0;
+  uint8_t cur_status_ = 0;
 };
 
 }  // namespace collie

@@ -3,6 +3,8 @@
 #include "comm/rendezvous.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -213,6 +215,45 @@ TEST(Rendezvous, MissingRankIsNamedWithinTheTimeout) {
     EXPECT_NE(out[r].error.find("rank 3 of 4 did not arrive"), std::string::npos) << out[r].error;
     EXPECT_NE(out[r].error.find("[Rank " + std::to_string(r) + "]"), std::string::npos);
   }
+}
+
+// The rank that serves the store needs a descriptor per rank: when the open-files limit (after
+// collie raised it to the hard limit) cannot hold them, it says so in one line before it
+// listens, naming the limit and what the job needs. In a child, whose hard limit it lowers.
+TEST(Rendezvous, AStoreHostWhoseOpenFilesLimitCannotHoldTheJobSaysSo) {
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    close(fds[0]);
+    rlimit lim{128, 256};
+    std::string out = "no error";
+    if (setrlimit(RLIMIT_NOFILE, &lim) != 0) out = "setrlimit failed";
+    try {
+      MapEnv env({});
+      rendezvous(RendezvousRequest{"tcp://127.0.0.1:" + std::to_string(free_port()), 0, 1000, 2s},
+                 env);
+    } catch (const InvalidArgument& e) {
+      out = e.what();
+    } catch (const std::exception& e) {
+      out = std::string("wrong error: ") + e.what();
+    }
+    if (write(fds[1], out.data(), out.size()) < 0) _exit(2);
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string got;
+  char buf[1024];
+  for (ssize_t n; (n = read(fds[0], buf, sizeof(buf))) > 0;)
+    got.append(buf, static_cast<size_t>(n));
+  close(fds[0]);
+  waitpid(child, nullptr, 0);
+  EXPECT_NE(got.find("the store this process serves for 1000 ranks needs about"), std::string::npos)
+      << got;
+  EXPECT_NE(got.find("this process may open 256 (hard limit 256)"), std::string::npos)
+      << got;  // raised to the hard limit first
+  EXPECT_EQ(got.find('\n'), std::string::npos) << got;
 }
 
 TEST(Rendezvous, BadInitMethodsAreOneLineInvalidArguments) {

@@ -168,9 +168,11 @@ int child(const Args& a) {
   std::atomic<int64_t> end_max{0};
   const bool store_first =
       a.scenario == "keys-allgather" || a.scenario == "gather" || a.scenario == "dump-trigger";
+  // Ranks sleep until the common start (a futex wait; thousands of threads polling a flag would
+  // starve the store server they are about to measure).
   auto wait_go = [&] {
     ready.fetch_add(1);
-    while (!go.load()) std::this_thread::sleep_for(1ms);
+    go.wait(false);
   };
   auto body = [&](int rank) {
     const size_t me = static_cast<size_t>(rank - a.first);
@@ -252,6 +254,7 @@ int child(const Args& a) {
   char line[64];
   if (!std::fgets(line, sizeof(line), stdin)) return 2;
   go.store(true);
+  go.notify_all();
   runner.join();
   int failed = 0;
   for (const auto& e : errors) {
@@ -361,7 +364,7 @@ double pct(std::vector<double> v, double p) {
 }
 
 int driver(const char* self, Args a) {
-  set_log_level(LogLevel::Error);
+  set_log_level(LogLevel::Warning);                            // the server's rejections, if any
   setenv("COLLIE_STORE_SECRET", "collie-scale-benchmark", 0);  // as collie launch shares one
   raise_fd_limit();
   const bool driver_serves =
