@@ -59,14 +59,10 @@ StoreConnection::~StoreConnection() {
   }
   uint64_t one = 1;
   [[maybe_unused]] ssize_t n = write(wake_fd_, &one, sizeof(one));
-  // A forked child's copy has no reader thread of its own (threads do not survive fork).
-  if (reader_.joinable()) {
-    if (reader_pid_ == getpid()) {
-      reader_.join();
-    } else {
-      reader_.detach();
-    }
-  }
+  // A forked child's copy has no reader thread of its own (threads do not survive fork). The
+  // reader is detached (a process that exits without destroying its store leaves no joinable
+  // thread behind); its last act is to fulfil reader_done_.
+  if (reader_done_.valid() && reader_pid_ == getpid()) reader_done_.wait();
   close(fd_);
   close(wake_fd_);
 }
@@ -82,6 +78,11 @@ void StoreConnection::reader_loop() {
   }
 }
 
+void StoreConnection::run_reader(std::promise<void> done) {
+  reader_loop();
+  done.set_value();  // the last touch of this thread; `this` may be gone right after
+}
+
 void StoreConnection::start_reader() {
   std::lock_guard<std::mutex> lk(mu_);
   if (reader_thread_ && reader_pid_ == getpid()) return;
@@ -89,10 +90,11 @@ void StoreConnection::start_reader() {
 }
 
 void StoreConnection::start_reader_locked() {
-  if (reader_.joinable()) reader_.detach();  // a forked child's copy of the parent's handle
   reader_thread_ = true;
   reader_pid_ = getpid();
-  reader_ = std::thread([this] { reader_loop(); });
+  std::promise<void> done;
+  reader_done_ = done.get_future();  // drops a forked child's copy of the parent's
+  std::thread([this, d = std::move(done)]() mutable { run_reader(std::move(d)); }).detach();
   if (reading_) {
     uint64_t one = 1;
     [[maybe_unused]] ssize_t n = write(wake_fd_, &one, sizeof(one));

@@ -20,6 +20,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <future>
 #include <mutex>
 #include <span>
 #include <string>
@@ -95,10 +96,11 @@ class StoreConnection {
   // The reader's turn: waits for input (or a wake) until `deadline`, then hands out every
   // complete frame read. REQUIRES: this thread holds the reader role, mu_ not held.
   void read_some(std::chrono::steady_clock::time_point deadline);
-  void fail_all(const std::string& why);  // REQUIRES: mu_ held
-  void notify_all_slots();                // REQUIRES: mu_ held
-  void reader_loop();                     // collie-store-rd's body
-  void start_reader_locked();             // REQUIRES: mu_ held
+  void fail_all(const std::string& why);     // REQUIRES: mu_ held
+  void notify_all_slots();                   // REQUIRES: mu_ held
+  void reader_loop();                        // collie-store-rd's body
+  void run_reader(std::promise<void> done);  // reader_loop(), then fulfils `done`
+  void start_reader_locked();                // REQUIRES: mu_ held
   void cancel(const std::vector<uint32_t>& ids);
   void send_frames(const Bytes& out, std::chrono::steady_clock::time_point deadline);
 
@@ -117,8 +119,8 @@ class StoreConnection {
   bool reading_ = false;                       // a caller holds the reader role
   bool reader_thread_ = false;                 // collie-store-rd reads (callers never do)
   bool stopping_ = false;                      // the destructor stops collie-store-rd
-  std::thread reader_;
-  pid_t reader_pid_ = 0;  // the process that started reader_
+  std::future<void> reader_done_;  // ready once the detached reader thread left reader_loop
+  pid_t reader_pid_ = 0;           // the process that started the reader thread
   bool broken_ = false;
   bool rejected_ = false;  // broken_ because the server refused this client (StoreError)
   std::string broken_reason_;

@@ -46,19 +46,20 @@ def fit(pts):
     sxx = sum((x - mx) ** 2 for x, _ in pts)
     return sum((x - mx) * (y - my) for x, y in pts) / sxx if sxx else float('nan')
 print()
-print(f"{'scenario':18} {'N':>6} {'wall s':>8} {'rank p50 ms':>11} {'p99 ms':>8} {'req/rank':>8} "
+print(f"{'scenario':18} {'N':>6} {'wall s':>8} {'op s':>7} {'rank p50 ms':>11} {'p99 ms':>8} {'req/rank':>8} "
       f"{'MB in':>8} {'MB out':>9} {'srv MiB':>8} {'fds':>6}")
 by = {}
 for r in rows:
     by.setdefault(r['scenario'], []).append(r)
-    print(f"{r['scenario']:18} {r['ranks']:>6} {r['wall_s']:>8.3f} {r['rank_p50_ms']:>11.2f} "
+    print(f"{r['scenario']:18} {r['ranks']:>6} {r['wall_s']:>8.3f} {r.get('op_s', 0):>7.3f} {r['rank_p50_ms']:>11.2f} "
           f"{r['rank_p99_ms']:>8.2f} {r['requests_per_rank']:>8.2f} {r['bytes_in']/1e6:>8.2f} "
           f"{r['bytes_out']/1e6:>9.2f} {r['server_rss_mib']:>8.1f} {r['server_peak_conns']:>6}")
 print()
 print("growth exponent (value ~ N^k, least squares over the Ns above):")
-print(f"{'scenario':18} {'wall':>6} {'requests':>9} {'bytes out':>10}")
+print(f"{'scenario':18} {'wall':>6} {'op':>6} {'requests':>9} {'bytes out':>10}")
 for s, rs in by.items():
     print(f"{s:18} {fit([(r['ranks'], r['wall_s']) for r in rs]):>6.2f} "
+          f"{fit([(r['ranks'], r.get('op_s', 0)) for r in rs]):>6.2f} "
           f"{fit([(r['ranks'], r['requests']) for r in rs]):>9.2f} "
           f"{fit([(r['ranks'], r['bytes_out']) for r in rs]):>10.2f}")
 PY

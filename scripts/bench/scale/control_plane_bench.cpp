@@ -18,8 +18,10 @@
 //                   dump-request watcher parked on the store (how many requests and wake-ups)
 // The store server runs in the driver (keys-allgather, gather, dump-trigger) or in rank 0's
 // process (the others, as in a job); its counters (requests, bytes, connections) are read from
-// the process that hosts it. Output: one JSON line (wall time, per-rank p50/p99, the server's
-// counters, peak RSS of the server's process and per rank, descriptors).
+// the process that hosts it. Output: one JSON line (wall time, op_s: from the last rank entering
+// the operation to the last leaving it, which for gloo-init/new-group/monitored-barrier leaves
+// init_process_group out; per-rank p50/p99, the server's counters, peak RSS of the server's
+// process and per rank, descriptors).
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <pthread.h>
@@ -166,6 +168,12 @@ int child(const Args& a) {
   std::atomic<bool> go{false};
   std::atomic<int64_t> t0{0};
   std::atomic<int64_t> end_max{0};
+  std::atomic<int64_t> op_start_max{0};  // the last rank to enter the timed operation
+  auto note_max = [](std::atomic<int64_t>& m, int64_t v) {
+    int64_t cur = m.load();
+    while (v > cur && !m.compare_exchange_weak(cur, v)) {
+    }
+  };
   const bool store_first =
       a.scenario == "keys-allgather" || a.scenario == "gather" || a.scenario == "dump-trigger";
   // Ranks sleep until the common start (a futex wait; thousands of threads polling a flag would
@@ -181,6 +189,7 @@ int child(const Args& a) {
       if (store_first) s = std::make_shared<TcpStore>(client_opts(a.port, a.timeout_s));
       wait_go();
       const int64_t start = now_ns();
+      int64_t op_start = start;  // after init_process_group for the scenarios that need one
       const Bytes value(static_cast<size_t>(a.value_bytes), static_cast<uint8_t>(rank));
       if (a.scenario == "keys-allgather") {
         std::vector<std::string> keys;
@@ -225,6 +234,7 @@ int child(const Args& a) {
         o.timeout = std::chrono::seconds(a.timeout_s);
         auto pg = init_process_group(o);
         s = dynamic_cast<PrefixStore&>(*pg->info().store).base();
+        op_start = now_ns();
         if (a.scenario == "monitored-barrier") {
           monitored_barrier(*pg, o.timeout, true);
         } else if (a.scenario == "new-group") {
@@ -238,9 +248,8 @@ int child(const Args& a) {
       }
       const int64_t end = now_ns();
       took[me] = end - start;
-      int64_t cur = end_max.load();
-      while (end > cur && !end_max.compare_exchange_weak(cur, end)) {
-      }
+      note_max(end_max, end);
+      note_max(op_start_max, op_start);
       stores[me] = s;
     } catch (const std::exception& e) {
       errors[me] = e.what();
@@ -262,10 +271,11 @@ int child(const Args& a) {
   }
   std::string us;
   for (int64_t t : took) us += fmt::format(" {}", t / 1000);
-  std::printf("ranks %d %d failed %d end_max_ns %ld rss_kib %lu fds %lu rank_us%s\n", a.first,
-              a.count, failed, static_cast<long>(end_max.load()),
-              static_cast<unsigned long>(vm_hwm_kib(getpid())),
-              static_cast<unsigned long>(open_fds()), us.c_str());
+  std::printf(
+      "ranks %d %d failed %d end_max_ns %ld op_start_max_ns %ld rss_kib %lu fds %lu rank_us%s\n",
+      a.first, a.count, failed, static_cast<long>(end_max.load()),
+      static_cast<long>(op_start_max.load()), static_cast<unsigned long>(vm_hwm_kib(getpid())),
+      static_cast<unsigned long>(open_fds()), us.c_str());
   std::fflush(stdout);
   // Keep the store (and a serving rank 0) up until the driver has heard every process; then
   // the process hosting the server reports its counters.
@@ -408,7 +418,7 @@ int driver(const char* self, Args a) {
     std::fputs("go\n", k.in);
     std::fflush(k.in);
   }
-  int64_t end_max = 0;
+  int64_t end_max = 0, op_start_max = 0;
   uint64_t rss_max = 0, fds_max = 0, failed = 0;
   size_t max_ranks_per_proc = 0;
   std::vector<double> rank_ms;
@@ -416,6 +426,8 @@ int driver(const char* self, Args a) {
     while (read_line(k.out, line) && line.rfind("ranks ", 0) != 0) {
     }
     end_max = std::max<int64_t>(end_max, static_cast<int64_t>(field(line, "end_max_ns")));
+    op_start_max =
+        std::max<int64_t>(op_start_max, static_cast<int64_t>(field(line, "op_start_max_ns")));
     failed += field(line, "failed");
     rss_max = std::max(rss_max, field(line, "rss_kib"));
     fds_max = std::max(fds_max, field(line, "fds"));
@@ -433,6 +445,9 @@ int driver(const char* self, Args a) {
     }
   }
   const double wall = static_cast<double>(end_max - t0) / 1e9;
+  // From the last rank entering the operation to the last leaving it: the operation's own
+  // latency once every rank is there (for the init-based scenarios, without the init).
+  const double op_s = static_cast<double>(end_max - op_start_max) / 1e9;
   uint64_t requests = 0, bytes_in = 0, bytes_out = 0, conns = 0, server_rss = 0;
   for (auto& k : kids) {
     std::fputs("stats\n", k.in);
@@ -463,12 +478,13 @@ int driver(const char* self, Args a) {
     server_rss = vm_hwm_kib(getpid());
   }
   std::printf(
-      "{\"scenario\": \"%s\", \"ranks\": %d, \"procs\": %zu, \"wall_s\": %.4f, \"rank_p50_ms\": "
+      "{\"scenario\": \"%s\", \"ranks\": %d, \"procs\": %zu, \"wall_s\": %.4f, \"op_s\": %.4f, "
+      "\"rank_p50_ms\": "
       "%.3f, \"rank_p99_ms\": %.3f, \"requests\": %lu, \"requests_per_rank\": %.2f, "
       "\"bytes_in\": %lu, \"bytes_out\": %lu, \"server_peak_conns\": %lu, "
       "\"server_rss_mib\": %.1f, \"rank_process_rss_mib\": %.1f, \"ranks_per_process\": %zu, "
       "\"rank_process_fds\": %lu, \"failed\": %lu}\n",
-      a.scenario.c_str(), a.ranks, kids.size(), wall, pct(rank_ms, 0.5), pct(rank_ms, 0.99),
+      a.scenario.c_str(), a.ranks, kids.size(), wall, op_s, pct(rank_ms, 0.5), pct(rank_ms, 0.99),
       static_cast<unsigned long>(requests),
       static_cast<double>(requests) / static_cast<double>(a.ranks),
       static_cast<unsigned long>(bytes_in), static_cast<unsigned long>(bytes_out),
