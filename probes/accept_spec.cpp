@@ -166,8 +166,9 @@ void check_keys(const json& obj, const std::vector<KeySpec>& allowed, const Loc&
     for (const auto& a : allowed)
       if (k == a.key) ks = &a;
     if (!ks)
-      throw SpecError(fmt::format("{}: unknown key '{}' (known: {})", at.text, k, known(allowed)),
-                      at.key(k).ptr);
+      throw SpecError(
+          fmt::format("{}: unknown key {} (known: {})", at.text, quote(k), known(allowed)),
+          at.key(k).ptr);
     check_type(v, ks->type, at.key(k));
   }
 }

@@ -236,9 +236,9 @@ TEST(ReplayPlan, RefusesWhatCannotBeReplayedInOneLine) {
   Dumps huge(2);
   huge.all(entry("0", "all_reduce", 1, {{int64_t{1} << 40, int64_t{1} << 40}}));
   EXPECT_NE(refusal([&] { build_plan(huge.parse(), world(2)); })
-                .find("rank 0 entry 0 (gloo:all_reduce): sizes [[1099511627776,1099511627776]] "
-                      "/ [[1099511627776,1099511627776]] are not lists of shapes of at most 2^50 "
-                      "elements"),
+                .find("rank 0 entry 0 (gloo:all_reduce): sizes '[[1099511627776,1099511627776]]' "
+                      "/ '[[1099511627776,1099511627776]]' are not lists of shapes of at most "
+                      "2^50 elements"),
             std::string::npos)
       << refusal([&] { build_plan(huge.parse(), world(2)); });
   Dumps bent(2);
