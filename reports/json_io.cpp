@@ -1,16 +1,17 @@
 #include "reports/json_io.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <cstdio>
-#include <fstream>
 #include <limits>
 #include <optional>
-#include <sstream>
 #include <type_traits>
 #include <vector>
 
 #include "core/error.h"
+#include "core/printable.h"
+#include "core/regular_file.h"
 #include "reports/nccl_tests_json.h"
 
 namespace collie::reports {
@@ -101,7 +102,7 @@ static T field(const json& j, const char* key) {
   const json& v = j.at(key);
   if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
     if (auto i = checked_int<T>(v)) return *i;
-    throw InvalidArgument(std::string("results JSON: field '") + key + "' is " + v.dump() +
+    throw InvalidArgument(std::string("results JSON: field '") + key + "' is " + quote(v.dump()) +
                           ", not an integer in range");
   } else if constexpr (std::is_same_v<T, std::vector<int>>) {
     std::vector<int> out;
@@ -110,8 +111,8 @@ static T field(const json& j, const char* key) {
     for (const json& x : v) {
       auto i = checked_int<int>(x);
       if (!i)
-        throw InvalidArgument(std::string("results JSON: field '") + key + "' holds " + x.dump() +
-                              ", not an integer in range");
+        throw InvalidArgument(std::string("results JSON: field '") + key + "' holds " +
+                              quote(x.dump()) + ", not an integer in range");
       out.push_back(*i);
     }
     return out;
@@ -176,7 +177,8 @@ static RunResult run_from_json_fields(const json& j) {
   RunResult r;
   r.meta.schema = field<std::string>(j, "schema");
   if (r.meta.schema != kSchemaName)
-    throw InvalidArgument("results JSON: schema '" + r.meta.schema + "' is not " + kSchemaName);
+    throw InvalidArgument("results JSON: schema " + quote(r.meta.schema) + " is not " +
+                          kSchemaName);
   const json& m = j.at("run");
   r.meta.version = field<std::string>(m, "version");
   r.meta.backend = field<std::string>(m, "backend");
@@ -218,12 +220,18 @@ RunResult run_from_json(const json& j) {
   }
 }
 
+std::string read_report_file(const std::string& path) {
+  try {
+    return RegularFile(path, kMaxResultsFileBytes).read_all();
+  } catch (const std::bad_alloc&) {
+    throw InvalidArgument(fmt::format("{}: not enough memory to read it", path));
+  }
+}
+
 RunResult read_results(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InvalidArgument("cannot read results file " + path);
   json j;
   try {
-    j = parse_json_input(in, kMaxResultsDepth);
+    j = parse_json_input(read_report_file(path), kMaxResultsDepth);
   } catch (const json::exception& e) {  // parse_error, and out_of_range for 1e999
     throw InvalidArgument("results file " + path + " is not valid JSON: " + e.what());
   } catch (const InvalidArgument& e) {
