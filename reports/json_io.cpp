@@ -136,6 +136,25 @@ static I at_least(const json& j, const char* key, I lo) {
   return v;
 }
 
+// A time: a number of microseconds, not below 0 (a negative one is no measurement, and the gate's
+// ratios would turn it into a speed-up).
+static double time_field(const json& j, const char* key) {
+  const double v = field<double>(j, key);
+  if (!(v >= 0))
+    throw InvalidArgument(std::string("results JSON: field '") + key + "' is " +
+                          quote(j.at(key).dump()) + ", not a time");
+  return v;
+}
+
+static std::vector<double> times_field(const json& j, const char* key) {
+  std::vector<double> v = field<std::vector<double>>(j, key);
+  for (const double t : v)
+    if (!(t >= 0))
+      throw InvalidArgument(std::string("results JSON: field '") + key + "' holds " +
+                            quote(fmt::format("{}", t)) + ", not a time");
+  return v;
+}
+
 ResultRow row_from_json(const json& j) {
   ResultRow r;
   r.collective = field<std::string>(j, "collective");
@@ -145,7 +164,7 @@ ResultRow row_from_json(const json& j) {
   r.dtype = field<std::string>(j, "dtype");
   r.redop = field<std::string>(j, "redop");
   r.root = at_least<int>(j, "root", -1);
-  r.time_us = field<double>(j, "time_us");
+  r.time_us = time_field(j, "time_us");
   r.algbw_gbps = field<double>(j, "algbw_gbps");
   r.busbw_gbps = field<double>(j, "busbw_gbps");
   r.wrong = field<bool>(j, "checked") ? at_least<int64_t>(j, "wrong", 0) : -1;
@@ -153,7 +172,7 @@ ResultRow row_from_json(const json& j) {
     r.wrong_rank = field<int>(j["first_wrong"], "rank");
     r.wrong_offset = field<int64_t>(j["first_wrong"], "offset");
   }
-  r.rank_time_us = field<std::vector<double>>(j, "rank_time_us");
+  r.rank_time_us = times_field(j, "rank_time_us");
   r.slowest_rank = at_least<int>(j, "slowest_rank", -1);
   if (!j.contains("iter_stats") || !j["iter_stats"].is_object())
     throw InvalidArgument("results JSON: missing field 'iter_stats'");
@@ -166,7 +185,7 @@ ResultRow row_from_json(const json& j) {
   r.iter.max_us = field<double>(s, "max_us");
   r.iter.mean_us = field<double>(s, "mean_us");
   r.iter.cv = field<double>(s, "cv");
-  if (j.contains("samples_us")) r.samples_us = field<std::vector<double>>(j, "samples_us");
+  if (j.contains("samples_us")) r.samples_us = times_field(j, "samples_us");
   r.iters = at_least<int>(j, "iters", 0);
   r.agg_iters = at_least<int>(j, "agg_iters", 0);
   r.cycle = at_least<int>(j, "cycle", 0);

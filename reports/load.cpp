@@ -86,8 +86,9 @@ RowSpread spread_from_json(const json& b) {
           fmt::format("baseline.{} is not an array of at most 100000 times", key));
     for (const json& v : t) {
       const double us = v.get<double>();
-      if (!std::isfinite(us) || us < 0)
-        throw InvalidArgument(fmt::format("baseline.{} holds a value that is not a time", key));
+      if (!std::isfinite(us) || us <= 0)
+        throw InvalidArgument(
+            fmt::format("baseline.{} holds {}, not a time above 0", key, quote(v.dump())));
       out->push_back(us);
     }
   }
