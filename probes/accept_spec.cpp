@@ -4,13 +4,14 @@
 #include <fnmatch.h>
 
 #include <cmath>
-#include <fstream>
 #include <set>
 #include <sstream>
 
 #include "core/env.h"
 #include "core/error.h"
 #include "core/json_input.h"
+#include "core/printable.h"
+#include "core/regular_file.h"
 #include "core/size.h"
 #include "probes/perf_check.h"
 #include "probes/spec_yaml.h"
@@ -166,8 +167,9 @@ void check_keys(const json& obj, const std::vector<KeySpec>& allowed, const Loc&
     for (const auto& a : allowed)
       if (k == a.key) ks = &a;
     if (!ks)
-      throw SpecError(fmt::format("{}: unknown key '{}' (known: {})", at.text, k, known(allowed)),
-                      at.key(k).ptr);
+      throw SpecError(
+          fmt::format("{}: unknown key {} (known: {})", at.text, quote(k), known(allowed)),
+          at.key(k).ptr);
     check_type(v, ks->type, at.key(k));
   }
 }
@@ -346,16 +348,14 @@ AcceptSpec parse_spec(const json& j) {
 }
 
 AcceptSpec load_spec(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw SpecError(fmt::format("cannot read spec file '{}'", path));
-  // A spec is a page of text; a larger file is a mistake, not a spec.
+  // A spec is a page of text; a larger file is a mistake, not a spec. Regular files only: a FIFO
+  // would block the reader (core/regular_file.h).
   constexpr size_t kMaxSpecBytes = 1 << 20;
   std::string text;
-  char buf[1 << 14];
-  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
-    text.append(buf, static_cast<size_t>(in.gcount()));
-    if (text.size() > kMaxSpecBytes)
-      throw SpecError(fmt::format("{} is larger than 1 MiB; not a spec", path));
+  try {
+    text = RegularFile(path, kMaxSpecBytes).read_all();
+  } catch (const InvalidArgument& e) {
+    throw SpecError(fmt::format("cannot read spec file: {}", e.what()));
   }
   const bool yaml = path.ends_with(".yaml") || path.ends_with(".yml");
   if (!yaml) {

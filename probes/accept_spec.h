@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/printable.h"
 #include "core/timeout.h"
 
 namespace collie::probes {
@@ -33,7 +34,8 @@ class SpecError : public std::runtime_error {
 // json::dump() throws on invalid UTF-8 (a type_error, not a SpecError: `collie accept` aborted);
 // here such bytes show as U+FFFD.
 inline std::string spec_value_text(const nlohmann::json& v) {
-  return v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  const std::string s = v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return s.size() <= kQuoteChars ? s : quote(s);  // a long value is cut (core/printable.h)
 }
 
 struct CheckSpec {

@@ -11,6 +11,7 @@
 #include "core/env.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/printable.h"
 #include "stack/init.h"
 #include "store/prefix_store.h"
 #include "store/store.h"
@@ -39,7 +40,7 @@ ProbeContext make_context(const ContextOptions& opts) {
     std::string known;
     for (const auto* b : backends()) known += (known.empty() ? "" : ", ") + b->name;
     throw InvalidArgument(
-        fmt::format("backend '{}' is not in this build (built: {})", opts.backend, known));
+        fmt::format("backend {} is not in this build (built: {})", quote(opts.backend), known));
   }
   std::optional<SelfRendezvous> self = launcher_self_rendezvous(*reg, method, env, opts.timeout);
   if (self) {

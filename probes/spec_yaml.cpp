@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <set>
 
+#include "core/printable.h"
 #include "probes/accept_spec.h"
 
 namespace collie::probes {
@@ -82,7 +83,7 @@ struct Converter {
           const YAML::Node k = entry.first;
           if (!k.IsScalar()) fail(k.Mark(), "a key must be a plain name");
           const std::string key = k.Scalar();
-          if (obj.contains(key)) fail(k.Mark(), fmt::format("duplicate key '{}'", key));
+          if (obj.contains(key)) fail(k.Mark(), fmt::format("duplicate key {}", quote(key)));
           obj[key] = convert(entry.second, (json::json_pointer(ptr) / key).to_string(),
                              k.Mark().line + 1, depth + 1);
         }

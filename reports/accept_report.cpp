@@ -2,9 +2,7 @@
 
 #include <fmt/format.h>
 
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include "core/error.h"
 #include "reports/json_io.h"
@@ -297,15 +295,12 @@ std::string accept_html(const AcceptReport& r) {
 }
 
 AcceptMetrics read_accept_metrics(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InvalidArgument("cannot read baseline report " + path);
-  std::stringstream ss;
-  ss << in.rdbuf();
+  const std::string text = read_report_file(path);
   AcceptMetrics m;
   try {
     json j;
     try {
-      j = parse_json_input(ss.str(), kMaxResultsDepth);
+      j = parse_json_input(text, kMaxResultsDepth);
     } catch (const InvalidArgument& e) {
       throw InvalidArgument(
           fmt::format("{} is not a `collie accept` JSON report ({})", path, e.what()));

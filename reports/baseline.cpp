@@ -1,9 +1,12 @@
 #include "reports/baseline.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <map>
 
 #include "core/error.h"
+#include "core/printable.h"
 #include "reports/json_io.h"
 
 namespace collie::reports {
@@ -83,18 +86,59 @@ std::vector<ResultRow> rows_of_run(const LoadedRun& run) {
   return combine_rows(rows).rows;
 }
 
+const std::vector<MeaningFlag> kRowMeaningFlags = {
+    {"traffic", nullptr}, {"--average", "1"},   {"--agg_iters", "1"},
+    {"--blocking", "0"},  {"--cudagraph", "0"}, {"--skip_iters", "0"},
+};
+
+void check_same_configuration(const LoadedRun& a, const LoadedRun& b, const std::string& advice) {
+  const RunMeta &am = a.result.meta, &bm = b.result.meta;
+  auto differs = [&](const std::string& what, const std::string& x, const std::string& y) {
+    return InvalidArgument(
+        fmt::format("{} differs: {} has {}, {} has {}; {}", what, a.path, x, b.path, y, advice));
+  };
+  if (am.backend != bm.backend) throw differs("backend", quote(am.backend), quote(bm.backend));
+  if (am.world_size != bm.world_size)
+    throw differs("world size", std::to_string(am.world_size), std::to_string(bm.world_size));
+  for (const MeaningFlag& f : kRowMeaningFlags) {
+    const auto x = am.flags.find(f.name), y = bm.flags.find(f.name);
+    if (f.given_by_default == nullptr && (x == am.flags.end() || y == bm.flags.end())) continue;
+    const std::string xv = x != am.flags.end() ? x->second : f.given_by_default;
+    const std::string yv = y != bm.flags.end() ? y->second : f.given_by_default;
+    if (xv != yv) throw differs(f.name, quote(xv), quote(yv));
+  }
+}
+
+std::string incomplete_reason(const LoadedRun& run) {
+  const std::string name = run.path.substr(run.path.find_last_of('/') + 1);
+  if (!run.result.meta.interrupted_by.empty())
+    return name + " was interrupted by " + run.result.meta.interrupted_by;
+  if (!run.result.summary) return name + " did not complete (complete: false)";
+  return "";
+}
+
+void check_gate_times(const LoadedRun& run) {
+  for (const ResultRow& r : run.result.rows) {
+    const double p10 = run_value_of(r, RunStatistic::P10), p50 = run_value_of(r, RunStatistic::P50);
+    if (r.time_us > 0 && p10 > 0 && p50 > 0) continue;
+    throw InvalidArgument(fmt::format(
+        "{}: row {} has no usable time (time_us {}, p10 {} us of {} samples): a gate on it "
+        "would call any slowdown unchanged; re-run collie perf -J",
+        run.path, describe(key_of(r)), r.time_us, p10, r.samples_us.size()));
+  }
+}
+
 LoadedRun make_baseline(const std::vector<LoadedRun>& runs) {
   const RunMeta& first = runs.front().result.meta;
   std::vector<std::vector<ResultRow>> per_run;
   std::vector<const ResultRow*> rows;
   for (const auto& run : runs) {
-    const RunMeta& m = run.result.meta;
-    if (m.backend != first.backend || m.world_size != first.world_size)
-      throw InvalidArgument("cannot combine " + run.path + " (backend " + m.backend +
-                            ", world size " + std::to_string(m.world_size) + ") with " +
-                            runs.front().path + " (backend " + first.backend + ", world size " +
-                            std::to_string(first.world_size) +
-                            "); make one baseline per configuration");
+    check_same_configuration(runs.front(), run, "make one baseline per configuration");
+    // An interrupted run never reached some rows: the gate would then call them "new" in every
+    // later run, however slow.
+    if (std::string why = incomplete_reason(run); !why.empty())
+      throw InvalidArgument(why + ": a baseline is made of complete runs; re-run it");
+    check_gate_times(run);
     per_run.push_back(rows_of_run(run));
   }
   for (const auto& run_rows : per_run)

@@ -51,10 +51,32 @@ CombinedRows combine_rows(const std::vector<const ResultRow*>& rows);
 // The rows of one run with its -N cycles combined: one row per key, in first-seen order.
 std::vector<ResultRow> rows_of_run(const LoadedRun& run);
 
+// What the gate's inputs must have in common and hold, checked by `report baseline` and
+// `report compare` alike (a baseline or a comparison that mixes them gates against the wrong
+// numbers, or against none):
+// The flags that change what a row with the same key measures, with the value a run that did not
+// give the flag used: alltoallv's traffic (compared when both runs record it), -a (how times are
+// reduced across ranks), -m, -z, -G and -K (which iterations the samples hold).
+struct MeaningFlag {
+  const char* name;  // the key in run.flags
+  const char* given_by_default;
+};
+extern const std::vector<MeaningFlag> kRowMeaningFlags;
+// Throws InvalidArgument, one line naming both files and what differs (backend, world size, or a
+// flag of kRowMeaningFlags), ending in `advice`.
+void check_same_configuration(const LoadedRun& a, const LoadedRun& b, const std::string& advice);
+// Why `run` cannot be evidence for its configuration ("x.json was interrupted by SIGINT", "x.json
+// did not complete (complete: false)"); "" when it completed.
+std::string incomplete_reason(const LoadedRun& run);
+// Throws InvalidArgument naming the file and the row when a row has no usable time: a time per
+// call or a run value (run_value_of, either statistic) that is not above 0. Such a row would make
+// every ratio 0 and the gate answer "unchanged" to any slowdown.
+void check_gate_times(const LoadedRun& run);
+
 // Combines `runs` (each first reduced to one row per key, its -N cycles combined) into a
-// baseline whose spread records every run's value per row. Throws InvalidArgument when the runs
-// disagree on backend or
-// world size (a baseline mixing them would gate against the wrong numbers).
+// baseline whose spread records every run's value per row. Throws InvalidArgument when a run did
+// not complete, has a row without a usable time, or the runs are not of one configuration
+// (check_same_configuration).
 // REQUIRES: !runs.empty().
 LoadedRun make_baseline(const std::vector<LoadedRun>& runs);
 

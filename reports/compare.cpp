@@ -158,24 +158,6 @@ void judge(RowComparison& c, const RowRuns& b, const RowRuns& cur, const Compare
                         : "runs overlap: the change is within the runs' spread, more runs decide";
 }
 
-void check_same_configuration(const LoadedRun& base, const LoadedRun& cur) {
-  const RunMeta &bm = base.result.meta, &cm = cur.result.meta;
-  auto mismatch = [&](const std::string& what, const std::string& b, const std::string& c) {
-    return InvalidArgument(what + " differs: " + base.path + " has " + b + ", " + cur.path +
-                           " has " + c + "; compare runs of the same configuration");
-  };
-  if (bm.backend != cm.backend) throw mismatch("backend", bm.backend, cm.backend);
-  if (bm.world_size != cm.world_size)
-    throw mismatch("world size", std::to_string(bm.world_size), std::to_string(cm.world_size));
-}
-
-std::string incomplete_reason(const LoadedRun& run) {
-  if (!run.result.meta.interrupted_by.empty())
-    return file_name(run.path) + " was interrupted by " + run.result.meta.interrupted_by;
-  if (!run.result.summary) return file_name(run.path) + " did not complete (complete: false)";
-  return "";
-}
-
 void count(CompareReport& rep, Verdict v) {
   switch (v) {
     case Verdict::Regression:
@@ -206,10 +188,17 @@ void count(CompareReport& rep, Verdict v) {
 
 CompareReport compare_runs(const LoadedRun& base, const std::vector<LoadedRun>& current,
                            const CompareOptions& opts) {
+  constexpr const char* kAdvice = "compare runs of the same configuration";
   for (const LoadedRun& cur : current) {
-    check_same_configuration(base, cur);
-    check_same_configuration(current.front(), cur);
+    check_same_configuration(base, cur, kAdvice);
+    check_same_configuration(current.front(), cur, kAdvice);
   }
+  if (std::string why = incomplete_reason(base); !why.empty())
+    throw InvalidArgument("baseline " + why +
+                          ": its rows are not a complete measurement; make the baseline from "
+                          "complete runs");
+  check_gate_times(base);
+  for (const LoadedRun& cur : current) check_gate_times(cur);
   CompareReport rep;
   rep.baseline_path = base.path;
   for (const LoadedRun& cur : current) {

@@ -1,16 +1,17 @@
 #include "reports/json_io.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <cstdio>
-#include <fstream>
 #include <limits>
 #include <optional>
-#include <sstream>
 #include <type_traits>
 #include <vector>
 
 #include "core/error.h"
+#include "core/printable.h"
+#include "core/regular_file.h"
 #include "reports/nccl_tests_json.h"
 
 namespace collie::reports {
@@ -101,7 +102,7 @@ static T field(const json& j, const char* key) {
   const json& v = j.at(key);
   if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
     if (auto i = checked_int<T>(v)) return *i;
-    throw InvalidArgument(std::string("results JSON: field '") + key + "' is " + v.dump() +
+    throw InvalidArgument(std::string("results JSON: field '") + key + "' is " + quote(v.dump()) +
                           ", not an integer in range");
   } else if constexpr (std::is_same_v<T, std::vector<int>>) {
     std::vector<int> out;
@@ -110,8 +111,8 @@ static T field(const json& j, const char* key) {
     for (const json& x : v) {
       auto i = checked_int<int>(x);
       if (!i)
-        throw InvalidArgument(std::string("results JSON: field '") + key + "' holds " + x.dump() +
-                              ", not an integer in range");
+        throw InvalidArgument(std::string("results JSON: field '") + key + "' holds " +
+                              quote(x.dump()) + ", not an integer in range");
       out.push_back(*i);
     }
     return out;
@@ -135,6 +136,25 @@ static I at_least(const json& j, const char* key, I lo) {
   return v;
 }
 
+// A time: a number of microseconds, not below 0 (a negative one is no measurement, and the gate's
+// ratios would turn it into a speed-up).
+static double time_field(const json& j, const char* key) {
+  const double v = field<double>(j, key);
+  if (!(v >= 0))
+    throw InvalidArgument(std::string("results JSON: field '") + key + "' is " +
+                          quote(j.at(key).dump()) + ", not a time");
+  return v;
+}
+
+static std::vector<double> times_field(const json& j, const char* key) {
+  std::vector<double> v = field<std::vector<double>>(j, key);
+  for (const double t : v)
+    if (!(t >= 0))
+      throw InvalidArgument(std::string("results JSON: field '") + key + "' holds " +
+                            quote(fmt::format("{}", t)) + ", not a time");
+  return v;
+}
+
 ResultRow row_from_json(const json& j) {
   ResultRow r;
   r.collective = field<std::string>(j, "collective");
@@ -144,7 +164,7 @@ ResultRow row_from_json(const json& j) {
   r.dtype = field<std::string>(j, "dtype");
   r.redop = field<std::string>(j, "redop");
   r.root = at_least<int>(j, "root", -1);
-  r.time_us = field<double>(j, "time_us");
+  r.time_us = time_field(j, "time_us");
   r.algbw_gbps = field<double>(j, "algbw_gbps");
   r.busbw_gbps = field<double>(j, "busbw_gbps");
   r.wrong = field<bool>(j, "checked") ? at_least<int64_t>(j, "wrong", 0) : -1;
@@ -152,7 +172,7 @@ ResultRow row_from_json(const json& j) {
     r.wrong_rank = field<int>(j["first_wrong"], "rank");
     r.wrong_offset = field<int64_t>(j["first_wrong"], "offset");
   }
-  r.rank_time_us = field<std::vector<double>>(j, "rank_time_us");
+  r.rank_time_us = times_field(j, "rank_time_us");
   r.slowest_rank = at_least<int>(j, "slowest_rank", -1);
   if (!j.contains("iter_stats") || !j["iter_stats"].is_object())
     throw InvalidArgument("results JSON: missing field 'iter_stats'");
@@ -165,7 +185,7 @@ ResultRow row_from_json(const json& j) {
   r.iter.max_us = field<double>(s, "max_us");
   r.iter.mean_us = field<double>(s, "mean_us");
   r.iter.cv = field<double>(s, "cv");
-  if (j.contains("samples_us")) r.samples_us = field<std::vector<double>>(j, "samples_us");
+  if (j.contains("samples_us")) r.samples_us = times_field(j, "samples_us");
   r.iters = at_least<int>(j, "iters", 0);
   r.agg_iters = at_least<int>(j, "agg_iters", 0);
   r.cycle = at_least<int>(j, "cycle", 0);
@@ -176,7 +196,8 @@ static RunResult run_from_json_fields(const json& j) {
   RunResult r;
   r.meta.schema = field<std::string>(j, "schema");
   if (r.meta.schema != kSchemaName)
-    throw InvalidArgument("results JSON: schema '" + r.meta.schema + "' is not " + kSchemaName);
+    throw InvalidArgument("results JSON: schema " + quote(r.meta.schema) + " is not " +
+                          kSchemaName);
   const json& m = j.at("run");
   r.meta.version = field<std::string>(m, "version");
   r.meta.backend = field<std::string>(m, "backend");
@@ -218,12 +239,18 @@ RunResult run_from_json(const json& j) {
   }
 }
 
+std::string read_report_file(const std::string& path) {
+  try {
+    return RegularFile(path, kMaxResultsFileBytes).read_all();
+  } catch (const std::bad_alloc&) {
+    throw InvalidArgument(fmt::format("{}: not enough memory to read it", path));
+  }
+}
+
 RunResult read_results(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InvalidArgument("cannot read results file " + path);
   json j;
   try {
-    j = parse_json_input(in, kMaxResultsDepth);
+    j = parse_json_input(read_report_file(path), kMaxResultsDepth);
   } catch (const json::exception& e) {  // parse_error, and out_of_range for 1e999
     throw InvalidArgument("results file " + path + " is not valid JSON: " + e.what());
   } catch (const InvalidArgument& e) {

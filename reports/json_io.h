@@ -1,6 +1,7 @@
 #pragma once
 // JSON form of the result model (schema "collie.perf.v1", see docs/results-schema.md): conversion
 // both ways, an atomic file writer and the reader used by `collie report`.
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -19,6 +20,15 @@ RunResult run_from_json(const nlohmann::json& j);
 // Deepest nesting a results or report file is read with (core/json_input.h, which also refuses
 // a key given twice); real files nest 5 deep.
 inline constexpr int kMaxResultsDepth = 64;
+
+// The most bytes a results, baseline or accept report file may have: far above what collie writes
+// (-I samples of every iteration of a long sweep on thousands of ranks stay below it).
+inline constexpr uint64_t kMaxResultsFileBytes = uint64_t{1} << 30;
+
+// The text of a results, baseline or report file, as every report reader gets it: a regular file
+// of at most kMaxResultsFileBytes (core/regular_file.h), so a FIFO cannot block the reader and
+// /dev/zero cannot exhaust its memory. Throws InvalidArgument, one line naming the path.
+std::string read_report_file(const std::string& path);
 
 // Reads a results file written by collie perf -J (or by nccl-tests -J, see nccl_tests_json.h).
 // Throws InvalidArgument (file unreadable, not JSON, a key given twice, wrong schema) with the

@@ -3,12 +3,11 @@
 #include <fmt/format.h>
 
 #include <cmath>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <sstream>
 
 #include "core/error.h"
+#include "core/printable.h"
 #include "reports/json_io.h"
 #include "reports/nccl_tests_json.h"
 
@@ -27,11 +26,7 @@ std::string stem(const std::string& path) {
 }
 
 json parse_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InvalidArgument(path + ": cannot open results file (check the path)");
-  std::stringstream buf;
-  buf << in.rdbuf();
-  const std::string text = buf.str();
+  const std::string text = read_report_file(path);
   if (text.find_first_not_of(" \t\r\n") == std::string::npos)
     throw InvalidArgument(path + ": results file is empty (the run did not write it; re-run " +
                           "collie perf -J)");
@@ -48,6 +43,8 @@ json parse_file(const std::string& path) {
   } catch (const json::exception& e) {  // out_of_range: a number like 1e999
     throw InvalidArgument(path + ": not usable JSON (" + e.what() +
                           "); re-run collie perf -J to regenerate it");
+  } catch (const std::bad_alloc&) {
+    throw InvalidArgument(path + ": not enough memory to read it");
   }
 }
 
@@ -68,7 +65,7 @@ void check_schema(const std::string& path, const json& j) {
                           " (this collie reads " + kSchemaName + "); " +
                           (newer ? "upgrade collie to read it" : "re-run collie perf -J"));
   }
-  throw InvalidArgument(path + ": schema '" + schema + "' is not a collie perf results file " +
+  throw InvalidArgument(path + ": schema " + quote(schema) + " is not a collie perf results file " +
                         "(expected " + kSchemaName + ")");
 }
 
@@ -89,8 +86,9 @@ RowSpread spread_from_json(const json& b) {
           fmt::format("baseline.{} is not an array of at most 100000 times", key));
     for (const json& v : t) {
       const double us = v.get<double>();
-      if (!std::isfinite(us) || us < 0)
-        throw InvalidArgument(fmt::format("baseline.{} holds a value that is not a time", key));
+      if (!std::isfinite(us) || us <= 0)
+        throw InvalidArgument(
+            fmt::format("baseline.{} holds {}, not a time above 0", key, quote(v.dump())));
       out->push_back(us);
     }
   }

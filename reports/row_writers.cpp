@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -75,7 +76,6 @@ RowWriter::RowWriter(const std::string& path) : path_(path) {
     fd_ = -1;
     throw Error(path + " is not a regular file");
   }
-  size_at_open_ = st.st_size;
   const int flags = ::fcntl(fd_, F_GETFL);
   if (flags >= 0) ::fcntl(fd_, F_SETFL, flags & ~O_NONBLOCK);
 }
@@ -103,7 +103,19 @@ const char* CsvWriter::header() {
 }
 
 CsvWriter::CsvWriter(const std::string& path) : RowWriter(path) {
-  if (size_at_open() == 0) {
+  // Whether the file is new and the header it then gets, decided under an exclusive lock: two
+  // runs starting on one new file would otherwise both find it empty and both write a header.
+  while (::flock(fd_, LOCK_EX) != 0) {
+    if (errno != EINTR) throw Error(fmt::format("cannot lock {} ({})", path, std::strerror(errno)));
+  }
+  struct Unlock {
+    int fd;
+    ~Unlock() { ::flock(fd, LOCK_UN); }
+  } unlock{fd_};
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0)
+    throw Error(fmt::format("cannot read {} ({})", path, std::strerror(errno)));
+  if (st.st_size == 0) {
     put(header());
     return;
   }

@@ -2,7 +2,8 @@
 // Append-only row writers: CSV (header line, one line per row) and JSONL (one JSON object per
 // row, same fields as the JSON rows). A file that exists is appended to, never truncated, so
 // runs pointed at one file accumulate their rows (a CSV's header is written only into an empty
-// file, and a CSV whose first line is another header is refused rather than mixed). Every row
+// file, decided under an exclusive flock(2) so that two runs starting on one new file write one
+// header; a CSV whose first line is another header is refused rather than mixed). Every row
 // goes to the file in one write(2) on an O_APPEND descriptor as soon as it is written, so an
 // interrupted run keeps the rows that finished and rows of runs appending at once do not
 // interleave. Safe in a shared folder: a symlink or a non-regular file at the path is refused.
@@ -28,13 +29,8 @@ class RowWriter {
   explicit RowWriter(const std::string& path);
   // Appends `line` in one write. Throws collie::Error when it fails.
   void put(const std::string& line);
-  // The file's size when it was opened (0 for a new or empty file).
-  long long size_at_open() const { return size_at_open_; }
   std::string path_;
   int fd_ = -1;  // opened for reading too: CsvWriter reads back an existing file's header
-
- private:
-  long long size_at_open_ = 0;
 };
 
 class CsvWriter : public RowWriter {

@@ -63,7 +63,9 @@ cp "$repo/scripts/gpu_check.sh" "$repo/scripts/frozen_rank_job.sh" "$tree/script
 cp "$repo/scripts/bench/overhead.sh" "$repo/scripts/bench/torch_gloo_allreduce.py" \
   "$tree/scripts/bench/"
 
-# Every shared library the executables load, transitively (ldd resolves the whole tree).
+# Every shared library the executables load, transitively (ldd resolves the whole tree). A glob
+# that matches nothing (no test program was built, so libexec/ is empty) is no file at all.
+shopt -s nullglob
 executables=("$tree"/bin/* "$tree"/libexec/*)
 declare -A copied=()
 for exe in "${executables[@]}"; do

@@ -65,9 +65,9 @@ int run_live(const AnalyzeArgs& f) {
   if (live.find("://") != std::string::npos || colon == std::string::npos || colon == 0 ||
       std::from_chars(digits, end, port).ptr != end || digits == end || port < 1 || port > 65535) {
     throw InvalidArgument(fmt::format(
-        "'{}' is not HOST:PORT with a port in 1..65535 (the job's MASTER_ADDR:MASTER_PORT, as "
+        "{} is not HOST:PORT with a port in 1..65535 (the job's MASTER_ADDR:MASTER_PORT, as "
         "collie perf -np prints it; tcp:// or http:// before it is accepted)",
-        f.live));
+        quote(f.live)));
   }
   const Millis timeout = parse_duration(f.timeout);
   const double stall_s = stall_of(f);

@@ -55,7 +55,8 @@ struct PerfFlags {
   uint64_t seed = 0;
   std::string traffic;  // alltoallv: --traffic, else nccl-tests' NCCL_TESTS_ALLTOALLV_* variables
   uint64_t traffic_seed = 1;
-  double traffic_scale = -1;  // -1: NCCL_TESTS_ALLTOALLV_MATRIX_SCALE, else 1
+  // Unset: NCCL_TESTS_ALLTOALLV_MATRIX_SCALE, else 1.
+  std::optional<double> traffic_scale;
   bool traffic_summary = false;
 };
 
@@ -73,19 +74,30 @@ void resolve_traffic(const PerfFlags& f, PerfOptions& o) {
   if (!uses_traffic(o)) {
     if (!f.traffic.empty())
       throw InvalidArgument("--traffic shapes alltoallv only; add alltoallv to the collectives");
+    if (f.traffic_scale)
+      throw InvalidArgument(
+          "--traffic-scale scales alltoallv's matrix; add alltoallv to the "
+          "collectives");
     return;
   }
+  // --traffic-scale replaces NCCL_TESTS_ALLTOALLV_MATRIX_SCALE wherever the matrix comes from.
+  if (f.traffic_scale) check_finite(*f.traffic_scale, "--traffic-scale", 0, 1e12);
   if (!f.traffic.empty()) {
-    double scale = f.traffic_scale;
-    if (scale < 0) {
-      const auto v = env.get("NCCL_TESTS_ALLTOALLV_MATRIX_SCALE");
-      scale =
-          v && !v->empty() ? parse_finite(*v, "NCCL_TESTS_ALLTOALLV_MATRIX_SCALE", 0, 1e12) : 1.0;
+    double scale = 1.0;
+    if (f.traffic_scale) {
+      scale = *f.traffic_scale;
+    } else if (const auto v = env.get("NCCL_TESTS_ALLTOALLV_MATRIX_SCALE"); v && !v->empty()) {
+      scale = parse_finite(*v, "NCCL_TESTS_ALLTOALLV_MATRIX_SCALE", 0, 1e12);
     }
     o.traffic = perf::parse_traffic(f.traffic, f.traffic_seed, scale);
   } else {
-    o.traffic = perf::traffic_from_env(env);
+    o.traffic = perf::traffic_from_env(env, f.traffic_scale);
   }
+  if (f.traffic_scale && !o.traffic.fixed_bytes())
+    throw InvalidArgument(fmt::format(
+        "--traffic-scale scales a matrix file (--traffic file:PATH or "
+        "NCCL_TESTS_ALLTOALLV_MATRIX_FILE); this run's traffic is {}, whose bytes follow -b/-e",
+        o.traffic.word()));
   const auto summary = env.get("NCCL_TESTS_ALLTOALLV_PRINT_SUMMARY");
   o.traffic_summary = f.traffic_summary ||
                       (summary && !summary->empty() &&

@@ -4,8 +4,10 @@
 // line, launches the ranks (cli/run_flags.h: -np defaults to the dumps' ranks), and each rank
 // builds the same plan, runs it and rank 0 reports.
 #include <fmt/format.h>
+#include <sys/stat.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -15,6 +17,7 @@
 #include "core/atomic_file.h"
 #include "core/env.h"
 #include "core/error.h"
+#include "core/printable.h"
 #include "core/size.h"
 #include "debug/analyzer.h"
 #include "debug/dump_service.h"
@@ -54,8 +57,28 @@ replay::ReplayPlan load_plan(const ReplayFlags& f, int world) {
   replay::PlanOptions o;
   o.world = world;
   if (!f.ranks.empty()) o.ranks = replay::parse_rank_list(f.ranks, "--ranks");
-  o.max_op_bytes = parse_byte_size(f.max_bytes, "--max-bytes");
+  o.max_bytes = parse_byte_size(f.max_bytes, "--max-bytes");
   return replay::build_plan(dumps, o);
+}
+
+// With COLLIE_FR_DUMP_DIR still exported from the job being diagnosed (the usual case), the
+// replay's ranks would write collie_fr_rank_<r>.json into the very folder they replay, over the
+// recorded dumps (of other ranks too, with --ranks). Then the replay's own dumps are off, and
+// it says so once; any other folder keeps them.
+void keep_replayed_dumps(const ReplayFlags& f) {
+  const std::string dir = Env::process().get("COLLIE_FR_DUMP_DIR").value_or("");
+  struct stat a {};
+  struct stat b {};
+  if (dir.empty() || ::stat(dir.c_str(), &a) != 0 || ::stat(f.dumps.c_str(), &b) != 0 ||
+      a.st_dev != b.st_dev || a.st_ino != b.st_ino)
+    return;
+  ::setenv("COLLIE_FR_DUMP_DIR", "", 1);  // before any rank (or this one) starts its DumpService
+  if (detect_launch_env(Env::process()).rank.value_or(0) == 0)
+    std::fprintf(stderr,
+                 "collie replay: not writing the replay's own flight-recorder dumps: "
+                 "COLLIE_FR_DUMP_DIR is %s, the folder being replayed, and they would replace its "
+                 "dumps; point COLLIE_FR_DUMP_DIR at another folder to keep them\n",
+                 printable(dir).c_str());
 }
 
 // How many ranks the replay has: the launcher's, -np, the --ranks named, or the dumps'.
@@ -124,9 +147,11 @@ const Command kCommand{
       app.add_option("--top", f->top, "calls listed as differing most from the recording");
       app.add_flag("--per-op", f->per_op, "list every call with its time");
       app.add_option("--max-bytes", f->max_bytes,
-                     "refuse ops whose buffers are larger (default 1G)");
+                     "the most buffer memory a rank may hold at once: an op's input and "
+                     "output, or the send/recv ops posted together (default 1G)");
       return [f]() -> int {
         if (f->iters < 1 || f->warmup < 0) throw InvalidArgument("-n must be >= 1 and -w >= 0");
+        keep_replayed_dumps(*f);
         if (!f->run.np_given) f->run.np = replay_world(*f);
         // Every problem with the dumps or flags is one line here, before any rank starts.
         load_plan(*f, f->run.np);

@@ -12,6 +12,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/exit_codes.h"
+#include "core/printable.h"
 #include "core/size.h"
 #include "reports/baseline.h"
 #include "reports/compare_writers.h"
@@ -45,8 +46,8 @@ double parse_percent(const std::string& text) {
   try {
     return parse_finite(num, "--max-regression", 0, 1e6) / 100;
   } catch (const InvalidArgument&) {
-    throw InvalidArgument("--max-regression '" + text +
-                          "' is not a percentage in 0..1000000 (e.g. 5%)");
+    throw InvalidArgument("--max-regression " + quote(text) +
+                          " is not a percentage in 0..1000000 (e.g. 5%)");
   }
 }
 

@@ -48,6 +48,9 @@ int report_exception(const std::string& command) {
   }
 }
 
+// The longest flag-parsing message printed whole (a value of up to 128 KiB can be in it).
+constexpr size_t kMaxParseMessage = 240;
+
 // nccl-tests spells some flags with one dash and several letters (-np); CLI11 would read them
 // as bundled short flags, so they are rewritten to their long form first.
 std::vector<std::string> normalize_args(int argc, char** argv) {
@@ -91,7 +94,10 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    const std::string msg = collie::printable(e.what());
+    // CLI11 names the bad value whole ("Could not convert: --np = ..."): a huge one is cut.
+    const std::string what = e.what();
+    const std::string msg = what.size() <= kMaxParseMessage ? collie::printable(what)
+                                                            : collie::quote(what, kMaxParseMessage);
     std::fprintf(stderr, "collie: error: %s (see collie --help)\n", msg.c_str());
     return kExitUsage;
   }

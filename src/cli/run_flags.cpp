@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "core/exit_codes.h"
 #include "core/output_path.h"
+#include "core/printable.h"
 #include "debug/flight_recorder.h"
 #include "debug_server/auto_start.h"
 #include "discovery/launch_env.h"
@@ -137,9 +138,9 @@ Millis run_timeout(const RunFlags& f) {
     return parse_duration(f.timeout);
   } catch (const InvalidArgument&) {
     throw InvalidArgument(fmt::format(
-        "-T '{}' is not a timeout: give seconds (30, 0.5) or a duration (30s, 500ms, 5m); 0 = "
+        "-T {} is not a timeout: give seconds (30, 0.5) or a duration (30s, 500ms, 5m); 0 = "
         "the default",
-        f.timeout));
+        quote(f.timeout)));
   }
 }
 

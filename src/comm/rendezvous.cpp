@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/fd_limit.h"
 #include "core/log.h"
+#include "core/printable.h"
 #include "discovery/bind_address.h"
 #include "discovery/launch_env.h"
 #include "discovery/launcher_rendezvous.h"
@@ -25,7 +26,7 @@ uint16_t parse_port(std::string_view s, std::string_view what) {
   int port = 0;
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), port);
   if (ec != std::errc() || p != s.data() + s.size() || port <= 0 || port > 65535) {
-    throw InvalidArgument(fmt::format("{} '{}' is not a TCP port (1-65535)", what, s));
+    throw InvalidArgument(fmt::format("{} {} is not a TCP port (1-65535)", what, quote(s)));
   }
   return static_cast<uint16_t>(port);
 }
@@ -219,7 +220,7 @@ Rendezvous rendezvous(const RendezvousRequest& in, const Env& env) {
     std::string hp = m.substr(6);
     auto colon = hp.rfind(':');
     if (colon == std::string::npos || colon == 0) {
-      throw InvalidArgument(fmt::format("init method '{}' must look like tcp://HOST:PORT", m));
+      throw InvalidArgument(fmt::format("init method {} must look like tcp://HOST:PORT", quote(m)));
     }
     std::string host = hp.substr(0, colon);
     if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
@@ -234,13 +235,13 @@ Rendezvous rendezvous(const RendezvousRequest& in, const Env& env) {
     std::string path = m.substr(7);
     if (path.empty() || path[0] != '/') {
       throw InvalidArgument(
-          fmt::format("init method '{}' must look like file:///ABSOLUTE/PATH", m));
+          fmt::format("init method {} must look like file:///ABSOLUTE/PATH", quote(m)));
     }
     out.store = std::make_shared<FileStore>(path, req.world_size, req.timeout);
     out.method = "file";
   } else {
-    throw InvalidArgument(
-        fmt::format("unknown init method '{}' (use env://, tcp://HOST:PORT or file:///PATH)", m));
+    throw InvalidArgument(fmt::format(
+        "unknown init method {} (use env://, tcp://HOST:PORT or file:///PATH)", quote(m)));
   }
   if (!out.store_host.empty()) set_rendezvous_host(out.store_host);
   // Check in: claim the rank, agree on the world size, wait for everyone.

@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "core/error.h"
+#include "core/printable.h"
 
 namespace collie {
 namespace {
@@ -34,7 +35,7 @@ std::optional<long long> Env::get_int(std::string_view name) const {
   long long out = 0;
   auto [p, ec] = std::from_chars(v->data(), v->data() + v->size(), out);
   if (ec != std::errc() || p != v->data() + v->size()) {
-    throw InvalidArgument(std::string(name) + "='" + *v + "' is not an integer");
+    throw InvalidArgument(std::string(name) + "=" + quote(*v) + " is not an integer");
   }
   return out;
 }
@@ -65,7 +66,7 @@ std::chrono::milliseconds parse_duration(std::string_view s) {
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
   // NaN and infinity parse as numbers; neither is a duration.
   if (ec != std::errc() || !std::isfinite(value) || value < 0) {
-    throw InvalidArgument("'" + std::string(s) + "' is not a duration (try 30s, 500ms, 10m)");
+    throw InvalidArgument(quote(s) + " is not a duration (try 30s, 500ms, 10m)");
   }
   std::string_view unit(p, s.data() + s.size() - p);
   double ms;
@@ -78,10 +79,10 @@ std::chrono::milliseconds parse_duration(std::string_view s) {
   } else if (unit == "h") {
     ms = value * 3'600'000;
   } else {
-    throw InvalidArgument("'" + std::string(s) + "' has an unknown unit (use ms, s, m or h)");
+    throw InvalidArgument(quote(s) + " has an unknown unit (use ms, s, m or h)");
   }
   if (ms > 1e15) {  // ~31,000 years: past it the conversion below would overflow
-    throw InvalidArgument("'" + std::string(s) + "' is longer than any deadline collie takes");
+    throw InvalidArgument(quote(s) + " is longer than any deadline collie takes");
   }
   return std::chrono::milliseconds(static_cast<long long>(ms));
 }

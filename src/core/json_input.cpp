@@ -12,7 +12,8 @@ using nlohmann::json;
 std::string JsonShapeCheck::path() const {
   std::string p;
   for (size_t i = 1; i < open_.size(); ++i) p += "/" + open_[i].name;
-  return p.empty() ? "/" : p;
+  if (p.empty()) return "/";
+  return p.size() <= kQuoteChars ? p : quote(p);  // keys are input too: a long one is cut
 }
 
 void JsonShapeCheck::on_event(int depth, json::parse_event_t event, const json& parsed) {
@@ -34,8 +35,8 @@ void JsonShapeCheck::on_event(int depth, json::parse_event_t event, const json& 
       if (open_.empty()) return;
       pending_key_ = parsed.get<std::string>();
       if (!open_.back().keys.insert(pending_key_).second) {
-        throw InvalidArgument(fmt::format("duplicate key '{}' in the object at {}",
-                                          printable(pending_key_.substr(0, 80)), path()));
+        throw InvalidArgument(
+            fmt::format("duplicate key {} in the object at {}", quote(pending_key_), path()));
       }
       return;
     }

@@ -6,6 +6,7 @@
 
 #include "core/env.h"
 #include "core/error.h"
+#include "core/printable.h"
 
 namespace collie {
 namespace {
@@ -66,8 +67,8 @@ LogLevel parse_log_level(std::string_view s) {
   if (u == "WARNING" || u == "WARN") return LogLevel::Warning;
   if (u == "ERROR") return LogLevel::Error;
   if (u == "OFF" || u == "FATAL") return LogLevel::Off;
-  throw InvalidArgument("log level '" + std::string(s) +
-                        "' is not one of TRACE, DEBUG, INFO, WARNING, ERROR");
+  throw InvalidArgument("log level " + quote(s) +
+                        " is not one of TRACE, DEBUG, INFO, WARNING, ERROR");
 }
 
 DebugLevel parse_debug_level(std::string_view s) {
@@ -75,7 +76,7 @@ DebugLevel parse_debug_level(std::string_view s) {
   if (u == "OFF" || u.empty()) return DebugLevel::Off;
   if (u == "INFO") return DebugLevel::Info;
   if (u == "DETAIL") return DebugLevel::Detail;
-  throw InvalidArgument("debug level '" + std::string(s) + "' is not one of OFF, INFO, DETAIL");
+  throw InvalidArgument("debug level " + quote(s) + " is not one of OFF, INFO, DETAIL");
 }
 
 std::string_view debug_level_name(DebugLevel d) {

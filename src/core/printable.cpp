@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdint>
 
 namespace collie {
@@ -41,26 +42,34 @@ bool is_bidi_control(uint32_t cp) {
          (cp >= 0x2066 && cp <= 0x2069);
 }
 
-std::string escape(std::string_view s, bool keep_newlines) {
+// Escapes s into at most `limit` bytes of output, never cutting an escape or a character;
+// *consumed says how much of s that covered.
+std::string escape(std::string_view s, bool keep_newlines, size_t limit = SIZE_MAX,
+                   size_t* consumed = nullptr) {
   std::string out;
-  out.reserve(s.size());
-  for (size_t i = 0; i < s.size();) {
+  out.reserve(std::min(s.size(), limit));
+  size_t i = 0;
+  while (i < s.size()) {
     uint32_t cp = 0;
-    const size_t n = utf8_at(s, i, &cp);
+    size_t n = utf8_at(s, i, &cp);
+    const size_t before = out.size();
     if (n == 0) {
       out += fmt::format("\\x{:02x}", static_cast<unsigned char>(s[i]));
-      i += 1;
+      n = 1;
     } else if ((cp < 0x20 && !(keep_newlines && cp == '\n')) || (cp >= 0x7f && cp <= 0x9f)) {
       out += fmt::format("\\x{:02x}", cp);
-      i += n;
     } else if (is_bidi_control(cp)) {
       out += fmt::format("\\u{{{:04x}}}", cp);
-      i += n;
     } else {
       out.append(s.substr(i, n));
-      i += n;
     }
+    if (out.size() > limit) {
+      out.resize(before);
+      break;
+    }
+    i += n;
   }
+  if (consumed != nullptr) *consumed = i;
   return out;
 }
 
@@ -69,5 +78,13 @@ std::string escape(std::string_view s, bool keep_newlines) {
 std::string printable(std::string_view text) { return escape(text, false); }
 
 std::string printable_lines(std::string_view text) { return escape(text, true); }
+
+std::string quote(std::string_view text, size_t max_chars) {
+  size_t used = 0;
+  std::string body = escape(text, false, max_chars, &used);
+  if (used == text.size()) return "'" + body + "'";
+  body = escape(text, false, max_chars > 3 ? max_chars - 3 : 0, &used);
+  return fmt::format("'{}...' ({} bytes)", body, text.size());
+}
 
 }  // namespace collie

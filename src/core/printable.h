@@ -7,6 +7,7 @@
 // and C0/C1/DEL, \u{NNNN} for the bidirectional controls); all other text, accented and
 // non-Latin letters included, stays as it is. The escapes are themselves printable, so applying
 // it twice changes nothing. Pure functions, thread-safe.
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -17,5 +18,12 @@ std::string printable(std::string_view text);
 // The same, but '\n' stays: for text whose line structure is ours and whose parts from elsewhere
 // went through printable() already.
 std::string printable_lines(std::string_view text);
+
+// How an error message shows a piece of bad input (a flag's value, a variable, a token of a
+// file): at most about `max_chars` characters of it, made printable and in single quotes.
+// Longer input is cut at a character and says how long it was: 'abc...' (60000000 bytes), so one
+// bad 60 MB token is one short line, never 60 MB on stderr.
+inline constexpr size_t kQuoteChars = 80;
+std::string quote(std::string_view text, size_t max_chars = kQuoteChars);
 
 }  // namespace collie

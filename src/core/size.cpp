@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/printable.h"
 
 namespace collie {
 namespace {
@@ -83,11 +84,11 @@ int64_t parse_byte_size(std::string_view text, std::string_view what, int64_t ma
   double num = 0;
   if (unit < 0 || !to_double(text.substr(0, num_end), num)) {
     throw InvalidArgument(
-        fmt::format("{} '{}' is not a size (use e.g. 8, 64K, 4M, 1G)", what, text));
+        fmt::format("{} {} is not a size (use e.g. 8, 64K, 4M, 1G)", what, quote(text)));
   }
   const double bytes = num * unit;
   if (!(bytes <= static_cast<double>(max))) {
-    throw InvalidArgument(fmt::format("{} '{}' is larger than {} bytes", what, text, max));
+    throw InvalidArgument(fmt::format("{} {} is larger than {} bytes", what, quote(text), max));
   }
   return static_cast<int64_t>(bytes);
 }
@@ -102,7 +103,8 @@ double check_finite(double v, std::string_view what, double lo, double hi) {
 double parse_finite(std::string_view text, std::string_view what, double lo, double hi) {
   double v = 0;
   if (!to_double(text, v) || !(v >= lo && v <= hi)) {
-    throw InvalidArgument(fmt::format("{} '{}' is not a number in [{}, {}]", what, text, lo, hi));
+    throw InvalidArgument(
+        fmt::format("{} {} is not a number in [{}, {}]", what, quote(text), lo, hi));
   }
   return v;
 }

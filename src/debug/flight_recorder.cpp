@@ -17,6 +17,7 @@
 #include "core/clock.h"
 #include "core/env.h"
 #include "core/error.h"
+#include "core/printable.h"
 #include "debug/torch_dump.h"
 
 namespace collie {
@@ -382,7 +383,7 @@ FrDumpFormat FrDumpFormat::from_env(const Env& env) {
         f.torch = true;
       } else {
         throw InvalidArgument(
-            fmt::format("COLLIE_FR_DUMP_FORMAT '{}': expected json, torch or json,torch", *v));
+            fmt::format("COLLIE_FR_DUMP_FORMAT {}: expected json, torch or json,torch", quote(*v)));
       }
       rest = comma == std::string_view::npos ? "" : rest.substr(comma + 1);
     }
@@ -390,9 +391,9 @@ FrDumpFormat FrDumpFormat::from_env(const Env& env) {
   if (auto p = env.get("COLLIE_FR_DUMP_PREFIX"); p && !p->empty()) {
     if (p->find('/') != std::string::npos || std::isdigit(static_cast<unsigned char>(p->back()))) {
       throw InvalidArgument(fmt::format(
-          "COLLIE_FR_DUMP_PREFIX '{}': a file-name prefix without '/' that does not end in a "
+          "COLLIE_FR_DUMP_PREFIX {}: a file-name prefix without '/' that does not end in a "
           "digit (the rank follows it)",
-          *p));
+          quote(*p)));
     }
     f.torch_prefix = *p;
   }

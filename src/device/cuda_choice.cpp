@@ -4,11 +4,13 @@
 
 #include <charconv>
 
+#include "core/printable.h"
+
 namespace collie::device {
 namespace {
 
 std::string visible_note(const std::optional<std::string>& v) {
-  return v ? fmt::format("CUDA_VISIBLE_DEVICES='{}'", *v) : "CUDA_VISIBLE_DEVICES unset";
+  return v ? fmt::format("CUDA_VISIBLE_DEVICES={}", quote(*v)) : "CUDA_VISIBLE_DEVICES unset";
 }
 
 }  // namespace
@@ -48,8 +50,8 @@ DeviceChoice choose_cuda_device(int count, std::optional<int> local_rank, int ra
     const char* e = b + explicit_index->size();
     const auto r = std::from_chars(b, e, v);
     if (r.ec != std::errc() || r.ptr != e || v < 0) {
-      c.error = fmt::format("COLLIE_CUDA_DEVICE='{}' is not a device index (0..{})",
-                            *explicit_index, count - 1);
+      c.error = fmt::format("COLLIE_CUDA_DEVICE={} is not a device index (0..{})",
+                            quote(*explicit_index), count - 1);
       return c;
     }
     if (v >= count) {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -28,6 +29,20 @@ class SteadyTimer final : public Timer {
   std::vector<std::chrono::steady_clock::time_point> marks_;
 };
 
+// The kernel's estimate of what can be allocated without swapping (MemAvailable: free memory and
+// the page cache it can drop), -1 when unknown. MemFree alone leaves out the cache, which on a
+// busy host is most of its memory.
+int64_t available_bytes() {
+  std::FILE* f = std::fopen("/proc/meminfo", "re");
+  if (f == nullptr) return -1;
+  char line[256];
+  long long kib = -1;
+  while (std::fgets(line, sizeof line, f) != nullptr)
+    if (std::sscanf(line, "MemAvailable: %lld kB", &kib) == 1) break;
+  std::fclose(f);
+  return kib < 0 ? -1 : static_cast<int64_t>(kib) * 1024;
+}
+
 }  // namespace
 
 MemoryReport HostRuntime::memory() const {
@@ -36,7 +51,8 @@ MemoryReport HostRuntime::memory() const {
   const long phys = ::sysconf(_SC_PHYS_PAGES);
   const long avail = ::sysconf(_SC_AVPHYS_PAGES);
   if (page > 0 && phys > 0) m.total_bytes = static_cast<int64_t>(page) * phys;
-  if (page > 0 && avail > 0) m.free_bytes = static_cast<int64_t>(page) * avail;
+  m.free_bytes = available_bytes();
+  if (m.free_bytes < 0 && page > 0 && avail > 0) m.free_bytes = static_cast<int64_t>(page) * avail;
   m.peak_allocated_bytes = peak_.load();
   return m;
 }

@@ -6,6 +6,7 @@
 
 #include "core/env.h"
 #include "core/error.h"
+#include "core/printable.h"
 #include "discovery/net_route.h"
 
 namespace collie {
@@ -33,9 +34,9 @@ BindChoice choose_gloo_bind(const Env& env, const std::string& rendezvous_host) 
     const auto addrs = net::resolve(*h);
     if (addrs.empty()) {
       throw InvalidArgument(fmt::format(
-          "COLLIE_GLOO_HOST '{}' does not resolve on this host; set it to one of this host's "
+          "COLLIE_GLOO_HOST {} does not resolve on this host; set it to one of this host's "
           "addresses, or unset it",
-          *h));
+          quote(*h)));
     }
     return BindChoice{
         addrs.front(), iface_of(addrs.front()),
@@ -53,9 +54,9 @@ BindChoice choose_gloo_bind(const Env& env, const std::string& rendezvous_host) 
       auto a = name.empty() ? std::nullopt : net::address_of_interface(name);
       if (!a) {
         throw InvalidArgument(fmt::format(
-            "GLOO_SOCKET_IFNAME '{}': interface '{}' does not exist or has no address on this "
+            "GLOO_SOCKET_IFNAME {}: interface {} does not exist or has no address on this "
             "host (see `ip addr`)",
-            *list, name));
+            quote(*list), quote(name)));
       }
       if (!first_addr) {
         first_addr = a;

@@ -5,6 +5,7 @@
 #include <cctype>
 
 #include "core/error.h"
+#include "core/printable.h"
 
 namespace collie {
 namespace {
@@ -12,7 +13,7 @@ namespace {
 constexpr size_t kMaxHosts = 1000000;
 
 [[noreturn]] void bad(std::string_view expr, std::string_view what) {
-  throw InvalidArgument(fmt::format("hostlist '{}': {}", expr, what));
+  throw InvalidArgument(fmt::format("hostlist {}: {}", quote(expr), what));
 }
 
 bool all_digits(std::string_view s) {

@@ -8,6 +8,7 @@
 
 #include "core/env.h"
 #include "core/error.h"
+#include "core/printable.h"
 #include "discovery/hostlist.h"
 
 namespace collie {
@@ -17,7 +18,7 @@ uint16_t parse_port(const std::string& s) {
   int port = 0;
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), port);
   if (ec != std::errc() || p != s.data() + s.size() || port <= 0 || port > 65535) {
-    throw InvalidArgument(fmt::format("MASTER_PORT '{}' is not a TCP port (1-65535)", s));
+    throw InvalidArgument(fmt::format("MASTER_PORT {} is not a TCP port (1-65535)", quote(s)));
   }
   return static_cast<uint16_t>(port);
 }

@@ -10,6 +10,8 @@
 
 #include <cstring>
 
+#include "core/printable.h"
+
 namespace collie::net {
 namespace {
 
@@ -59,7 +61,7 @@ std::vector<std::string> resolve(const std::string& host) {
 std::optional<std::string> route_source(const std::string& host, std::string* why) {
   AddrInfo ai;
   if (host.empty() || lookup(host, ai) != 0) {
-    if (why) *why = "'" + host + "' does not resolve on this host";
+    if (why) *why = quote(host) + " does not resolve on this host";
     return std::nullopt;
   }
   // IPv4 results first, as resolve() orders them.
@@ -78,7 +80,7 @@ std::optional<std::string> route_source(const std::string& host, std::string* wh
       if (!a.empty()) return a;
     }
   }
-  if (why) *why = "no route to '" + host + "' from this host";
+  if (why) *why = "no route to " + quote(host) + " from this host";
   return std::nullopt;
 }
 

@@ -5,13 +5,14 @@
 #include <sched.h>
 
 #include "core/error.h"
+#include "core/printable.h"
 
 namespace collie::launch {
 
 Binding parse_binding(const std::string& text) {
   if (text == "auto") return Binding::Auto;
   if (text == "none") return Binding::None;
-  throw InvalidArgument(fmt::format("--bind '{}' is not auto or none", text));
+  throw InvalidArgument(fmt::format("--bind {} is not auto or none", quote(text)));
 }
 
 const char* binding_name(Binding b) { return b == Binding::Auto ? "auto" : "none"; }

@@ -6,6 +6,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -23,6 +24,7 @@
 #include "core/log.h"
 #include "launch/cpu_binding.h"
 #include "launch/line_buffer.h"
+#include "launch/output_queue.h"
 #include "store/local_secret.h"
 #include "store/socket_util.h"
 #include "store/store_secret.h"
@@ -36,6 +38,8 @@ using Steady = std::chrono::steady_clock;
 
 // Written by the signal handler, drained by the loop (the self-pipe trick).
 int g_signal_pipe = -1;
+// The signals run() handles (SignalGuard): blocked across fork, reset in the child.
+sigset_t g_handled;
 
 void on_signal(int sig) {
   const int saved = errno;
@@ -57,9 +61,18 @@ class SignalGuard {
     sa.sa_handler = on_signal;
     sigemptyset(&sa.sa_mask);
     sa.sa_flags = SA_RESTART;
-    for (size_t i = 0; i < kSignals.size(); ++i) sigaction(kSignals[i], &sa, &old_[i]);
+    sigemptyset(&g_handled);
+    for (size_t i = 0; i < kSignals.size(); ++i) {
+      sigaction(kSignals[i], nullptr, &old_[i]);
+      // A hangup or quit that was ignored when the launcher started (nohup, a background job of
+      // a script) stays ignored, for the launcher and its ranks.
+      if ((kSignals[i] == SIGHUP || kSignals[i] == SIGQUIT) && old_[i].sa_handler == SIG_IGN)
+        continue;
+      sigaction(kSignals[i], &sa, nullptr);
+      sigaddset(&g_handled, kSignals[i]);
+    }
     // A reader that goes away (`collie launch ... | head`) must not kill the launcher and
-    // orphan the ranks; LineBuffer drops the output instead.
+    // orphan the ranks; the output queue drops the output instead.
     struct sigaction ign {};
     ign.sa_handler = SIG_IGN;
     sigemptyset(&ign.sa_mask);
@@ -75,9 +88,9 @@ class SignalGuard {
   int read_fd() const { return fds_[0]; }
 
  private:
-  static constexpr std::array<int, 3> kSignals = {SIGINT, SIGTERM, SIGCHLD};
+  static constexpr std::array<int, 5> kSignals = {SIGINT, SIGTERM, SIGCHLD, SIGHUP, SIGQUIT};
   int fds_[2] = {-1, -1};
-  std::array<struct sigaction, 3> old_{};
+  std::array<struct sigaction, 5> old_{};
   struct sigaction old_pipe_ {};
 };
 
@@ -86,8 +99,18 @@ struct Child {
   pid_t pid = -1;
   int fds[2] = {-1, -1};  // read ends of the child's stdout and stderr pipes
   std::unique_ptr<LineBuffer> lines[2];
+  OutputQueue* queues[2] = {nullptr, nullptr};  // where each stream's lines go
   bool running = false;
 };
+
+// Whether two descriptors are one open file (2>&1): their lines then share one queue, so they
+// cannot interleave mid-line.
+bool same_file(int a, int b) {
+  struct stat x {};
+  struct stat y {};
+  return a == b || (::fstat(a, &x) == 0 && ::fstat(b, &y) == 0 && x.st_dev == y.st_dev &&
+                    x.st_ino == y.st_ino);
+}
 
 // The children form a new world; rank variables of an enclosing launcher would contradict ours.
 constexpr const char* kForeignRankVars[] = {"OMPI_COMM_WORLD_RANK",
@@ -131,7 +154,13 @@ std::vector<char*> c_strings(std::vector<std::string>& v) {
 class Launcher {
  public:
   Launcher(const LaunchSpec& spec, uint16_t port)
-      : spec_(spec), port_(port), secret_(store_secret_from_env()) {
+      : spec_(spec),
+        port_(port),
+        secret_(store_secret_from_env()),
+        out_q_(std::make_unique<OutputQueue>(spec.out_fd)),
+        err_own_(same_file(spec.out_fd, spec.err_fd) ? nullptr
+                                                     : std::make_unique<OutputQueue>(spec.err_fd)),
+        err_q_(err_own_ ? err_own_.get() : out_q_.get()) {
     // A secret the user exported (to attach `collie analyze --live` later) is the job's;
     // otherwise a new one per job.
     const bool exported = !secret_.empty();
@@ -145,7 +174,7 @@ class Launcher {
           "{}: {} local ranks share {} CPU core{}, so ranks wait for a core and the times "
           "include that wait; -np {} gives each rank a core\n",
           spec.who, spec.nprocs, cpus.size(), cpus.size() == 1 ? "" : "s", cpus.size());
-      [[maybe_unused]] const ssize_t w = write(spec.err_fd, note.data(), note.size());
+      err_q_->append(note);
     }
     if (const std::string b = describe_binding(cpus_, static_cast<int>(cpus.size())); !b.empty())
       log(LogLevel::Info, "launch: bound (--bind auto): {}", b);
@@ -169,7 +198,7 @@ class Launcher {
             spec_.who, secret_file_->why());
     }
     note += "\n";
-    [[maybe_unused]] const ssize_t w = write(spec_.err_fd, note.data(), note.size());
+    err_q_->append(note);
   }
 
   ~Launcher() {
@@ -183,20 +212,31 @@ class Launcher {
       }
     }
     close(devnull_);
+    // What the launcher said before run() failed (a fork that failed): as far as it goes now.
+    for (OutputQueue* q : queues()) q->write_ready();
   }
 
+  // One event loop: the ranks' pipes are read only while their output queue has room, the
+  // queues are written only as far as their readers take, so a signal, a deadline or a rank's
+  // exit is acted on at once whoever reads (or does not read) the output.
   LaunchResult run(int signal_fd) {
     for (int r = 0; r < spec_.nprocs; ++r) spawn(r);
     if (spec_.timeout.count() > 0) job_deadline_ = Steady::now() + spec_.timeout;
-    while (any_running() || any_open()) {
+    while (any_running() || any_open() || output_pending()) {
       std::vector<pollfd> pfds{{signal_fd, POLLIN, 0}};
       std::vector<std::pair<Child*, int>> owners{{nullptr, 0}};
       for (auto& c : children_) {
         for (int s = 0; s < 2; ++s) {
-          if (c.fds[s] >= 0) {
+          if (c.fds[s] >= 0 && !c.queues[s]->full()) {
             pfds.push_back({c.fds[s], POLLIN, 0});
             owners.emplace_back(&c, s);
           }
+        }
+      }
+      for (OutputQueue* q : queues()) {
+        if (q->pending()) {
+          pfds.push_back({q->fd(), POLLOUT, 0});
+          owners.emplace_back(nullptr, 0);
         }
       }
       const int n = poll(pfds.data(), pfds.size(), next_timeout_ms());
@@ -204,10 +244,21 @@ class Launcher {
         throw Error(fmt::format("launch: poll: {}", std::strerror(errno)));
       if (n > 0 && pfds[0].revents) drain_signals(signal_fd);
       for (size_t i = 1; i < pfds.size(); ++i) {
-        if (pfds[i].revents) read_child(*owners[i].first, owners[i].second);
+        if (pfds[i].revents && owners[i].first != nullptr)
+          read_child(*owners[i].first, owners[i].second);
       }
+      for (OutputQueue* q : queues()) q->write_ready();
       reap();
       on_deadlines();
+    }
+    if (gave_up_output_) {
+      // Said only if stderr takes it at once: it may be the output nobody reads.
+      OutputQueue note(spec_.err_fd);
+      note.append(
+          fmt::format("{}: {} bytes of the ranks' output were not written: nobody read "
+                      "them before the job had to end\n",
+                      spec_.who, out_q_->dropped() + (err_own_ ? err_own_->dropped() : 0)));
+      note.write_ready();
     }
     result_.master_port = port_;
     if (result_.signal != 0) {
@@ -240,14 +291,14 @@ class Launcher {
         fmt::format("collie launch: rank {}: cannot run '{}': ", rank, spec_.argv[0]);
     // The child must not run our handlers (they write to our signal pipe) between fork and
     // exec: block the signals across fork, reset them in the child, then unblock.
-    sigset_t block, old_mask;
-    sigemptyset(&block);
-    for (int sig : {SIGINT, SIGTERM, SIGCHLD}) sigaddset(&block, sig);
-    sigprocmask(SIG_BLOCK, &block, &old_mask);
+    sigset_t old_mask;
+    sigprocmask(SIG_BLOCK, &g_handled, &old_mask);
     const pid_t launcher_pid = getpid();
     const pid_t pid = fork();
     if (pid == 0) {
-      for (int sig : {SIGINT, SIGTERM, SIGCHLD, SIGPIPE}) signal(sig, SIG_DFL);
+      for (int sig : {SIGINT, SIGTERM, SIGCHLD, SIGHUP, SIGQUIT})
+        if (sigismember(&g_handled, sig)) signal(sig, SIG_DFL);
+      signal(SIGPIPE, SIG_DFL);
       sigprocmask(SIG_SETMASK, &old_mask, nullptr);
       setpgid(0, 0);  // one group per rank: killing it also kills what the rank started
       // If the launcher itself dies (SIGKILL, OOM), the ranks must not run on unsupervised.
@@ -283,8 +334,10 @@ class Launcher {
     c.fds[0] = out[0];
     c.fds[1] = err[0];
     const std::string prefix = spec_.prefix_output ? fmt::format("[{}] ", rank) : "";
-    c.lines[0] = std::make_unique<LineBuffer>(spec_.out_fd, prefix);
-    c.lines[1] = std::make_unique<LineBuffer>(spec_.err_fd, prefix);
+    c.queues[0] = out_q_.get();
+    c.queues[1] = err_q_;
+    c.lines[0] = std::make_unique<LineBuffer>(*c.queues[0], prefix);
+    c.lines[1] = std::make_unique<LineBuffer>(*c.queues[1], prefix);
     for (int fd : c.fds) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
     children_.push_back(std::move(c));
   }
@@ -302,9 +355,28 @@ class Launcher {
     return false;
   }
 
+  std::vector<OutputQueue*> queues() const {
+    if (err_own_) return {out_q_.get(), err_own_.get()};
+    return {out_q_.get()};
+  }
+  bool output_pending() const { return out_q_->pending() || err_q_->pending(); }
+
+  // The job had to end (a deadline or a signal) and the output is still not read: it is dropped,
+  // with what the ranks have not yet written, so the launcher can exit.
+  void give_up_output() {
+    for (OutputQueue* q : queues()) q->drop();
+    output_deadline_.reset();
+    gave_up_output_ = true;
+  }
+  void arm_output_deadline(Millis grace) {
+    const auto d = Steady::now() + grace;
+    if (!output_deadline_ || d < *output_deadline_) output_deadline_ = d;
+  }
+
+  // Reads while the stream's queue has room (a full one leaves the rest in the pipe).
   void read_child(Child& c, int s) {
     char buf[65536];
-    for (;;) {
+    while (!c.queues[s]->full()) {
       const ssize_t n = read(c.fds[s], buf, sizeof(buf));
       if (n > 0) {
         c.lines[s]->feed(std::string_view(buf, static_cast<size_t>(n)));
@@ -328,20 +400,29 @@ class Launcher {
     ssize_t n;
     while ((n = read(fd, sigs, sizeof(sigs))) > 0) {
       for (ssize_t i = 0; i < n; ++i) {
-        if (sigs[i] == SIGINT || sigs[i] == SIGTERM) forward(sigs[i]);
+        // A hangup (the terminal closed, the ssh session dropped) or a quit stops the job as
+        // SIGTERM does: the ranks get SIGTERM, so what they started is stopped with them and the
+        // launcher's own files (the store secret) are removed on the way out.
+        if (sigs[i] == SIGINT || sigs[i] == SIGTERM) forward(sigs[i], sigs[i]);
+        if (sigs[i] == SIGHUP || sigs[i] == SIGQUIT) forward(sigs[i], SIGTERM);
       }
     }
   }
 
-  void forward(int sig) {
+  // `got` received; `send` is what the ranks get.
+  void forward(int got, int send) {
     if (result_.signal != 0) {  // a second interrupt: stop waiting politely
       signal_all(SIGKILL);
+      give_up_output();
       return;
     }
-    result_.signal = sig;
-    say(fmt::format("received {}; forwarding it to every rank", strsignal(sig)));
-    signal_all(sig);
+    result_.signal = got;
+    say(got == send
+            ? fmt::format("received {}; forwarding it to every rank", strsignal(got))
+            : fmt::format("received {}; sending every rank {}", strsignal(got), strsignal(send)));
+    signal_all(send);
     arm_kill_deadline(spec_.kill_grace);
+    arm_output_deadline(spec_.kill_grace);
   }
 
   void reap() {
@@ -397,12 +478,17 @@ class Launcher {
 
   void on_deadlines() {
     const auto now = Steady::now();
-    if (job_deadline_ && now >= *job_deadline_ && !stopping()) {
-      result_.timed_out = true;
-      say(fmt::format("the job ran past its timeout of {} ms; stopping every rank",
-                      spec_.timeout.count()));
-      signal_all(SIGTERM);
-      arm_kill_deadline(spec_.failure_grace);
+    if (job_deadline_ && now >= *job_deadline_) {
+      job_deadline_.reset();
+      if (!stopping() && (any_running() || any_open())) {
+        result_.timed_out = true;
+        say(fmt::format("the job ran past its timeout of {} ms; stopping every rank",
+                        spec_.timeout.count()));
+        signal_all(SIGTERM);
+        arm_kill_deadline(spec_.failure_grace);
+      }
+      // --timeout bounds the launcher too: output still unread then is dropped soon after.
+      arm_output_deadline(spec_.failure_grace);
     }
     if (verdict_deadline_ && now >= *verdict_deadline_) {
       verdict_deadline_.reset();
@@ -420,7 +506,18 @@ class Launcher {
       kill_deadline_.reset();
       signal_all(SIGKILL);
     }
+    if (output_deadline_ && now >= *output_deadline_) give_up_output();
     if (drain_deadline_ && now >= *drain_deadline_) {
+      // What is left in a pipe whose queue is full is the ranks' output, waiting for the reader
+      // (dropped instead once the job had to end).
+      bool waiting = false;
+      for (auto& c : children_)
+        for (int s = 0; s < 2; ++s) waiting = waiting || (c.fds[s] >= 0 && c.queues[s]->full());
+      if (waiting) {
+        drain_deadline_ = now + std::chrono::milliseconds(100);
+        return;
+      }
+      drain_deadline_.reset();
       signal_all(SIGKILL);
       for (auto& c : children_) {
         for (int s = 0; s < 2; ++s) {
@@ -432,29 +529,32 @@ class Launcher {
 
   int next_timeout_ms() const {
     std::optional<Steady::time_point> next;
-    for (const auto& d : {job_deadline_, kill_deadline_, drain_deadline_, verdict_deadline_}) {
+    for (const auto& d :
+         {job_deadline_, kill_deadline_, drain_deadline_, verdict_deadline_, output_deadline_}) {
       if (d && (!next || *d < *next)) next = d;
     }
     return next ? poll_timeout_ms(*next) : -1;
   }
 
-  void say(const std::string& msg) {
-    const std::string line = spec_.who + ": " + msg + "\n";
-    [[maybe_unused]] ssize_t n = write(spec_.err_fd, line.data(), line.size());
-  }
+  void say(const std::string& msg) { err_q_->append(spec_.who + ": " + msg + "\n"); }
 
   const LaunchSpec& spec_;
   uint16_t port_;
   std::string secret_;  // this job's COLLIE_STORE_SECRET, handed to every rank
+  // Where the launcher's and the ranks' lines go (output_queue.h); err_q_ is out_q_ when stdout
+  // and stderr are one file.
+  std::unique_ptr<OutputQueue> out_q_, err_own_;
+  OutputQueue* err_q_;
   std::unique_ptr<LocalSecretFile> secret_file_;  // announce_live: where analyze --live finds it
   std::vector<std::vector<int>> cpus_;  // each rank's CPUs (launch/cpu_binding.h); empty: unbound
   int devnull_ = -1;
   std::vector<Child> children_;
   LaunchResult result_;
   std::optional<Steady::time_point> job_deadline_, kill_deadline_, drain_deadline_,
-      verdict_deadline_;
+      verdict_deadline_, output_deadline_;
   int verdict_rank_ = -1;         // the first rank that exited with a verdict status
   bool verdict_stopped_ = false;  // the others outlived verdict_grace and were stopped
+  bool gave_up_output_ = false;   // output nobody read was dropped so that run() could return
 };
 
 }  // namespace

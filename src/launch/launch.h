@@ -7,18 +7,22 @@
 //   without it; extra_env may override it)
 // set (and other launchers' rank variables — Open MPI, PMI, Slurm — removed, since the children
 // form a new world). Child stdin is /dev/null; child stdout/stderr go through pipes and are written
-// line by line to out_fd/err_fd, prefixed "[rank] " unless prefix_output is false. SIGINT/SIGTERM
-// received by the launcher are forwarded to every child. When a rank exits non-zero (or is killed),
-// the others get SIGTERM at once, then SIGKILL after failure_grace; run() returns that first
-// rank's status. Forwarded user signals get kill_grace instead. A status listed in
+// line by line to out_fd/err_fd, prefixed "[rank] " unless prefix_output is false, through queues
+// that never block the launcher (output_queue.h: a reader that does not keep up makes the ranks
+// wait in their writes; once the job must end, what nobody read is dropped, and said).
+// SIGINT/SIGTERM received by the launcher are forwarded to every child; SIGHUP and SIGQUIT (unless
+// ignored when run() began, as under nohup) send every child SIGTERM. When a rank exits non-zero
+// (or is killed), the others get SIGTERM at once, then SIGKILL after failure_grace; run() returns
+// that first rank's status. Forwarded user signals get kill_grace instead. A status listed in
 // verdict_statuses is not a failure but the rank's answer (it said so itself): the launcher
 // prints nothing and lets the other ranks finish.
 // Ranks are killed if the launcher process dies (PR_SET_PDEATHSIG). Each rank is bound to its
 // share of the CPUs this process may use (`bind`, launch/cpu_binding.h), as mpirun binds; with
 // more ranks than CPUs the launcher also says so on err_fd, in one line.
-// Thread safety: run() installs SIGINT/SIGTERM/SIGCHLD handlers for its duration and restores
-// the old ones; only one run() may be active per process. It never waits forever when timeout
-// is set; without one it waits as long as the children run (like mpirun).
+// Thread safety: run() installs SIGINT/SIGTERM/SIGCHLD/SIGHUP/SIGQUIT handlers for its duration
+// and restores the old ones; only one run() may be active per process. It never waits forever
+// when timeout is set, whoever reads its output; without one it waits as long as the children
+// run and their output is read (like mpirun in a pipeline).
 #include <unistd.h>
 
 #include <cstdint>
@@ -72,7 +76,7 @@ struct LaunchResult {
   int exit_code = 0;
   int failed_rank = -1;  // first rank that failed, -1 if none
   bool timed_out = false;
-  int signal = 0;            // SIGINT/SIGTERM that interrupted the launcher, 0 if none
+  int signal = 0;            // the signal that interrupted the launcher, 0 if none
   uint16_t master_port = 0;  // the port handed to the children
 };
 

@@ -1,9 +1,5 @@
 #include "launch/line_buffer.h"
 
-#include <unistd.h>
-
-#include <cerrno>
-
 namespace collie::launch {
 
 void LineBuffer::feed(std::string_view data) {
@@ -28,18 +24,9 @@ void LineBuffer::flush() {
 }
 
 void LineBuffer::emit(std::string_view line) {
-  std::string out;
-  out.reserve(prefix_.size() + line.size() + 1);
-  out.append(prefix_).append(line).push_back('\n');
-  size_t off = 0;
-  while (off < out.size()) {
-    const ssize_t n = write(fd_, out.data() + off, out.size() - off);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return;  // the reader went away (closed pipe); the job itself goes on
-    }
-    off += static_cast<size_t>(n);
-  }
+  out_.append(prefix_);
+  out_.append(line);
+  out_.append("\n");
 }
 
 }  // namespace collie::launch

@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/exit_codes.h"
+#include "core/printable.h"
 #include "perf/combine.h"
 #include "perf/host_exchange.h"
 #include "perf/memory_report.h"
@@ -75,7 +76,7 @@ class Driver {
     std::vector<const CollectiveDescriptor*> descs;
     for (const auto& name : o_.collectives) {
       const CollectiveDescriptor* d = find_collective(name);
-      if (d == nullptr) throw InvalidArgument("unknown collective '" + name + "'");
+      if (d == nullptr) throw InvalidArgument("unknown collective " + quote(name));
       descs.push_back(d);
     }
     if (o_.graph_launches > 0 && !dev_.supports_graphs())
@@ -226,11 +227,40 @@ class Driver {
     return caps.supports(d.op_type, dev, dt);
   }
 
+  // A sweep whose every size gives the ranks nothing to move would end with no row, complete and
+  // exit 0: a run that measured nothing passing for one that measured. Every rank computes the
+  // same layouts, so every rank refuses together, before the collective's first row.
+  void check_measures_something(const CollectiveDescriptor& d) const {
+    if (d.latency_only) return;
+    for (DType dt : o_.dtypes) {
+      for (int64_t bytes : sizes_for(d)) {
+        const Layout l = layout_for(d, bytes, dt);
+        if (l.send_count > 0 || l.recv_count > 0) return;
+      }
+    }
+    const std::string what =
+        d.traffic_layout && o_.traffic.fixed_bytes()
+            ? fmt::format(
+                  "its traffic, {}, sends nothing once each cell is cut down to a "
+                  "multiple of {} bytes (raise the scale: --traffic-scale)",
+                  o_.traffic.describe(), kTrafficAlign)
+            : fmt::format(
+                  "no size from {} to {} bytes gives a rank one element to move on {} "
+                  "ranks{} (raise -e)",
+                  o_.min_bytes, o_.max_bytes, pg_.size(),
+                  d.traffic_layout ? fmt::format(" (each peer's share is cut down to a "
+                                                 "multiple of {} bytes)",
+                                                 kTrafficAlign)
+                                   : "");
+    throw InvalidArgument(fmt::format("{}: nothing to measure: {}", d.name, what));
+  }
+
   void run_collective(const CollectiveDescriptor& d, int cycle, PerfOutcome& out) {
     if (pg_.size() < d.min_ranks) {
       throw InvalidArgument(fmt::format("{} needs at least {} ranks (use -np {} or more)", d.name,
                                         d.min_ranks, d.min_ranks));
     }
+    if (cycle == 0) check_measures_something(d);
     if (sink_ && (!one_table_ || cycle == 0)) {
       reports::TableHeader h;
       h.collective = d.name;

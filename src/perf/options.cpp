@@ -7,6 +7,7 @@
 
 #include "core/env.h"
 #include "core/error.h"
+#include "core/printable.h"
 #include "core/size.h"
 #include "perf/collective.h"
 
@@ -17,7 +18,7 @@ int64_t parse_int(const std::string& s, const char* var) {
   int64_t v = 0;
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (ec != std::errc() || p != s.data() + s.size())
-    throw InvalidArgument(std::string(var) + "='" + s + "' is not an integer");
+    throw InvalidArgument(std::string(var) + "=" + quote(s) + " is not an integer");
   return v;
 }
 
@@ -25,7 +26,8 @@ int64_t parse_int(const std::string& s, const char* var) {
 std::pair<int64_t, int64_t> parse_pair(const std::string& s, const char* var, bool allow_plain) {
   const auto colon = s.find(':');
   if (colon == std::string::npos) {
-    if (!allow_plain) throw InvalidArgument(std::string(var) + "='" + s + "': expected rank:value");
+    if (!allow_plain)
+      throw InvalidArgument(std::string(var) + "=" + quote(s) + ": expected rank:value");
     return {-1, parse_int(s, var)};
   }
   return {parse_int(s.substr(0, colon), var), parse_int(s.substr(colon + 1), var)};
@@ -69,7 +71,7 @@ TestHooks TestHooks::from_env(const Env& env) {
   if (auto v = env.get("COLLIE_PERF_TEST_STALL"); v && !v->empty()) {
     const auto colon = v->find(':');
     if (colon == std::string::npos || colon + 1 == v->size())
-      throw InvalidArgument("COLLIE_PERF_TEST_STALL='" + *v + "': expected rank:path");
+      throw InvalidArgument("COLLIE_PERF_TEST_STALL=" + quote(*v) + ": expected rank:path");
     h.stall_rank = static_cast<int>(parse_int(v->substr(0, colon), "COLLIE_PERF_TEST_STALL"));
     h.stall_file = v->substr(colon + 1);
   }
@@ -118,9 +120,9 @@ std::vector<std::string> parse_collectives(const std::vector<std::string>& words
       } else {
         std::string known;
         for (const auto* d : all_collectives()) known += (known.empty() ? "" : ", ") + d->name;
-        throw SettingError(fmt::format("unknown collective '{}' (known: {}{}; all_to_all and "
+        throw SettingError(fmt::format("unknown collective {} (known: {}{}; all_to_all and "
                                        "nccl-tests' names such as all_reduce_perf work too)",
-                                       name, known, allow_all ? ", all" : ""),
+                                       quote(name), known, allow_all ? ", all" : ""),
                            setting);
       }
     }
@@ -135,7 +137,7 @@ std::vector<ReduceOp> parse_ops(const std::string& word, bool allow_all,
     return {ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Max, ReduceOp::Min, ReduceOp::Avg};
   const auto op = parse_reduce_op(word);
   if (!op || *op == ReduceOp::PreMulSum)
-    throw SettingError(fmt::format("unknown op '{}' (use sum, prod, max, min{} avg{})", word,
+    throw SettingError(fmt::format("unknown op {} (use sum, prod, max, min{} avg{})", quote(word),
                                    allow_all ? "," : " or", allow_all ? " or all" : ""),
                        setting);
   return {*op};
@@ -146,9 +148,9 @@ std::vector<DType> parse_dtypes(const std::string& word, bool allow_all,
   if (allow_all && word == "all") return {kAllDTypes.begin(), kAllDTypes.end()};
   const auto d = parse_dtype(word);
   if (!d)
-    throw SettingError(fmt::format("unknown dtype '{}' (use int8 uint8 int32 uint32 int64 uint64 "
+    throw SettingError(fmt::format("unknown dtype {} (use int8 uint8 int32 uint32 int64 uint64 "
                                    "half float double bfloat16{})",
-                                   word, allow_all ? " or all" : ""),
+                                   quote(word), allow_all ? " or all" : ""),
                        setting);
   return {*d};
 }

@@ -20,6 +20,7 @@
 // Thread safety: TrafficModel is immutable after construction; its methods are const and pure.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -75,8 +76,9 @@ TrafficSpec parse_traffic(const std::string& word, uint64_t seed, double scale);
 // nccl-tests' variables: NCCL_TESTS_ALLTOALLV_MATRIX_FILE (read now, scaled by
 // NCCL_TESTS_ALLTOALLV_MATRIX_SCALE) before NCCL_TESTS_ALLTOALLV_SPREAD; spread 1 when neither is
 // set. Unlike nccl-tests, a value that is not a number in range is refused (one line naming the
-// variable) rather than ignored or clamped.
-TrafficSpec traffic_from_env(const Env& env);
+// variable) rather than ignored or clamped. `scale`, when given (--traffic-scale), replaces
+// NCCL_TESTS_ALLTOALLV_MATRIX_SCALE.
+TrafficSpec traffic_from_env(const Env& env, std::optional<double> scale = std::nullopt);
 // Reads s.matrix_path (nccl-tests' format: whitespace-separated non-negative numbers of bytes,
 // one row per line, square) into s.matrix_bytes, scaled by s.matrix_scale and cut to multiples
 // of 16. Throws InvalidArgument naming the file and the row/column at fault; files over

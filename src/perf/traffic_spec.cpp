@@ -6,11 +6,11 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 
 #include "core/env.h"
 #include "core/error.h"
+#include "core/printable.h"
+#include "core/regular_file.h"
 #include "core/size.h"
 #include "perf/traffic.h"
 
@@ -28,7 +28,8 @@ int parse_count(const std::string& text, const std::string& what, int lo, int hi
   int v = 0;
   auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
   if (ec != std::errc() || p != text.data() + text.size() || v < lo || v > hi)
-    throw InvalidArgument(fmt::format("{} '{}' is not an integer in [{}, {}]", what, text, lo, hi));
+    throw InvalidArgument(
+        fmt::format("{} {} is not an integer in [{}, {}]", what, quote(text), lo, hi));
   return v;
 }
 
@@ -140,21 +141,23 @@ TrafficSpec parse_traffic(const std::string& word, uint64_t seed, double scale) 
     s.matrix_scale = check_finite(scale, "--traffic-scale", 0, 1e12);
     load_matrix(s);
   } else {
-    throw InvalidArgument(fmt::format("{} '{}' is not {}", kFlag, word, kForms));
+    throw InvalidArgument(fmt::format("{} {} is not {}", kFlag, quote(word), kForms));
   }
   return s;
 }
 
-TrafficSpec traffic_from_env(const Env& env) {
+TrafficSpec traffic_from_env(const Env& env, std::optional<double> scale) {
   TrafficSpec s;
   const auto file = env.get("NCCL_TESTS_ALLTOALLV_MATRIX_FILE");
   if (file && !file->empty()) {
     s.kind = TrafficKind::Matrix;
     s.matrix_path = *file;
     s.source = "NCCL_TESTS_ALLTOALLV_MATRIX_FILE";
-    const auto scale = env.get("NCCL_TESTS_ALLTOALLV_MATRIX_SCALE");
-    if (scale && !scale->empty())
-      s.matrix_scale = parse_finite(*scale, "NCCL_TESTS_ALLTOALLV_MATRIX_SCALE", 0, 1e12);
+    const auto var = env.get("NCCL_TESTS_ALLTOALLV_MATRIX_SCALE");
+    if (scale)
+      s.matrix_scale = *scale;
+    else if (var && !var->empty())
+      s.matrix_scale = parse_finite(*var, "NCCL_TESTS_ALLTOALLV_MATRIX_SCALE", 0, 1e12);
     load_matrix(s);
     return s;
   }
@@ -167,21 +170,13 @@ TrafficSpec traffic_from_env(const Env& env) {
 }
 
 void load_matrix(TrafficSpec& s) {
-  namespace fs = std::filesystem;
   const std::string& path = s.matrix_path;
-  std::error_code ec;
-  if (!fs::is_regular_file(path, ec))
-    throw InvalidArgument(fmt::format("traffic matrix {}: not a readable file", path));
-  const auto size = fs::file_size(path, ec);
-  if (ec || size > static_cast<uintmax_t>(kMaxMatrixFileBytes))
-    throw InvalidArgument(
-        fmt::format("traffic matrix {}: larger than the {} bytes a matrix file "
-                    "may have",
-                    path, kMaxMatrixFileBytes));
-  std::ifstream in(path, std::ios::binary);
-  std::string text(size, '\0');
-  if (!in.read(text.data(), static_cast<std::streamsize>(size)))
-    throw InvalidArgument(fmt::format("traffic matrix {}: cannot read it", path));
+  std::string text;
+  try {
+    text = RegularFile(path, static_cast<uint64_t>(kMaxMatrixFileBytes)).read_all();
+  } catch (const InvalidArgument& e) {
+    throw InvalidArgument(fmt::format("traffic matrix: {}", e.what()));
+  }
   // Rows end at newlines (empty lines do not count); cells are separated by white space.
   std::vector<int64_t> cells;
   size_t cols = 0, rows = 0, in_row = 0;

@@ -3,6 +3,7 @@
 #include "replay/plan.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <charconv>
@@ -12,7 +13,9 @@
 
 #include "comm/rendezvous.h"
 #include "core/error.h"
+#include "core/printable.h"
 #include "replay/recorded_op.h"
+#include "replay/schedule.h"
 #include "replay/splits.h"
 
 namespace collie::replay {
@@ -99,6 +102,7 @@ class Builder {
                                             ? ": they record no collective or p2p op"
                                             : ": " + plan_.notes.front()));
     }
+    check_schedule(plan_, o_.max_bytes);
     return std::move(plan_);
   }
 
@@ -152,9 +156,20 @@ class Builder {
       return a.second < b.second;
     };
     std::map<GroupKey, std::string, decltype(before)> seen(before);
-    for (int d : plan_.played)
-      for (const auto& [id, g] : by_rank_.at(d)->groups)
+    for (int d : plan_.played) {
+      for (const auto& [id, g] : by_rank_.at(d)->groups) {
+        // new_group would refuse it only once the ranks run, naming no dump.
+        std::set<int> members;
+        for (int r : g.ranks)
+          if (!members.insert(r).second)
+            throw InvalidArgument(fmt::format(
+                "the dump of rank {} lists rank {} twice in the members of group {} {} ({}): not "
+                "a group a job can make",
+                d, r, quote(id), quote(g.desc),
+                quote(fmt::format("{}", fmt::join(g.ranks, ", ")))));
         seen.emplace(GroupKey{id, g.ranks}, g.desc);
+      }
+    }
     for (const auto& [key, desc] : seen) {
       const auto& [id, ranks] = key;
       if (ranks.empty()) continue;
@@ -228,11 +243,11 @@ class Builder {
         }
         const uint64_t bytes =
             static_cast<uint64_t>(std::max(op->in_total, op->out_total)) * dtype_size(op->dtype);
-        if (bytes > static_cast<uint64_t>(o_.max_op_bytes)) {
+        if (bytes > static_cast<uint64_t>(o_.max_bytes)) {
           throw InvalidArgument(
               fmt::format("{} records {} bytes of buffers, more than the {} a replayed op may have "
                           "(--max-bytes)",
-                          where, bytes, o_.max_op_bytes));
+                          where, bytes, o_.max_bytes));
         }
         Cand c{static_cast<int>(i), k, *op};
         if (is_p2p(op->type)) {
@@ -253,18 +268,9 @@ class Builder {
     }
   }
 
-  // Adds a call and each member's op; checks the op's buffers against max_op_bytes.
+  // Adds a call and each member's op.
   void add_call(PlanCall call, std::vector<std::pair<const Cand*, PlanOp>> ops) {
-    const size_t ts = dtype_size(call.dtype);
     for (auto& [c, op] : ops) {
-      const uint64_t bytes = std::max(op.in_count, op.out_count) * ts;
-      if (bytes > static_cast<uint64_t>(o_.max_op_bytes)) {
-        throw InvalidArgument(fmt::format(
-            "rank {} entry {} ({} #{} in group {}) needs {} bytes of buffers, more than the {} "
-            "a replayed op may have (--max-bytes)",
-            plan_.played[c->rank], c->entry, call.recorded, call.seq,
-            plan_.groups[call.group].pg_id, bytes, o_.max_op_bytes));
-      }
       op.call = plan_.calls.size();
       op.entry = c->entry;
       op.recorded_ms = c->op.duration_ms;
@@ -574,8 +580,8 @@ std::vector<int> parse_rank_list(const std::string& text, const std::string& wha
     int v = -1;
     auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
     if (ec != std::errc() || p != s.data() + s.size() || v < 0 || v >= kMaxAnalyzeWorld)
-      throw InvalidArgument(
-          fmt::format("{} '{}': '{}' is not a rank in 0..{}", what, text, s, kMaxAnalyzeWorld - 1));
+      throw InvalidArgument(fmt::format("{} {}: {} is not a rank in 0..{}", what, quote(text),
+                                        quote(s), kMaxAnalyzeWorld - 1));
     return v;
   };
   size_t start = 0;
@@ -585,9 +591,11 @@ std::vector<int> parse_rank_list(const std::string& text, const std::string& wha
     const size_t dash = item.find('-');
     const int a = number(item.substr(0, dash));
     const int b = dash == std::string_view::npos ? a : number(item.substr(dash + 1));
-    if (b < a) throw InvalidArgument(fmt::format("{} '{}': {} is a range down", what, text, item));
+    if (b < a)
+      throw InvalidArgument(
+          fmt::format("{} {}: {} is a range down", what, quote(text), quote(item)));
     if (out.size() + static_cast<size_t>(b - a) + 1 > static_cast<size_t>(kMaxAnalyzeWorld))
-      throw InvalidArgument(fmt::format("{} '{}' names too many ranks", what, text));
+      throw InvalidArgument(fmt::format("{} {} names too many ranks", what, quote(text)));
     for (int r = a; r <= b; ++r) out.push_back(r);
     start = comma + 1;
   }

@@ -80,16 +80,20 @@ struct ReplayPlan {
 struct PlanOptions {
   int world = 0;           // ranks of the replay (>= 1)
   std::vector<int> ranks;  // dump ranks to play, in replay rank order; empty: all of them
-  // The most bytes one op's buffers may have; a dump that records more is refused.
-  int64_t max_op_bytes = int64_t{1} << 30;
+  // The most bytes of buffers a replayed rank may hold at once (--max-bytes): an op's input or
+  // output recorded larger is refused as the dump is read, and so is a step (schedule.h) of a
+  // rank whose buffers add up to more: a collective's input and output, or the send/recv ops
+  // posted together between two collectives.
+  int64_t max_bytes = int64_t{1} << 30;
 };
 
 // "0-3,6": the --ranks list. Throws InvalidArgument naming `what`.
 std::vector<int> parse_rank_list(const std::string& text, const std::string& what);
 
 // Throws InvalidArgument (one line) when the dumps cannot be replayed as asked: a rank count
-// that does not match (and the flag that picks ranks), a played rank without a dump, a group
-// two dumps describe differently, an op whose buffers exceed max_op_bytes, nothing to replay.
+// that does not match (and the flag that picks ranks), a played rank without a dump, a dump whose
+// group lists a rank twice, a rank whose buffers at once exceed max_bytes, ranks whose orders
+// block each other (schedule.h's order_conflict), nothing to replay.
 ReplayPlan build_plan(const std::vector<RankDump>& dumps, const PlanOptions& o);
 
 }  // namespace collie::replay

@@ -85,11 +85,11 @@ std::optional<OpType> verb_of(std::string_view name, std::string* why) {
     if (name == "coalesced")
       *why = "coalescing marker 'coalesced' (its ops are recorded on their own)";
     else if (name == "split" || name == "new_window")
-      *why = fmt::format("'{}' makes a group, it moves no data", name);
+      *why = fmt::format("{} makes a group, it moves no data", quote(name));
     else if (name == "all_gather_v" || name == "reduce_scatter_v")
-      *why = fmt::format("'{}' has per-rank sizes collie's API has no verb for", name);
+      *why = fmt::format("{} has per-rank sizes collie's API has no verb for", quote(name));
     else
-      *why = fmt::format("unknown op '{}'", name.substr(0, 48));
+      *why = fmt::format("unknown op {}", quote(name));
   }
   return std::nullopt;
 }
@@ -109,7 +109,7 @@ std::optional<RecordedOp> read_entry(const DumpEntry& e, std::string* why) {
   if (r.in_total < 0 || r.out_total < 0) {
     throw InvalidArgument(
         fmt::format("sizes {} / {} are not lists of shapes of at most 2^50 elements",
-                    e.sizes.substr(0, 40), e.output_sizes.substr(0, 40)));
+                    quote(e.sizes), quote(e.output_sizes)));
   }
   if (r.type == OpType::Barrier) return r;
   std::string dt = first_dtype(e.dtypes);
@@ -121,7 +121,7 @@ std::optional<RecordedOp> read_entry(const DumpEntry& e, std::string* why) {
   const auto d = parse_dtype(dt);
   if (!d) {
     // The dtype was read back out of its JSON text: escapes such as \u0001 are raw again.
-    *why = fmt::format("dtype '{}' has no collie equivalent", printable(dt.substr(0, 24)));
+    *why = fmt::format("dtype {} has no collie equivalent", quote(dt));
     return std::nullopt;
   }
   r.dtype = *d;

@@ -9,6 +9,7 @@
 
 #include "comm/rendezvous.h"
 #include "perf/collective.h"
+#include "replay/schedule.h"
 #include "reports/json_io.h"
 #include "reports/table.h"
 
@@ -16,22 +17,6 @@ namespace collie::replay {
 namespace {
 
 std::string ranks_text(const std::vector<int>& r) { return format_ranks(r); }
-
-// "all_reduce #7 of group 0 'default_pg', float32 x 1048576 (4 MiB)".
-std::string call_label(const ReplayPlan& plan, const PlanCall& c) {
-  const PlanGroup& g = plan.groups[c.group];
-  std::string what =
-      c.type == OpType::Send
-          ? fmt::format("send/recv {}->{} #{}", g.dump_ranks[c.src], g.dump_ranks[c.dst], c.seq)
-          : fmt::format("{} #{}", c.recorded, c.seq);
-  std::string size;
-  if (c.kind == "alltoallv")
-    size = fmt::format(", {}, uneven: the busiest rank moves {} B, splits made up",
-                       dtype_name(c.dtype), c.bytes);
-  else if (c.type != OpType::Barrier)
-    size = fmt::format(", {} x {} ({} B)", dtype_name(c.dtype), c.count, c.bytes);
-  return fmt::format("{} of group {} '{}'{}", what, g.pg_id, g.desc, size);
-}
 
 std::string us(double v) { return fmt::format("{:.2f} us", v); }
 

@@ -1,15 +1,19 @@
 #include "replay/runner.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <memory>
+#include <string_view>
 
 #include "comm/op_table.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "perf/host_exchange.h"
+#include "replay/schedule.h"
 #include "stack/init.h"
 
 namespace collie::replay {
@@ -18,10 +22,6 @@ namespace {
 double us_since(Clock::TimePoint t) {
   return std::chrono::duration<double, std::micro>(Clock::system().now() - t).count();
 }
-
-constexpr size_t kAlign = 256;  // p2p slices start on 256 bytes, as device allocators do
-
-size_t aligned(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
 
 // One collective of the plan, as its replay function gets it.
 struct ReplayCall {
@@ -104,12 +104,13 @@ class Runner {
         plan_(plan),
         ops_(plan.ranks.at(world.rank())),
         timeout_(o.timeout == kUseGroupTimeout ? world.info().timeout : o.timeout),
-        dev_(world.device_runtime()) {}
+        dev_(world.device_runtime()),
+        peak_(peak_of(plan, static_cast<size_t>(world.rank()))) {}
 
   RankTimes run(const RunnerOptions& o) {
-    agree_on_plan();
+    agree_on_plan_and_memory();
     make_groups();
-    allocate();
+    arena_ = dev_.allocate(std::max<uint64_t>(peak_.bytes, 1));
     RankTimes t;
     t.op_us.assign(ops_.size(), 0);
     for (int w = 0; w < o.warmup; ++w) pass(nullptr);
@@ -120,18 +121,51 @@ class Runner {
   }
 
  private:
-  void agree_on_plan() {
-    const uint64_t mine = plan_.fingerprint();
-    std::vector<uint64_t> all(world_.size());
-    perf::all_gather_host(world_, TensorView::cpu(const_cast<uint64_t*>(&mine), 1, DType::UInt64),
+  // One all_gather: every rank's plan fingerprint, and what its buffers need against what its
+  // device has free, before any rank allocates (so none runs out of memory halfway, and all
+  // ranks stop together with the same line). Ranks whose buffers are host memory on one host
+  // share that host's free memory.
+  void agree_on_plan_and_memory() {
+    const device::MemoryReport m = dev_.memory();
+    const uint64_t host = dev_.host_accessible() ? host_id() : 0;
+    uint64_t mine[4] = {plan_.fingerprint(), peak_.bytes,
+                        static_cast<uint64_t>(std::max<int64_t>(m.free_bytes, -1)), host};
+    std::vector<uint64_t> all(4 * static_cast<size_t>(world_.size()));
+    perf::all_gather_host(world_, TensorView::cpu(mine, 4, DType::UInt64),
                           TensorView::cpu(all.data(), all.size(), DType::UInt64), timeout_);
     for (int r = 0; r < world_.size(); ++r) {
-      if (all[r] != all[0])
+      if (all[4 * r] != all[0])
         throw InvalidArgument(fmt::format(
             "[Rank {}] rank {} built another replay plan than rank 0: give every rank the same "
             "dumps and flags",
             world_.rank(), r));
     }
+    for (int r = 0; r < world_.size(); ++r) {
+      const auto free = static_cast<int64_t>(all[4 * r + 2]);
+      if (free < 0) continue;  // unknown
+      uint64_t need = all[4 * r + 1];
+      int sharing = 1;
+      const uint64_t h = all[4 * r + 3];
+      for (int q = 0; h != 0 && q < world_.size(); ++q) {
+        if (q == r || all[4 * q + 3] != h) continue;
+        need += all[4 * q + 1];
+        ++sharing;
+      }
+      if (need <= static_cast<uint64_t>(free)) continue;
+      throw DeviceError(fmt::format(
+          "[Rank {}] the replay needs {} bytes of buffers at once on rank {}'s device{}, which "
+          "has {} free: replay fewer ranks (--ranks) or on a larger machine",
+          world_.rank(), need, r,
+          sharing > 1 ? fmt::format(" (with the {} other ranks on its host)", sharing - 1) : "",
+          free));
+    }
+  }
+
+  // The same number on ranks of one host (one collie build), 0 never.
+  static uint64_t host_id() {
+    char name[256] = {};
+    ::gethostname(name, sizeof name - 1);
+    return static_cast<uint64_t>(std::hash<std::string_view>{}(name)) | 1;
   }
 
   void make_groups() {
@@ -141,26 +175,6 @@ class Runner {
       no.desc = g.desc;
       groups_.push_back(new_group(world_, g.replay_ranks, no));
     }
-  }
-
-  // One buffer pair for the collectives (each waited for before the next), one arena for the
-  // largest batch of send/recv ops (in flight together).
-  void allocate() {
-    size_t in = 0, out = 0, batch = 0, arena = 0;
-    for (const PlanOp& op : ops_) {
-      const size_t ts = dtype_size(plan_.calls[op.call].dtype);
-      if (is_p2p(op.type)) {
-        batch += aligned(op.in_count * ts);
-        arena = std::max(arena, batch);
-        continue;
-      }
-      batch = 0;
-      in = std::max(in, op.in_count * ts);
-      out = std::max(out, op.out_count * ts);
-    }
-    in_ = dev_.allocate(std::max<size_t>(in, 1));
-    out_ = dev_.allocate(std::max<size_t>(out, 1));
-    arena_ = dev_.allocate(std::max<size_t>(arena, 1));
   }
 
   // Runs every op once; adds each op's time to `times` (when given); returns the pass's time.
@@ -250,11 +264,13 @@ class Runner {
   std::shared_ptr<Work> issue(const PlanOp& op) {
     const PlanCall& c = plan_.calls[op.call];
     ProcessGroup& pg = group_of(op);
+    // The input at the arena's start, the output after it (schedule.h's step_bytes).
+    char* const out_at = arena_.data() + aligned(op.in_count * dtype_size(c.dtype));
     const TensorView in = op.in_count > 0 || !one_sided(op.type)
-                              ? dev_.view(in_.data(), op.in_count, c.dtype)
+                              ? dev_.view(arena_.data(), op.in_count, c.dtype)
                               : TensorView{};
     const TensorView out = op.out_count > 0 || !one_sided(op.type)
-                               ? dev_.view(out_.data(), op.out_count, c.dtype)
+                               ? dev_.view(out_at, op.out_count, c.dtype)
                                : TensorView{};
     CommonOptions common;
     common.timeout = timeout_;
@@ -275,7 +291,8 @@ class Runner {
   const Millis timeout_;
   device::DeviceRuntime& dev_;
   std::vector<std::shared_ptr<ProcessGroup>> groups_;  // by plan group; null where not a member
-  device::Buffer in_, out_, arena_;
+  const Peak peak_;                                    // this rank's largest step: the arena's size
+  device::Buffer arena_;  // every step's buffers (schedule.h), one step at a time
   std::vector<std::pair<size_t, std::shared_ptr<Work>>> batch_;
   Clock::TimePoint batch_start_;
   size_t arena_used_ = 0;

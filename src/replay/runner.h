@@ -4,7 +4,9 @@
 // Every rank of `world` calls run_plan with the same plan (checked: one all_gather of the plan's
 // fingerprint); world rank i runs plan.ranks[i]. The plan's groups are made with new_group, in
 // the plan's order, on every rank. Buffers come from the world's device runtime (host memory for
-// gloo/mpi, the GPU for nccl), zero-filled, sized for the largest op; data is not checked.
+// gloo/mpi, the GPU for nccl): one zero-filled allocation of the rank's largest step (schedule.h),
+// allocated only once every rank has checked that its step fits what its device has free (ranks
+// whose buffers are host memory on one host add up); data is not checked.
 // A pass runs every op of the rank in recorded order: a collective is issued and waited for (its
 // time: issue to completion, the device synchronized); the send/recv ops between two
 // collectives are posted together, as batch_isend_irecv does, and waited for before the next
@@ -31,7 +33,8 @@ struct RankTimes {
 };
 
 // REQUIRES: world.size() == plan.ranks.size(). Throws InvalidArgument when the ranks' plans
-// differ, and the backend's errors (TimeoutError, ...) with the op named.
+// differ, DeviceError on every rank when a rank's buffers would not fit its device's free memory,
+// and the backend's errors (TimeoutError, ...) with the op named.
 RankTimes run_plan(ProcessGroup& world, const ReplayPlan& plan, const RunnerOptions& o);
 
 // Every rank's times on rank 0 (indexed by world rank); empty on the other ranks. Collective.

@@ -11,6 +11,7 @@
 #include "core/env.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/printable.h"
 #include "discovery/launcher_rendezvous.h"
 #include "discovery/network_choices.h"
 #include "stack/membership.h"
@@ -28,7 +29,7 @@ const BackendRegistration& lookup(const std::string& name) {
   std::string known;
   for (const auto* b : backends()) known += (known.empty() ? "" : ", ") + b->name;
   if (std::string why = backend_unavailable_reason(name); !why.empty()) throw InvalidArgument(why);
-  throw InvalidArgument(fmt::format("unknown backend '{}' (built: {})", name, known));
+  throw InvalidArgument(fmt::format("unknown backend {} (built: {})", quote(name), known));
 }
 
 Millis default_timeout(const Env& env) {

@@ -4,6 +4,7 @@
 // quickly (issue 17).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -93,13 +94,58 @@ TEST(CliBadInput, PerfAlltoallvTraffic) {
                "traffic matrix " + ragged + ": row 2 has 1 values, row 1 has 2");
   expect_usage({"perf", "alltoallv"}, "NCCL_TESTS_ALLTOALLV_SPREAD '2' is not a number in [0, 1]",
                {}, {{"NCCL_TESTS_ALLTOALLV_SPREAD", "2"}});
-  expect_usage({"perf", "alltoallv"}, "traffic matrix /nonexistent/m.txt: not a readable file", {},
+  expect_usage({"perf", "alltoallv"}, "traffic matrix: cannot open /nonexistent/m.txt", {},
                {{"NCCL_TESTS_ALLTOALLV_MATRIX_FILE", "/nonexistent/m.txt"}});
+  // Issue 40: a negative --traffic-scale passed for "not given", and one given with
+  // NCCL_TESTS_ALLTOALLV_MATRIX_FILE or a generated traffic was ignored.
+  expect_usage({"perf", "alltoallv", "--traffic", "file:" + ragged, "--traffic-scale", "-2"},
+               "--traffic-scale -2 is not a number in [0, 1000000000000]");
+  expect_usage({"perf", "alltoallv", "--traffic", "zipf:1", "--traffic-scale", "2"},
+               "--traffic-scale scales a matrix file (--traffic file:PATH or "
+               "NCCL_TESTS_ALLTOALLV_MATRIX_FILE); this run's traffic is zipf:1");
+  expect_usage({"perf", "alltoallv", "--traffic-scale", "2"}, "this run's traffic is spread:1");
+  expect_usage({"perf", "all_reduce", "--traffic-scale", "2"},
+               "--traffic-scale scales alltoallv's matrix");
+  // One bad token of a matrix file is quoted in ~80 characters, however long it is.
+  const std::string token = t.write("token.txt", "16 " + std::string(1 << 20, '7') + "x\n16 16\n");
+  expect_usage({"perf", "alltoallv", "--traffic", "file:" + token},
+               "...' (1048577 bytes) is not a number in [0, 1000000000000000]");
+  EXPECT_LT(collie({"perf", "alltoallv", "--traffic", "file:" + token}).err.size(), 400u);
   // Read only when alltoallv runs: another collective ignores them, as nccl-tests' other
   // binaries do.
   const CliRun r = collie({"perf", "all_reduce", "-np", "1", "-b", "8", "-e", "8", "-n", "1"}, {},
                           {{"NCCL_TESTS_ALLTOALLV_MATRIX_FILE", "/nonexistent/m.txt"}});
   EXPECT_EQ(r.code, 0) << r.err;
+}
+
+// Issue 40: alltoallv runs that measure nothing ended with 0 rows, complete, exit 0. Every rank
+// refuses before the collective's first row; and --traffic-scale scales a matrix given by
+// nccl-tests' variable, as the docs say.
+TEST(CliBadInput, AlltoallvThatMeasuresNothingIsRefusedAndTheScaleApplies) {
+  TempDir t;
+  auto refused = [&](const std::vector<std::string>& args, const std::string& words,
+                     const std::map<std::string, std::string>& env = {}) {
+    const CliRun r = collie(args, {}, env);
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_NE(r.err.find(words), std::string::npos) << r.err;
+    EXPECT_EQ(r.out.find("# Out of bounds"), std::string::npos) << r.out;
+  };
+  refused({"perf", "alltoallv", "-np", "2", "-b", "8", "-e", "16", "-n", "1"},
+          "alltoallv: nothing to measure: no size from 8 to 16 bytes gives a rank one element to "
+          "move on 2 ranks");
+  const std::string small = t.write("small.txt", "8 8\n8 8\n");
+  refused({"perf", "alltoallv", "-np", "2", "-n", "1", "--traffic", "file:" + small},
+          "alltoallv: nothing to measure: its traffic, matrix " + small +
+              " (2x2 bytes, scale 1), sends nothing once each cell is cut down to a multiple of "
+              "16 bytes");
+  // The same matrix scaled by 4 through --traffic-scale, from nccl-tests' variable.
+  const std::string json = (t.dir / "scaled.json").string();
+  const CliRun r = collie(
+      {"perf", "alltoallv", "-np", "2", "-n", "1", "-w", "0", "--traffic-scale", "4", "-J", json},
+      {}, {{"NCCL_TESTS_ALLTOALLV_MATRIX_FILE", small}});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("scale 4"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("          64"), std::string::npos) << r.out;  // the busiest rank's bytes
 }
 
 TEST(CliBadInput, OutputPathsAreCheckedBeforeAnyRankStarts) {
@@ -212,7 +258,7 @@ TEST(CliBadInput, YamlAliasBombAndDeepSpecsAreRefused) {
                 t.write("deep.yaml", "a: " + std::string(100, '[') + std::string(100, ']'))},
                "nested deeper than 64 levels");
   expect_usage({"accept", "--spec", t.write("big.json", std::string(2 << 20, ' '))},
-               "is larger than 1 MiB");
+               "is 2097152 bytes, more than the 1048576 read");
 }
 
 TEST(CliBadInput, ReportCompareNumbers) {
@@ -233,6 +279,24 @@ TEST(CliBadInput, ReportCompareNumbers) {
   EXPECT_EQ(ok.code, 0) << ok.err;
 }
 
+// Issue 40: a FIFO made every report reader block for ever, /dev/zero ended in "internal error:
+// std::bad_alloc" (exit 4). Regular files only, bounded, one line, exit 2, as analyze reads.
+TEST(CliBadInput, ReportReadersTakeRegularFilesOnly) {
+  TempDir t;
+  const std::string g =
+      std::string(COLLIE_SOURCE_DIR) + "/tests/reports/golden/report_input_gloo4.json";
+  const std::string fifo = (t.dir / "results.json").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::string out = (t.dir / "out").string();
+  for (const auto& [bad, says] : {std::pair<std::string, std::string>{fifo, "is a FIFO"},
+                                  {"/dev/zero", "is a character device"}}) {
+    expect_usage({"report", "render", bad, "--format", "md"}, bad + " " + says);
+    expect_usage({"report", "compare", g, bad}, bad + " " + says);
+    expect_usage({"report", "compare", bad, g}, bad + " " + says);
+    expect_usage({"report", "baseline", g, bad, "-o", out}, bad + " " + says);
+  }
+}
+
 TEST(CliBadInput, ResultFileNumbersAreValidated) {
   TempDir t;
   std::ifstream in(std::string(COLLIE_SOURCE_DIR) +
@@ -250,8 +314,8 @@ TEST(CliBadInput, ResultFileNumbersAreValidated) {
   } cases[] = {
       {with("a.json", key, "\"size_bytes\": 1e999"), "not usable JSON"},
       {with("b.json", key, "\"size_bytes\": -1024"), "'size_bytes' is -1024, below 0"},
-      {with("c.json", key, "\"size_bytes\": 1e300"), "'size_bytes' is 1e+300, not an integer"},
-      {with("d.json", "\"root\": -1", "\"root\": 1099511627776"), "'root' is 1099511627776"},
+      {with("c.json", key, "\"size_bytes\": 1e300"), "'size_bytes' is '1e+300', not an integer"},
+      {with("d.json", "\"root\": -1", "\"root\": 1099511627776"), "'root' is '1099511627776'"},
       {with("e.json", "\"iter_stats\": {", "\"iter_stats\": 5, \"x\": {"), "iter_stats"},
   };
   for (const Case& c : cases) {

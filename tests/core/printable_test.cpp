@@ -2,6 +2,7 @@
 // break the line, nor reorder what is shown; ordinary text, non-Latin included, is unchanged.
 #include "core/printable.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <string>
@@ -42,6 +43,30 @@ TEST(Printable, OrdinaryTextIsUnchangedAndEscapingTwiceChangesNothing) {
 
 TEST(Printable, LinesKeepTheirNewlinesOnly) {
   EXPECT_EQ(printable_lines("one\ntwo\x1b[1A\r"), "one\ntwo\\x1b[1A\\x0d");
+}
+
+TEST(Quote, ShortInputIsQuotedWholeAndLongInputIsCutAndMeasured) {
+  EXPECT_EQ(quote("64Q"), "'64Q'");
+  EXPECT_EQ(quote(std::string(80, 'a')), "'" + std::string(80, 'a') + "'");
+  // A 60 MB token of a matrix file: one short line that says how long it was.
+  const std::string token(60'000'000, '7');
+  EXPECT_EQ(quote(token), "'" + std::string(77, '7') + "...' (60000000 bytes)");
+  EXPECT_EQ(quote("a\x1b[2Jb"), "'a\\x1b[2Jb'");
+}
+
+TEST(Quote, CutsNeitherAnEscapeNorACharacterAndStaysPrintable) {
+  // 100 escape bytes: 77 characters hold 19 whole "\xNN" escapes, never a part of one.
+  std::string escapes;
+  for (int i = 0; i < 19; ++i) escapes += "\\x1b";
+  EXPECT_EQ(quote(std::string(100, '\x1b')), fmt::format("'{}...' (100 bytes)", escapes));
+  // Two-byte letters are kept whole.
+  std::string e;
+  for (int i = 0; i < 60; ++i) e += "\xc3\xa9";
+  const std::string qe = quote(e);
+  EXPECT_EQ(qe.substr(0, 5), "'\xc3\xa9\xc3\xa9");
+  EXPECT_NE(qe.find("...' (120 bytes)"), std::string::npos);
+  EXPECT_EQ(printable(qe), qe);
+  EXPECT_LE(qe.size(), 2 + 80 + std::string(" (120 bytes)").size());
 }
 
 }  // namespace

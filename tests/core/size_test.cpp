@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "core/error.h"
+#include "core/printable.h"
 
 namespace collie {
 namespace {
@@ -78,8 +79,9 @@ TEST(ByteSize, OverflowNegativeAndGarbageAreOneLineNamingTheField) {
        {"-64K", "-1",  "-0", "+64K", "64KBB", "64Kb2", "64 K",  "64iB",  "64Ki", "64KiBs",
         "64P",  "64E", "B",  "KiB",  "K8",    "8KK",   "0x40K", "1,024", "64K ", "\t64K"}) {
     const std::string m = message(bad, "checks[0].bytes");
-    EXPECT_EQ(m,
-              std::string("checks[0].bytes '") + bad + "' is not a size (use e.g. 8, 64K, 4M, 1G)")
+    // Shown printable (a tab is \x09), as core/printable.h's quote() shows bad input.
+    EXPECT_EQ(m, std::string("checks[0].bytes '") + printable(bad) +
+                     "' is not a size (use e.g. 8, 64K, 4M, 1G)")
         << bad;
     EXPECT_EQ(m.find('\n'), std::string::npos) << bad;
   }

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -17,6 +18,10 @@
 #include "core/error.h"
 #include "launch/cpu_binding.h"
 #include "launch/line_buffer.h"
+#include "launch/output_queue.h"
+#include "store/local_secret.h"
+#include "store/socket_util.h"
+#include "store/store_secret.h"
 
 namespace collie::launch {
 namespace {
@@ -370,13 +375,154 @@ TEST(Launch, RanksDieWithTheLauncher) {
   }
 }
 
+// Waits up to `within` for `pid` to exit; kills it (and fails the caller's check) otherwise.
+// Returns its wait status, or -1 when it had to be killed.
+int wait_within(pid_t pid, std::chrono::milliseconds within) {
+  const auto until = Steady::now() + within;
+  int status = 0;
+  while (Steady::now() < until) {
+    if (waitpid(pid, &status, WNOHANG) == pid) return status;
+    std::this_thread::sleep_for(20ms);
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, &status, 0);
+  return -1;
+}
+
+// Issue 40: `collie launch -np 1 --timeout 3s -- yes | (nobody reads)` ran past 20 s and ignored
+// SIGTERM, blocked in a write from its only loop. The launcher's --timeout and signals must work
+// whoever reads its output.
+TEST(Launch, TimeoutAndSignalsWorkWhenNobodyReadsTheOutput) {
+  for (const bool by_signal : {false, true}) {
+    int unread[2];
+    ASSERT_EQ(pipe(unread), 0);
+    Capture err;
+    const auto t0 = Steady::now();
+    const pid_t launcher = fork();
+    ASSERT_GE(launcher, 0);
+    if (launcher == 0) {
+      close(unread[0]);
+      LaunchSpec s;
+      s.argv = {"yes"};
+      s.out_fd = unread[1];
+      s.err_fd = err.fd();
+      s.kill_grace = s.failure_grace = 500ms;
+      if (!by_signal) s.timeout = 1s;
+      _exit(run(s).exit_code);
+    }
+    close(unread[1]);  // the read end stays open and unread: a reader that went to sleep
+    if (by_signal) {
+      std::this_thread::sleep_for(1s);
+      kill(launcher, SIGTERM);
+    }
+    const int st = wait_within(launcher, 10s);
+    const double took = std::chrono::duration<double>(Steady::now() - t0).count();
+    close(unread[0]);
+    ASSERT_NE(st, -1) << (by_signal ? "SIGTERM" : "--timeout") << ": still running after 10 s\n"
+                      << err.text();
+    ASSERT_TRUE(WIFEXITED(st));
+    EXPECT_EQ(WEXITSTATUS(st), by_signal ? 128 + SIGTERM : 124) << err.text();
+    EXPECT_LT(took, 5) << err.text();
+    EXPECT_NE(err.text().find("bytes of the ranks' output were not written"), std::string::npos)
+        << err.text();
+  }
+}
+
+// A reader that is only slow loses nothing: the rank waits for it (its pipe is not read while
+// the launcher's queue is full), and every line arrives in order.
+TEST(Launch, ASlowReaderGetsEveryLine) {
+  int out[2];
+  ASSERT_EQ(pipe(out), 0);
+  Capture err;
+  const pid_t launcher = fork();
+  ASSERT_GE(launcher, 0);
+  if (launcher == 0) {
+    close(out[0]);
+    LaunchSpec s;
+    s.argv = {"seq", "1", "1000000"};  // 6.9 MB: more than the launcher queues
+    s.out_fd = out[1];
+    s.err_fd = err.fd();
+    _exit(run(s).exit_code);
+  }
+  close(out[1]);
+  std::this_thread::sleep_for(1500ms);  // the rank fills the pipe and the queue, then waits
+  std::string text;
+  char buf[65536];
+  ssize_t n;
+  while ((n = read(out[0], buf, sizeof buf)) > 0) text.append(buf, static_cast<size_t>(n));
+  close(out[0]);
+  const int st = wait_within(launcher, 20s);
+  ASSERT_TRUE(st != -1 && WIFEXITED(st)) << err.text();
+  EXPECT_EQ(WEXITSTATUS(st), 0) << err.text();
+  std::istringstream lines(text);
+  std::string line;
+  int want = 1;
+  while (std::getline(lines, line) && line == "[0] " + std::to_string(want)) ++want;
+  EXPECT_EQ(want, 1000001) << "line " << want << " is '" << line << "'";
+}
+
+// Issue 40: SIGHUP (a closed terminal, an ssh drop) and SIGQUIT killed the launcher outright:
+// what a rank had started ran on under PID 1 and the store's secret file stayed behind. They
+// now stop the job as SIGTERM does. A hangup ignored when the launcher started (nohup) stays
+// ignored.
+TEST(Launch, HangupAndQuitStopTheJobAndCleanUp) {
+  for (const int sig : {SIGHUP, SIGQUIT}) {
+    Capture out, err;
+    uint16_t port = 0;
+    ::close(net::listen_on("127.0.0.1", 0, &port));
+    const pid_t launcher = fork();
+    ASSERT_GE(launcher, 0);
+    if (launcher == 0) {
+      ::unsetenv(kStoreSecretEnv);
+      LaunchSpec s = sh(1, "sleep 300 & echo $!; wait", out, err);
+      s.master_port = port;
+      s.announce_live = true;  // leaves the store secret file
+      _exit(run(s).exit_code);
+    }
+    const auto deadline = Steady::now() + 10s;
+    while (out.sorted_lines().empty() && Steady::now() < deadline)
+      std::this_thread::sleep_for(20ms);
+    ASSERT_EQ(out.sorted_lines().size(), 1u) << out.text() << err.text();
+    const std::string line = out.sorted_lines()[0];
+    const pid_t started = std::stoi(line.substr(line.find(' ') + 1));
+    const std::string secret = local_secret_dir() + "/store-" + std::to_string(port) + ".secret";
+    ASSERT_TRUE(std::filesystem::exists(secret)) << secret << "\n" << err.text();
+    kill(launcher, sig);
+    const int st = wait_within(launcher, 10s);
+    ASSERT_NE(st, -1) << strsignal(sig);
+    EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 128 + sig)
+        << strsignal(sig) << ": status " << st << "\n"
+        << err.text();
+    const auto until = Steady::now() + 5s;
+    while (process_alive(started) && Steady::now() < until) std::this_thread::sleep_for(20ms);
+    EXPECT_FALSE(process_alive(started)) << "what the rank started outlived " << strsignal(sig);
+    if (process_alive(started)) kill(started, SIGKILL);
+    EXPECT_FALSE(std::filesystem::exists(secret)) << secret << " left by " << strsignal(sig);
+  }
+  // nohup: SIGHUP was ignored when the launcher started.
+  Capture out, err;
+  const pid_t launcher = fork();
+  ASSERT_GE(launcher, 0);
+  if (launcher == 0) {
+    signal(SIGHUP, SIG_IGN);
+    _exit(run(sh(1, "echo up; exec sleep 300", out, err)).exit_code);
+  }
+  const auto deadline = Steady::now() + 10s;
+  while (out.sorted_lines().empty() && Steady::now() < deadline) std::this_thread::sleep_for(20ms);
+  kill(launcher, SIGHUP);
+  EXPECT_EQ(wait_within(launcher, 1s), -1) << "a launcher started under nohup ended on SIGHUP";
+}
+
 TEST(LineBuffer, SplitsOverlongLines) {
   Capture out;
   {
-    LineBuffer lb(out.fd(), "> ");
+    OutputQueue q(out.fd());
+    LineBuffer lb(q, "> ");
     lb.feed(std::string(LineBuffer::kMaxLine + 10, 'a'));
     lb.feed("b\nc");
     lb.flush();
+    q.write_ready();
+    EXPECT_FALSE(q.pending());
   }
   const std::string t = out.text();
   EXPECT_EQ(t, "> " + std::string(LineBuffer::kMaxLine, 'a') + "\n> " + std::string(10, 'a') +

@@ -5,6 +5,7 @@
 #include "perf/traffic.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -154,15 +155,30 @@ TEST(Traffic, BadMatrixFilesAreRefusedNamingTheCell) {
     EXPECT_NE(msg.find(c.says), std::string::npos) << c.text << " -> " << msg;
     EXPECT_NE(msg.find(path), std::string::npos) << msg;
   }
-  EXPECT_NE(refusal([] { parse_traffic("file:/nonexistent/m.txt", 1, 1); }).find("not a readable"),
+  EXPECT_NE(refusal([] { parse_traffic("file:/nonexistent/m.txt", 1, 1); }).find("cannot open"),
             std::string::npos);
-  EXPECT_NE(refusal([] { parse_traffic("file:/tmp", 1, 1); }).find("not a readable"),
+  EXPECT_NE(refusal([] { parse_traffic("file:/tmp", 1, 1); }).find("is a directory"),
+            std::string::npos);
+  // A FIFO is refused without waiting for a writer, /dev/zero without reading it.
+  const std::string fifo = ::testing::TempDir() + "traffic_matrix_fifo";
+  std::filesystem::remove(fifo);
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_NE(refusal([&] { parse_traffic("file:" + fifo, 1, 1); }).find("is a FIFO"),
+            std::string::npos);
+  std::filesystem::remove(fifo);
+  EXPECT_NE(refusal([] { parse_traffic("file:/dev/zero", 1, 1); }).find("character device"),
             std::string::npos);
   // Larger than a matrix file may be: refused before it is read.
   const std::string big = write_file("big.txt", "");
   std::filesystem::resize_file(big, kMaxMatrixFileBytes + 1);
-  EXPECT_NE(refusal([&] { parse_traffic("file:" + big, 1, 1); }).find("larger than"),
+  EXPECT_NE(refusal([&] { parse_traffic("file:" + big, 1, 1); }).find("more than the"),
             std::string::npos);
+  // One bad token of 6 MB is quoted in at most ~80 characters, its length said.
+  const std::string token =
+      write_file("token.txt", "1 " + std::string(6'000'000, '9') + "x\n3 4\n");
+  const std::string msg = refusal([&] { parse_traffic("file:" + token, 1, 1); });
+  EXPECT_LT(msg.size(), 300u) << msg.substr(0, 300);
+  EXPECT_NE(msg.find("...' (6000001 bytes)"), std::string::npos) << msg.substr(0, 300);
 }
 
 TEST(Traffic, FlagWordsAndNcclTestsVariables) {

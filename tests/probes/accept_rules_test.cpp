@@ -1,8 +1,12 @@
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <fstream>
+#include <thread>
 
 #include "pairwise_fixture.h"
 #include "probes/accept.h"
@@ -368,6 +372,30 @@ TEST(AcceptRules, BaselineRoundTrip) {
   EXPECT_THROW(load_baseline(path), SpecError);
   ::unlink(path);
   EXPECT_THROW(load_baseline(path), SpecError);
+  // Issue 40: a FIFO blocked the reader for ever (here a writer would end it after 3 s), and
+  // /dev/zero ran it out of memory. Regular files only, refused at once.
+  ASSERT_EQ(::mkfifo(path, 0600), 0);
+  std::thread writer([&] {
+    std::this_thread::sleep_for(std::chrono::seconds(3));
+    const int w = ::open(path, O_WRONLY | O_NONBLOCK);
+    if (w >= 0) ::close(w);
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    load_baseline(path);
+    ADD_FAILURE() << "a FIFO was read as a baseline";
+  } catch (const SpecError& e) {
+    EXPECT_NE(std::string(e.what()).find("is a FIFO"), std::string::npos) << e.what();
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
+  writer.join();
+  ::unlink(path);
+  try {
+    load_baseline("/dev/zero");
+    ADD_FAILURE() << "/dev/zero was read as a baseline";
+  } catch (const SpecError& e) {
+    EXPECT_NE(std::string(e.what()).find("is a character device"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "replay/recorded_op.h"
+#include "replay/schedule.h"
 #include "replay/splits.h"
 #include "support/refusal.h"
 
@@ -227,7 +228,7 @@ TEST(ReplayPlan, RefusesWhatCannotBeReplayedInOneLine) {
   Dumps d(2);
   d.all(entry("0", "all_reduce", 1, {{1 << 20}}));
   PlanOptions o = world(2);
-  o.max_op_bytes = 1 << 20;
+  o.max_bytes = 1 << 20;
   EXPECT_NE(refusal([&] { build_plan(d.parse(), o); })
                 .find("rank 0 entry 0 (gloo:all_reduce) records 4194304 bytes of buffers, more "
                       "than the 1048576 a replayed op may have (--max-bytes)"),
@@ -236,9 +237,9 @@ TEST(ReplayPlan, RefusesWhatCannotBeReplayedInOneLine) {
   Dumps huge(2);
   huge.all(entry("0", "all_reduce", 1, {{int64_t{1} << 40, int64_t{1} << 40}}));
   EXPECT_NE(refusal([&] { build_plan(huge.parse(), world(2)); })
-                .find("rank 0 entry 0 (gloo:all_reduce): sizes [[1099511627776,1099511627776]] "
-                      "/ [[1099511627776,1099511627776]] are not lists of shapes of at most 2^50 "
-                      "elements"),
+                .find("rank 0 entry 0 (gloo:all_reduce): sizes '[[1099511627776,1099511627776]]' "
+                      "/ '[[1099511627776,1099511627776]]' are not lists of shapes of at most "
+                      "2^50 elements"),
             std::string::npos)
       << refusal([&] { build_plan(huge.parse(), world(2)); });
   Dumps bent(2);
@@ -259,6 +260,82 @@ TEST(ReplayPlan, RefusesWhatCannotBeReplayedInOneLine) {
               build_plan(Dumps(2).parse(), world(2));
             }).find("nothing in the dumps can be replayed: they record no collective"),
             std::string::npos);
+}
+
+// Issue 40: 48 sends of 64 MiB between two collectives were replayed with one zero-filled
+// buffer of 3 GiB under --max-bytes 64M. What a rank holds at once is checked, not each op.
+TEST(ReplayPlan, WhatARankHoldsAtOnceIsCheckedAgainstMaxBytes) {
+  Dumps d(2);
+  const int64_t floats = int64_t{16} << 20;  // 64 MiB of float32
+  for (int k = 0; k < 48; ++k) {
+    d.entries[0].push_back(p2p("0", "send 0->1", 1, {{floats}}));
+    d.entries[1].push_back(p2p("0", "recv 1<-0", 0, {{floats}}));
+  }
+  d.all(entry("0", "all_reduce", 1, {{floats}}));
+  PlanOptions o = world(2);
+  o.max_bytes = int64_t{64} << 20;
+  EXPECT_NE(refusal([&] { build_plan(d.parse(), o); })
+                .find("rank 0: its 48 send/recv ops from entry 0 to entry 47 (posted together "
+                      "between two collectives) hold 3221225472 bytes of buffers at once, more "
+                      "than the 67108864 a replayed rank may hold (--max-bytes)"),
+            std::string::npos)
+      << refusal([&] { build_plan(d.parse(), o); });
+  // A collective's input and output are held together: all_gather of 24 MiB from each of 2
+  // ranks holds 24 MiB in and 48 MiB out, each under the limit.
+  Dumps g(2);
+  g.all(entry("0", "all_gather", 1, {{6 << 20}}, {{12 << 20}}));
+  EXPECT_NE(refusal([&] { build_plan(g.parse(), o); })
+                .find("rank 0: entry 0 (all_gather #1 of group 0 'default_pg', float32 x "
+                      "6291456 (50331648 B)) holds in its input and output 75497472 bytes"),
+            std::string::npos)
+      << refusal([&] { build_plan(g.parse(), o); });
+  o.max_bytes = int64_t{4} << 30;
+  const ReplayPlan p = build_plan(d.parse(), o);
+  EXPECT_EQ(peak_of(p, 0).bytes, uint64_t{48} << 26);
+  EXPECT_EQ(steps_of(p.ranks[0]).size(), 2u);
+}
+
+// Issue 40: ranks that recorded two groups' collectives in opposite orders were replayed and
+// blocked until the op timeout. The plan names the ranks that wait for each other.
+TEST(ReplayPlan, RanksThatRanTwoGroupsInOppositeOrdersAreRefusedByName) {
+  Dumps d(2);
+  d.groups["1"] = {{"desc", "a"}, {"ranks", {0, 1}}};
+  d.groups["2"] = {{"desc", "b"}, {"ranks", {0, 1}}};
+  d.entries[0] = {entry("1", "all_reduce", 1, {{4}}), entry("2", "all_reduce", 1, {{4}})};
+  d.entries[1] = {entry("2", "all_reduce", 1, {{4}}), entry("1", "all_reduce", 1, {{4}})};
+  EXPECT_EQ(refusal([&] { build_plan(d.parse(), world(2)); }),
+            "the dumps' ranks ran their ops in orders a replay cannot follow (it waits for each "
+            "collective before the next op): rank 0 waits in all_reduce #1 of group 1 (its entry "
+            "0) for rank 1, which waits in all_reduce #1 of group 2 (its entry 0) for rank 0; "
+            "replay fewer ranks (--ranks) or groups");
+  // A send posted before a collective its peer runs first: the send waits for the recv the
+  // peer posts only after the collective.
+  Dumps p(2);
+  p.entries[0] = {p2p("0", "send 0->1", 1, {{4}}), entry("0", "all_reduce", 1, {{4}})};
+  p.entries[1] = {entry("0", "all_reduce", 1, {{4}}), p2p("0", "recv 1<-0", 0, {{4}})};
+  EXPECT_NE(refusal([&] { build_plan(p.parse(), world(2)); })
+                .find("rank 0 waits in send/recv 0->1 #1 of group 0 (its entry 0) for rank 1, "
+                      "which waits in all_reduce #1 of group 0 (its entry 0) for rank 0"),
+            std::string::npos)
+      << refusal([&] { build_plan(p.parse(), world(2)); });
+  // The same groups in the same order on both ranks, and sends and recvs posted together in
+  // either order, are fine.
+  d.entries[1] = d.entries[0];
+  EXPECT_NO_THROW(build_plan(d.parse(), world(2)));
+  p.entries[1] = {p2p("0", "recv 1<-0", 0, {{4}}), entry("0", "all_reduce", 1, {{4}})};
+  EXPECT_NO_THROW(build_plan(p.parse(), world(2)));
+}
+
+// Issue 40: a group listing a rank twice was refused by new_group once the ranks ran, naming no
+// dump.
+TEST(ReplayPlan, AGroupThatListsARankTwiceIsRefusedNamingTheDump) {
+  Dumps d(2);
+  d.all(entry("0", "all_reduce", 1, {{4}}));
+  std::vector<RankDump> dumps = d.parse();
+  dumps[1].groups["0"].ranks = {0, 1, 1};
+  EXPECT_EQ(refusal([&] { build_plan(dumps, world(2)); }),
+            "the dump of rank 1 lists rank 1 twice in the members of group '0' 'default_pg' "
+            "('0, 1, 1'): not a group a job can make");
 }
 
 TEST(ReplayPlan, OneNameForDifferentMembersOnDifferentRanksIsSeveralGroups) {

@@ -331,6 +331,41 @@ TEST_F(RecordedJob, ASubsetOfRanksReplaysTheGroupsInsideIt) {
       << r.out;
 }
 
+// Issue 40: with COLLIE_FR_DUMP_DIR still exported from the job (the usual case), the replay's
+// ranks wrote their own dumps over the ones replayed (those of ranks 0 and 1 with --ranks 2,3).
+TEST_F(RecordedJob, TheReplayNeverWritesOverTheDumpsItReplays) {
+  const fs::path same = dir_ / "same";
+  fs::create_directories(same);
+  std::map<std::string, std::string> before;
+  auto slurp = [](const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  };
+  for (int rank = 0; rank < kWorld; ++rank) {
+    const std::string f = fmt::format("collie_fr_rank_{}.json", rank);
+    fs::copy_file(dir_ / "json" / f, same / f, fs::copy_options::overwrite_existing);
+    before[f] = slurp(same / f);
+  }
+  const CliRun r = collie(fmt::format("replay {} --ranks 2,3 -n 1 -w 0 -T 60", same.string()),
+                          "COLLIE_FR_DUMP_DIR=" + same.string());
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.err.find("not writing the replay's own flight-recorder dumps: COLLIE_FR_DUMP_DIR "
+                       "is " +
+                       same.string() + ", the folder being replayed"),
+            std::string::npos)
+      << r.err;
+  size_t files = 0;
+  for (const auto& e : fs::directory_iterator(same)) {
+    ++files;
+    const std::string f = e.path().filename().string();
+    ASSERT_TRUE(before.count(f)) << "the replay wrote " << f << " into the folder it replays";
+    EXPECT_EQ(slurp(e.path()), before[f]) << f << " was overwritten";
+  }
+  EXPECT_EQ(files, before.size());
+}
+
 #ifdef MPIEXEC
 TEST_F(RecordedJob, ReplaysUnderMpirunOnTheMpiBackend) {
   const fs::path fr = dir_ / "mpi_fr";
@@ -386,6 +421,10 @@ TEST_F(RecordedJob, UnusableDumpsAndFlagsAreOneLine) {
   expect_refused(three.string(), "more than the 1073741824 a replayed op may have");
   std::ofstream(three / "collie_fr_rank_3.json") << R"({"rank": 3, "entries": [{"pg_id": 7}]})";
   expect_refused(three.string(), "collie_fr_rank_3.json");
+  // A group that lists a rank twice: refused before any rank starts, naming the dump (issue 40).
+  std::ofstream(three / "collie_fr_rank_3.json")
+      << R"({"rank": 3, "world_size": 4, "pg_config": {"0": {"desc": "default_pg", "ranks": [0, 1, 2, 3, 3]}}, "entries": []})";
+  expect_refused(three.string(), "the dump of rank 3 lists rank 3 twice in the members of group");
 }
 
 }  // namespace

@@ -1,11 +1,17 @@
 // JSON / CSV / JSONL carry the same rows; JSON round-trips through the reader.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <thread>
+#include <vector>
 
 #include "core/error.h"
 #include "reports/json_io.h"
@@ -189,6 +195,43 @@ TEST(ReportsIo, RowWritersRefuseAForeignCsvASymlinkAndAFifo) {
   EXPECT_THROW(check_row_file(fifo, "--csv", true), InvalidArgument);
   EXPECT_THROW(JsonlWriter{fifo}, Error);  // returns at once: the open does not wait for a reader
   for (const auto& p : {foreign, link, fifo}) std::filesystem::remove(p);
+}
+
+// Two runs starting on one new CSV file (issue 40): each found it empty, then each wrote the
+// header. The writer decides under an exclusive flock: one that finds the file locked by another
+// writer waits, and then sees that writer's header instead of adding its own.
+TEST(ReportsIo, TwoCsvWritersOnANewFileWriteOneHeader) {
+  const std::string csv = temp_path("race.csv");
+  std::filesystem::remove(csv);
+  const int other = ::open(csv.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  ASSERT_GE(other, 0);
+  ASSERT_EQ(::flock(other, LOCK_EX), 0);  // the other writer, deciding
+  std::thread second([&] {
+    CsvWriter c(csv);
+    c.write(sample(1));
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const std::string header = CsvWriter::header();
+  ASSERT_EQ(::write(other, header.data(), header.size()), static_cast<ssize_t>(header.size()));
+  ASSERT_EQ(::flock(other, LOCK_UN), 0);
+  second.join();
+  ::close(other);
+  const auto rows = lines_of(csv);
+  ASSERT_EQ(rows.size(), 2u) << csv;
+  EXPECT_EQ(rows[0] + "\n", header);
+  EXPECT_EQ(rows[1] + "\n", CsvWriter::row(sample(1)));
+
+  // And many writers at once on new files: one header each time.
+  for (int round = 0; round < 20; ++round) {
+    std::filesystem::remove(csv);
+    std::vector<std::thread> writers;
+    for (int w = 0; w < 4; ++w) writers.emplace_back([&, w] { CsvWriter(csv).write(sample(w)); });
+    for (auto& t : writers) t.join();
+    const auto lines = lines_of(csv);
+    ASSERT_EQ(lines.size(), 5u) << "round " << round;
+    EXPECT_EQ(std::count(lines.begin(), lines.end(), rows[0]), 1) << "round " << round;
+  }
+  std::filesystem::remove(csv);
 }
 
 }  // namespace

@@ -7,15 +7,19 @@
 
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <random>
 
 #include "core/error.h"
 #include "reports/baseline.h"
 #include "reports/compare.h"
 #include "reports/json_io.h"
+#include "support/refusal.h"
 
 namespace collie::reports {
 namespace {
+
+using collie::testing::refusal;
 
 // Per-iteration samples around `center` us, skewed like real iteration times.
 std::vector<double> noisy(double center, int n, unsigned seed) {
@@ -247,6 +251,76 @@ TEST(ReportBaseline, KeepsEveryRunsValueAndCombinesCyclesFirst) {
   std::remove(path.c_str());
 }
 
+// Issue 40: a baseline made of an interrupted run gated nothing it had not reached ("new", even
+// 10x slower); a baseline row without a usable time turned the gate off ("unchanged 0.0 %" for a
+// run 100x slower); runs of different alltoallv traffic were compared row by row.
+TEST(ReportBaseline, RefusesIncompleteRunsAndRowsWithoutTimes) {
+  std::vector<LoadedRun> runs = runs_at("r", {100, 100, 100});
+  runs[1].result.summary.reset();
+  EXPECT_NE(refusal([&] { make_baseline(runs); }).find("r1.json did not complete"),
+            std::string::npos);
+  runs = runs_at("r", {100, 100, 100});
+  runs[2].result.meta.interrupted_by = "SIGINT";
+  EXPECT_NE(refusal([&] { make_baseline(runs); }).find("r2.json was interrupted by SIGINT"),
+            std::string::npos);
+
+  // time_us 0 and no samples: a baseline that would pass anything.
+  LoadedRun zero = make_run("zero", {{}});
+  zero.result.rows[0].time_us = 0;
+  EXPECT_NE(refusal([&] {
+              make_baseline({zero, zero});
+            }).find("has no usable time"),
+            std::string::npos);
+  LoadedRun slow = make_run("slow", {{}});
+  slow.result.rows[0].time_us = 10000;  // 100x slower than the make_run default
+  EXPECT_NE(refusal([&] {
+              compare_runs(zero, {slow, slow}, {});
+            }).find("zero.json: row"),
+            std::string::npos);
+  EXPECT_NE(refusal([&] {
+              compare_runs(slow, {zero, zero}, {});
+            }).find("has no usable time"),
+            std::string::npos);
+  // Samples at 0: the run's p10 is 0.
+  LoadedRun flat = make_run("flat", {std::vector<double>(40, 0.0)});
+  EXPECT_THROW(make_baseline({flat, flat}), InvalidArgument);
+
+  // A plain results file as the baseline must have completed too.
+  LoadedRun cut = make_run("cut", {noisy(100, 40, 1)});
+  cut.result.summary.reset();
+  EXPECT_NE(refusal([&] {
+              compare_runs(cut, {make_run("c", {noisy(100, 40, 2)})}, {});
+            }).find("baseline cut.json did not complete"),
+            std::string::npos);
+}
+
+TEST(ReportCompare, RunsOfAnotherTrafficOrTimeReductionAreNotCompared) {
+  auto with = [](const std::string& name, std::map<std::string, std::string> flags) {
+    LoadedRun r = make_run(name, {noisy(100, 40, 7)});
+    r.result.meta.flags = std::move(flags);
+    return r;
+  };
+  const LoadedRun spread = with("spread", {{"traffic", "--traffic spread:1"}});
+  const LoadedRun zipf = with("zipf", {{"traffic", "--traffic zipf:1.2 --traffic-seed 1"}});
+  EXPECT_NE(refusal([&] { compare_runs(spread, {zipf}, {}); }).find("traffic differs"),
+            std::string::npos);
+  EXPECT_NE(refusal([&] {
+              make_baseline({spread, zipf});
+            }).find("traffic differs"),
+            std::string::npos);
+  EXPECT_NO_THROW(compare_runs(spread, {spread}, {}));
+  // -a 0 (rank 0's time) against the default (the average): another number per row.
+  EXPECT_NE(refusal([&] {
+              compare_runs(spread,
+                           {with("a0", {{"traffic", "--traffic spread:1"}, {"--average", "0"}})},
+                           {});
+            }).find("--average differs"),
+            std::string::npos);
+  // Giving a flag its default value changes nothing.
+  EXPECT_NO_THROW(compare_runs(
+      spread, {with("a1", {{"traffic", "--traffic spread:1"}, {"--average", "1"}})}, {}));
+}
+
 std::string load_error(const std::string& name, const std::string& text) {
   const std::string path = ::testing::TempDir() + name;
   std::ofstream(path) << text;
@@ -258,6 +332,22 @@ std::string load_error(const std::string& name, const std::string& text) {
   }
   std::remove(path.c_str());
   return "";
+}
+
+// `full` (a results file without rows) with one row whose time field is `field`.
+std::string negative_times(const std::string& full, const std::string& field) {
+  ResultRow r;
+  r.collective = "all_reduce";
+  r.placement = "out";
+  r.dtype = "float";
+  r.redop = "sum";
+  r.time_us = 10;
+  nlohmann::json row = to_json(r);
+  const std::string key = field.substr(1, field.find('"', 1) - 1);
+  row[key] = nlohmann::json::parse(field.substr(field.find(':') + 1));
+  nlohmann::json j = nlohmann::json::parse(full);
+  j["rows"] = nlohmann::json::array({row});
+  return j.dump();
 }
 
 TEST(ReportLoad, UnusableFilesSayWhatIsWrongInOneLine) {
@@ -273,6 +363,8 @@ TEST(ReportLoad, UnusableFilesSayWhatIsWrongInOneLine) {
       {"{\"schema\": \"collie.perf.v7\"}", "newer than this collie reads"},
       {"{\"schema\": \"other.thing\"}", "is not a collie perf results file"},
       {"{\"schema\": \"collie.perf.v1\", \"run\": {}}", "missing field"},
+      {negative_times(full, "\"time_us\": -5.0"), "'time_us' is '-5.0', not a time"},
+      {negative_times(full, "\"samples_us\": [1.0, -2.0]"), "'samples_us' holds '-2', not a time"},
   };
   for (const auto& [text, expect] : cases) {
     const std::string e = load_error("report_bad.json", text);
