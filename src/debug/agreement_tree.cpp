@@ -302,6 +302,22 @@ void AgreementTree::run(Transfer* ts, int n, Clock::TimePoint deadline) {
     advance(ts[i]);
     left += !ts[i].complete();
   }
+  if (left == 0) return check_frames(ts, n);
+  // Then, while recent waits were short, spin a little before sleeping in poll: a value that
+  // comes within the budget is taken without the wake-up's latency.
+  const auto waiting = std::chrono::steady_clock::now();
+  if (spin_.count() > 0 && spin_skip_ == 0) {
+    const auto spin_end = waiting + spin_;
+    while (left > 0 && std::chrono::steady_clock::now() < spin_end) {
+      for (int i = 0; i < n; ++i) {
+        if (ts[i].complete()) continue;
+        advance(ts[i]);
+        left -= ts[i].complete();
+      }
+    }
+  } else if (spin_skip_ > 0) {
+    --spin_skip_;
+  }
   pollfd pfds[3];
   int idx[3];
   while (left > 0) {
@@ -321,6 +337,20 @@ void AgreementTree::run(Transfer* ts, int n, Clock::TimePoint deadline) {
       left -= ts[idx[j]].complete();
     }
   }
+  // A wait longer than the budget (the peers were far behind, or the machine is shared by more
+  // ranks than cores): stop spinning for a number of waits that doubles up to 1024; a short one
+  // lets the next wait spin again.
+  if (std::chrono::steady_clock::now() - waiting <= spin_) {
+    spin_skip_ = 0;
+    spin_backoff_ = 1;
+  } else if (spin_skip_ == 0) {
+    spin_skip_ = spin_backoff_;
+    spin_backoff_ = std::min(2 * spin_backoff_, 1024);
+  }
+  check_frames(ts, n);
+}
+
+void AgreementTree::check_frames(Transfer* ts, int n) {
   for (int i = 0; i < n; ++i) {
     Transfer& t = ts[i];
     const uint64_t bytes = sizeof(FrameHeader) + t.len;

@@ -23,6 +23,7 @@
 // every connection of this rank, so that its neighbours fail at once instead of at their own
 // deadlines, and leaves the tree broken: later calls throw BackendError at once.
 // Ownership: owns its sockets (closed on destruction). Thread safety: one thread at a time.
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -70,6 +71,15 @@ class AgreementTree {
   // Closes every connection (idempotent); later calls throw BackendError.
   void close();
 
+  // How long a wait for a value polls the sockets before it sleeps in poll(2), while the waits
+  // before it were that short (after a longer one spinning pauses for 1, 2, 4 ... 1024 waits).
+  // With a few ranks in step on idle cores the value often comes within microseconds, and
+  // sleeping adds a wake-up's latency to the check; on this project's shared 2-core machine
+  // spinning measured no faster and twice the CPU (scripts/bench/detail_overhead.sh's DET/spin,
+  // scale/detail_agreement.sh SPIN_US), so the default is 0: never spin.
+  static constexpr std::chrono::microseconds kDefaultSpin{0};
+  void set_spin(std::chrono::nanoseconds spin) { spin_ = spin; }
+
   // What this rank moved so far (frames and their bytes, headers included), for benchmarks.
   struct Traffic {
     uint64_t frames_sent = 0, bytes_sent = 0, frames_received = 0, bytes_received = 0;
@@ -87,6 +97,7 @@ class AgreementTree {
   AgreementTree(int rank, int size, std::vector<int> names);
   void run(Transfer* ts, int n, Clock::TimePoint deadline);
   void advance(Transfer& t);
+  void check_frames(Transfer* ts, int n);
   [[noreturn]] void fail_timeout(const Transfer* ts, int n);
   int name(int r) const;
   std::string who(int r) const;  // "rank 5 (and ranks 12-13 under it)"
@@ -98,6 +109,9 @@ class AgreementTree {
   int children_ = 0;
   uint32_t round_ = 0;
   Clock::TimePoint started_{};  // of the current allreduce
+  std::chrono::nanoseconds spin_{kDefaultSpin};
+  int spin_skip_ = 0;     // waits left that sleep at once
+  int spin_backoff_ = 1;  // the next skip after a wait longer than spin_
   bool broken_ = false;
   Traffic traffic_;
 };

@@ -214,6 +214,11 @@ std::string kind_name(Kind k) {
   return "";
 }
 
+void PrintTo(const KindCase& c, std::ostream* os) {
+  *os << kind_name(c.kind) << " at " << c.n << " ranks via "
+      << (c.via == Via::Store ? "store" : "tree");
+}
+
 class DesyncKind : public ::testing::TestWithParam<KindCase> {};
 
 TEST_P(DesyncKind, IsNamedOnEveryRank) {

@@ -6,6 +6,7 @@
 //   DETAIL     desync checks under tracing, the ranks agreeing over a TCP tree (the default)
 //   DETAIL/16  the same on every 16th op (COLLIE_DESYNC_SAMPLE=16)
 //   DET/store  desync checks through the store (the fallback when the tree cannot connect)
+//   DET/spin   DETAIL with the tree spinning up to 50 us before it sleeps (AgreementTree::set_spin)
 // Modes run in short blocks in an order that rotates every round, so this shared machine's noise
 // falls on all of them alike. Every op is timed on its own (rank 0's call to completion); each
 // mode's p50 and p90 are over all its samples, and the ratios compare those percentiles.
@@ -40,7 +41,8 @@ struct Size {
   int iters;  // per block
 };
 const std::vector<Size> kSizes = {{8, 1000}, {64 << 10, 100}, {1 << 20, 20}, {16 << 20, 3}};
-const std::vector<std::string> kModes = {"raw", "OFF", "INFO", "DETAIL", "DETAIL/16", "DET/store"};
+const std::vector<std::string> kModes = {"raw",       "OFF",       "INFO",    "DETAIL",
+                                         "DETAIL/16", "DET/store", "DET/spin"};
 
 // Runs `iters` all_reduces, appending each one's time in us to `out`.
 void sample_ops(ProcessGroup& pg, std::vector<float>& buf, size_t count, int iters,
@@ -72,9 +74,10 @@ std::string measure(testing::RankContext& ctx, int rounds) {
   std::shared_ptr<ProcessGroup> raw(ctx.pg, &backend);  // aliases ctx.pg's ownership
   auto store = ctx.pg->info().store;
   // Built as the "desync" wrapper builds DETAIL groups; each checker gets its own namespace.
-  auto checked = [&](uint64_t sample, const std::string& tag, bool tree) {
+  auto checked = [&](uint64_t sample, const std::string& tag, bool tree, bool spin = false) {
     auto own = std::make_shared<PrefixStore>(tag, store);
     auto t = tree ? make_agreement_tree(*raw, tag + "_tree", Env::process()) : nullptr;
+    if (t && spin) t->set_spin(std::chrono::microseconds(50));
     return std::make_shared<TracingProcessGroup>(
         std::make_shared<DesyncCheckingProcessGroup>(raw, sample, own, std::move(t)), nullptr,
         nullptr, stack_observers());
@@ -82,8 +85,9 @@ std::string measure(testing::RankContext& ctx, int rounds) {
   auto detail = checked(1, "bench_detail", true);
   auto detail16 = checked(16, "bench_detail16", true);
   auto detail_store = checked(1, "bench_detail_store", false);
-  ProcessGroup* stacks[] = {raw.get(),    ctx.pg.get(),   ctx.pg.get(),
-                            detail.get(), detail16.get(), detail_store.get()};
+  auto detail_spin = checked(1, "bench_detail_spin", true, true);
+  ProcessGroup* stacks[] = {raw.get(),      ctx.pg.get(),       ctx.pg.get(),     detail.get(),
+                            detail16.get(), detail_store.get(), detail_spin.get()};
   const size_t nm = kModes.size();
 
   std::vector<float> buf((16 << 20) / sizeof(float), 1.0f);
