@@ -45,11 +45,12 @@ void run_barrier(ProcessGroup& group, Millis timeout, bool wait_all_ranks) {
   const std::string base = fmt::format(
       "monitored_barrier/{}", next_barrier(fmt::format("{}/{}", group.info().name, group.rank())));
   const std::string result = base + "/result";
-  auto arrived = [&](int r) { return fmt::format("{}/arrived/{}", base, r); };
   auto world = [&](int r) { return group.info().global_ranks.at(r); };
 
+  // One request per rank: the others' arrivals are a gather that only rank 0 reads (O(1) at
+  // the store per arrival); its timeout reply names every member that did not come.
   if (me != 0) {
-    store.set(arrived(me), kOk);
+    store.gather(base, me, n, {}, Store::GatherRead::kRoot, timeout);
     try {
       store.wait({result}, timeout + verdict_grace(timeout));
     } catch (const StoreError&) {
@@ -68,34 +69,17 @@ void run_barrier(ProcessGroup& group, Millis timeout, bool wait_all_ranks) {
     return;
   }
 
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  auto remaining = [&] {
-    return std::max(
-        Millis(0), std::chrono::duration_cast<Millis>(deadline - std::chrono::steady_clock::now()));
-  };
+  const Store::GatherResult arrivals =
+      store.gather(base, 0, n, {}, Store::GatherRead::kRoot, timeout);
+  // Without wait_all_ranks, torch names the first rank that did not pass (it waits for each in
+  // turn); the gather waited for all within the same timeout, so that is the lowest missing.
   std::vector<int> missing;
-  if (wait_all_ranks) {
-    std::vector<std::string> keys;
-    for (int r = 1; r < n; ++r) keys.push_back(arrived(r));
-    try {
-      if (!keys.empty()) store.wait(keys, timeout);
-    } catch (const StoreError&) {
-      for (int r = 1; r < n; ++r) {
-        if (!store.check({arrived(r)})) missing.push_back(world(r));
-      }
-    }
-  } else {
-    for (int r = 1; r < n && missing.empty(); ++r) {
-      try {
-        store.wait({arrived(r)}, remaining());
-      } catch (const StoreError&) {
-        missing.push_back(world(r));
-      }
-    }
+  for (int r : arrivals.missing) {
+    missing.push_back(world(r));
+    if (!wait_all_ranks) break;
   }
   const std::string verdict = missing.empty() ? kOk : failed_text(world(0), missing, timeout);
   store.set(result, verdict);
-  for (int r = 1; r < n; ++r) store.delete_key(arrived(r));
   if (!missing.empty()) {
     throw TimeoutError(verdict +
                        " (check that they are alive and reached this barrier; "

@@ -7,6 +7,7 @@
 #include "cli/command.h"
 #include "core/env.h"
 #include "core/error.h"
+#include "core/fd_limit.h"
 #include "core/log.h"
 #include "core/printable.h"
 #include "discovery/end_slurm_step.h"
@@ -63,6 +64,8 @@ std::vector<std::string> normalize_args(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   using namespace collie::cli;
+  // A launcher of N ranks holds pipes per rank, rank 0 a store connection per rank.
+  collie::raise_fd_limit();
   CLI::App app{"collie: benchmark and debug collective communication"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("collie ") + COLLIE_VERSION);

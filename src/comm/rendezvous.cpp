@@ -8,6 +8,7 @@
 
 #include "core/env.h"
 #include "core/error.h"
+#include "core/fd_limit.h"
 #include "core/log.h"
 #include "discovery/bind_address.h"
 #include "discovery/launch_env.h"
@@ -51,8 +52,8 @@ void resolve_rank_and_size(RendezvousRequest& req, const Env& env) {
 // Every store of the job uses the secret the environment gives (collie launch and the MPI
 // bootstrap set one; a user exports one); a store served without one is said once, by the
 // rank serving it.
-std::shared_ptr<Store> tcp_store(const std::string& host, uint16_t port, bool serve, Millis timeout,
-                                 const Env& env) {
+std::shared_ptr<Store> tcp_store(const std::string& host, uint16_t port, bool serve, int world,
+                                 Millis timeout, const Env& env) {
   TcpStoreOptions o;
   o.host = host;
   o.port = port;
@@ -60,6 +61,9 @@ std::shared_ptr<Store> tcp_store(const std::string& host, uint16_t port, bool se
   o.timeout = timeout;
   o.secret = env.get(kStoreSecretEnv).value_or("");
   if (serve) {
+    // One connection per rank, plus what the process itself and its other clients hold.
+    require_fds(static_cast<uint64_t>(world) + 64,
+                fmt::format("the store this process serves for {} ranks", world));
     const BindChoice b = choose_store_bind(host);
     o.bind_host = b.address;
     record_network_choice({"store_bind", fmt::format("{}:{}", b.address, port), b.reason});
@@ -80,13 +84,14 @@ std::shared_ptr<Store> tcp_store(const std::string& host, uint16_t port, bool se
 // A Slurm step's (or a torchrun job's) store: the serving task takes the first free candidate
 // port and marks the store
 // with the step id; the others try the candidates in turn until one answers with that id.
-std::shared_ptr<Store> slurm_store(const RendezvousPlan& plan, Millis timeout, const Env& env) {
+std::shared_ptr<Store> slurm_store(const RendezvousPlan& plan, int world, Millis timeout,
+                                   const Env& env) {
   const std::string mark = "collie/job_id";
   if (plan.serve) {
     std::string last;
     for (uint16_t port : plan.ports) {
       try {
-        auto s = tcp_store(plan.host, port, true, timeout, env);
+        auto s = tcp_store(plan.host, port, true, world, timeout, env);
         s->set(mark, to_bytes(plan.id));
         return s;
       } catch (const NetworkError& e) {
@@ -143,35 +148,22 @@ std::string format_ranks(std::vector<int> ranks) {
 }
 
 void store_barrier(Store& store, const std::string& name, int rank, int world, Millis timeout) {
-  store.set(fmt::format("{}/arrived/{}", name, rank), "1");
-  const int64_t n = store.add(name + "/count", 1);
-  if (n == world) {
-    // The last arrival releases the others and must not wait itself: rank 0, which may host
-    // the store, can return and shut the store down as soon as "done" is set.
-    store.set(name + "/done", "1");
-    return;
-  }
+  Store::GatherResult r;
   try {
-    store.wait({name + "/done"}, timeout);
-  } catch (const StoreError&) {
-    std::vector<int> missing;
-    try {
-      for (int r = 0; r < world; ++r) {
-        if (!store.check({fmt::format("{}/arrived/{}", name, r)})) missing.push_back(r);
-      }
-      if (missing.empty() && store.check({name + "/done"})) return;  // all arrived as we gave up
-    } catch (const NetworkError&) {
-      // The store's host (rank 0) gave up first and exited; it reports the missing ranks.
-      throw TimeoutError(fmt::format(
-          "[Rank {}] {}: not every rank arrived within {} ms, and the store host has already "
-          "given up (rank 0's error names the missing ranks)",
-          rank, name, timeout.count()));
-    }
+    r = store.gather(name + "/barrier", rank, world, {}, Store::GatherRead::kNone, timeout);
+  } catch (const NetworkError&) {
+    // The store's host (rank 0) gave up first and exited; it reports the missing ranks.
     throw TimeoutError(fmt::format(
-        "[Rank {}] {}: rank{} {} of {} did not arrive within {} ms (check that they started and "
-        "can reach the store)",
-        rank, name, missing.size() == 1 ? "" : "s", format_ranks(missing), world, timeout.count()));
+        "[Rank {}] {}: not every rank arrived within {} ms, and the store host has already "
+        "given up (rank 0's error names the missing ranks)",
+        rank, name, timeout.count()));
   }
+  if (r.complete) return;
+  throw TimeoutError(fmt::format(
+      "[Rank {}] {}: rank{} {} of {} did not arrive within {} ms (check that they started and "
+      "can reach the store)",
+      rank, name, r.missing.size() == 1 ? "" : "s", format_ranks(r.missing), world,
+      timeout.count()));
 }
 
 Rendezvous rendezvous(const RendezvousRequest& in, const Env& env) {
@@ -192,17 +184,21 @@ Rendezvous rendezvous(const RendezvousRequest& in, const Env& env) {
     }
   }
   resolve_rank_and_size(req, env);
+  // Before anything connects: the open-files limit raised to the hard limit, and the store host
+  // told in one line when its N connections cannot fit (serving_check in tcp_store).
+  raise_fd_limit();
   Rendezvous out;
   out.rank = req.rank;
   out.world_size = req.world_size;
   if (m == "env://") {
     switch (plan.kind) {
       case RendezvousPlan::Kind::Explicit:
-        out.store = tcp_store(plan.host, plan.ports.front(), req.rank == 0, req.timeout, env);
+        out.store = tcp_store(plan.host, plan.ports.front(), req.rank == 0, req.world_size,
+                              req.timeout, env);
         break;
       case RendezvousPlan::Kind::SlurmStep:
       case RendezvousPlan::Kind::TorchrunAgent:
-        out.store = slurm_store(plan, req.timeout, env);
+        out.store = slurm_store(plan, req.world_size, req.timeout, env);
         break;
       case RendezvousPlan::Kind::Mpi:
         throw InvalidArgument(
@@ -229,8 +225,8 @@ Rendezvous rendezvous(const RendezvousRequest& in, const Env& env) {
     if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
       host = host.substr(1, host.size() - 2);
     }
-    out.store =
-        tcp_store(host, parse_port(hp.substr(colon + 1), "port"), req.rank == 0, req.timeout, env);
+    out.store = tcp_store(host, parse_port(hp.substr(colon + 1), "port"), req.rank == 0,
+                          req.world_size, req.timeout, env);
     out.store_host = host;
     record_network_choice({"rendezvous", m, "init method"});
     out.method = "tcp";

@@ -38,7 +38,8 @@ Rendezvous rendezvous(const RendezvousRequest& req, const Env& env);
 
 // Every rank in [0, world) calls this with the same `name`; returns when all have. On timeout
 // throws TimeoutError "[Rank r] <name>: ranks 1, 3 of 4 did not arrive within T ms".
-// Keys live under "<name>/" in `store`; use a fresh name for each barrier.
+// One Store::gather request per rank (its timeout reply names the missing ranks), under
+// "<name>/barrier"; use a fresh name for each barrier.
 void store_barrier(Store& store, const std::string& name, int rank, int world, Millis timeout);
 
 // "1, 3, 5-7": compact, sorted list of ranks for messages.

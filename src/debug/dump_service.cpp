@@ -199,6 +199,12 @@ void DumpService::ask_all_ranks() {
   }
   if (!s) return;
   try {
+    // A job-wide failure: every rank fails at about the same time (timeouts cascade), and one
+    // request asks them all. The first failure claims kDumpFailureKey; every later one sees
+    // it taken and asks nothing more, so each rank makes one store request and every watcher
+    // wakes once (N ranks each bumping the counter woke N watchers N times).
+    const Bytes mine = to_bytes(fmt::format("rank {}", rank_.load()));
+    if (s->compare_set(kDumpFailureKey, Bytes{}, mine) != mine) return;
     // The watcher of this process must not take its own request for another rank's: the counter
     // it will read is seen before the key that wakes it is set.
     const int64_t n = s->add(kDumpRequestKey, 1);

@@ -4,7 +4,8 @@
 // flag and writes a byte to the thread's wake pipe; the service thread dumps), and the store key
 // `dump_request` of the world group: a counter that a rank bumps (request_dump with all_ranks, or
 // the debug server's POST /v1/dump) and marks with the key `dump_request/<n>` of the new value n,
-// whose value says "failure" or "request" (request_cluster_dump).
+// whose value says "failure" or "request" (request_cluster_dump). Failures ask once per job:
+// the first failing rank claims `dump_request/failure` and bumps; the others see it claimed.
 // Every request (SIGUSR1, POST /v1/dump, a tool's dump_request, dump_now) writes a fresh dump of
 // that moment. Failures are different: the first failure's dump is written to the folder and
 // kept in <folder>/first-failure/, and the failures that follow it (errors cascade) are not
@@ -114,6 +115,9 @@ class DumpService {
 
 // The key under the world group's store that triggers a dump on every rank.
 inline constexpr const char* kDumpRequestKey = "dump_request";
+// Set (compare_set) by the first rank that fails, to the rank that did: only that rank bumps
+// kDumpRequestKey, so a failure of every rank costs each rank one store request.
+inline constexpr const char* kDumpFailureKey = "dump_request/failure";
 
 // Asks every rank's DumpService watching `store` for a dump: bumps kDumpRequestKey and sets
 // `dump_request/<n>` for the new value n to the trigger's name, which wakes the watchers at once.

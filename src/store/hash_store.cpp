@@ -1,5 +1,7 @@
 #include "store/hash_store.h"
 
+#include <fmt/format.h>
+
 #include <charconv>
 
 #include "core/error.h"
@@ -141,7 +143,68 @@ Bytes HashStore::compare_set(const std::string& key, const Bytes& expected, cons
 bool HashStore::delete_key(const std::string& key) {
   std::lock_guard<std::mutex> lk(s_->mu);
   check_live({key});
-  return erase_locked(key);
+  const bool gather = s_->gathers.erase(key) > 0;
+  return erase_locked(key) || gather;
+}
+
+Store::GatherResult HashStore::gather(const std::string& name, int member, int members,
+                                      const Bytes& value, GatherRead read, Millis timeout) {
+  check_gather_args(name, member, members, value.size(), read);
+  const auto deadline = std::chrono::steady_clock::now() + resolve(timeout);
+  std::unique_lock<std::mutex> lk(s_->mu);
+  check_live({name});
+  auto& slot = s_->gathers[name];
+  if (!slot) {
+    slot = std::make_shared<Gather>();
+    slot->members = members;
+    slot->read = read;
+    slot->values.resize(static_cast<size_t>(members));
+    slot->have.assign(static_cast<size_t>(members), false);
+  }
+  std::shared_ptr<Gather> g = slot;  // outlives a delete_key while this member waits
+  if (g->members != members || g->read != read) {
+    throw InvalidArgument(fmt::format(
+        "gather '{}': member {} says {} members (read mode {}), another member said {} (mode {})",
+        name, member, members, static_cast<int>(read), g->members, static_cast<int>(g->read)));
+  }
+  if (g->have[static_cast<size_t>(member)]) {
+    throw InvalidArgument(fmt::format(
+        "gather '{}': member {} contributed twice (each member calls once per gather name)", name,
+        member));
+  }
+  if (read == GatherRead::kColumn && g->arrived > 0) {
+    for (const Bytes& v : g->values) {
+      if (!v.empty() && v.size() != value.size()) {
+        throw InvalidArgument(fmt::format(
+            "gather '{}' (column): member {} has cells of {} bytes, another member of {}", name,
+            member, value.size() / static_cast<size_t>(members),
+            v.size() / static_cast<size_t>(members)));
+      }
+    }
+  }
+  g->values[static_cast<size_t>(member)] = value;
+  g->have[static_cast<size_t>(member)] = true;
+  if (++g->arrived == g->members) s_->cv.notify_all();
+  GatherResult out;
+  if (read == GatherRead::kRoot && member != 0) {
+    out.complete = true;
+    return out;
+  }
+  s_->cv.wait_until(lk, deadline, [&] { return interrupted_ || g->arrived == g->members; });
+  check_live({name});
+  if (g->arrived < g->members) {
+    for (int m = 0; m < g->members; ++m) {
+      if (!g->have[static_cast<size_t>(m)]) out.missing.push_back(m);
+    }
+    return out;
+  }
+  out.complete = true;
+  if (read == GatherRead::kColumn) {
+    out.values = column_of(g->values, member, name);
+  } else if (read != GatherRead::kNone) {
+    out.values = g->values;
+  }
+  return out;
 }
 
 int64_t HashStore::value_size(const std::string& key) {

@@ -32,6 +32,9 @@ class COLLIE_API HashStore : public Store {
   std::vector<Bytes> multi_get(const std::vector<std::string>& keys) override;
   void multi_set(const std::vector<std::string>& keys, const std::vector<Bytes>& values) override;
   void interrupt() override;
+  // Native: the values live beside the map (not as keys); delete_key(name) forgets a gather.
+  GatherResult gather(const std::string& name, int member, int members, const Bytes& value,
+                      GatherRead read, Millis timeout) override;
   bool members_only() const override { return true; }  // in this process only
   using Store::set;
   using Store::wait;
@@ -45,11 +48,19 @@ class COLLIE_API HashStore : public Store {
  private:
   void wait_locked(std::unique_lock<std::mutex>& lk, const std::vector<std::string>& keys,
                    Millis timeout);
+  struct Gather {
+    int members = 0;
+    GatherRead read = GatherRead::kAll;
+    std::vector<Bytes> values;
+    std::vector<bool> have;
+    int arrived = 0;
+  };
   struct State {
     std::mutex mu;
     std::condition_variable cv;
     std::map<std::string, Bytes> map;
     size_t bytes = 0;  // sum of key + value sizes in map
+    std::map<std::string, std::shared_ptr<Gather>> gathers;
   };
   HashStore(std::shared_ptr<State> s, Millis timeout) : Store(timeout), s_(std::move(s)) {}
   // Throws when this handle was interrupted. REQUIRES: s_->mu held.

@@ -60,4 +60,9 @@ std::vector<Bytes> PrefixStore::set_and_gather(const std::string& drop, const st
                                resolve(timeout));
 }
 
+Store::GatherResult PrefixStore::gather(const std::string& name, int member, int members,
+                                        const Bytes& value, GatherRead read, Millis timeout) {
+  return base_->gather(k(name), member, members, value, read, resolve(timeout));
+}
+
 }  // namespace collie

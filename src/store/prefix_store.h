@@ -30,6 +30,8 @@ class COLLIE_API PrefixStore : public Store {
   std::vector<Bytes> set_and_gather(const std::string& drop, const std::string& key,
                                     const Bytes& value, const std::vector<std::string>& gather,
                                     Millis timeout) override;
+  GatherResult gather(const std::string& name, int member, int members, const Bytes& value,
+                      GatherRead read, Millis timeout) override;
   using Store::set;
   using Store::wait;
 

@@ -147,6 +147,20 @@ int connect_with_retry(const std::string& host, uint16_t port, Millis timeout) {
       host, port, waited.count(), std::strerror(last_errno)));
 }
 
+std::string lost_message(const std::string& peer, std::string_view why) {
+  return fmt::format(
+      "lost the connection to the store at {}: {} (did the process hosting the store, usually "
+      "rank 0, exit or crash?)",
+      peer, why);
+}
+
+std::string no_reply_message(const std::string& peer) {
+  return fmt::format(
+      "waiting for a reply from the store at {} timed out; the server is alive but not answering "
+      "(overloaded or stopped?)",
+      peer);
+}
+
 namespace {
 
 // Blocks until fd is ready for `events`; throws NetworkError when the deadline passes first.
@@ -156,11 +170,11 @@ void wait_ready(int fd, short events, Deadline deadline, const std::string& peer
     const int r = poll(&pf, 1, poll_timeout_ms(deadline));
     if (r > 0) return;
     if (r == 0) {
+      if (events != POLLOUT) throw NetworkError(no_reply_message(peer));
       throw NetworkError(
-          fmt::format("{} the store at {} timed out; the server is alive but not {} (overloaded or "
-                      "stopped?)",
-                      events == POLLOUT ? "sending to" : "waiting for a reply from", peer,
-                      events == POLLOUT ? "reading" : "answering"));
+          fmt::format("sending to the store at {} timed out; the server is alive but not reading "
+                      "(overloaded or stopped?)",
+                      peer));
     }
     if (errno != EINTR) {
       throw NetworkError(
@@ -170,10 +184,7 @@ void wait_ready(int fd, short events, Deadline deadline, const std::string& peer
 }
 
 [[noreturn]] void throw_lost(const std::string& peer, std::string_view why) {
-  throw NetworkError(fmt::format(
-      "lost the connection to the store at {}: {} (did the process hosting the store, usually "
-      "rank 0, exit or crash?)",
-      peer, why));
+  throw NetworkError(lost_message(peer, why));
 }
 
 bool retryable(int err) { return err == EINTR || err == EAGAIN || err == EWOULDBLOCK; }

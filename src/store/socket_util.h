@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "core/timeout.h"
 
@@ -23,6 +24,11 @@ int connect_with_retry(const std::string& host, uint16_t port, Millis timeout);
 
 void set_nodelay(int fd);
 void set_nonblocking(int fd);
+
+// The NetworkError texts of a lost connection (`why`: what the socket said) and of a reply that
+// did not come in time.
+std::string lost_message(const std::string& peer, std::string_view why);
+std::string no_reply_message(const std::string& peer);
 
 // Sends or receives exactly n bytes before the deadline. On a closed connection, an I/O error or
 // an expired deadline throws NetworkError mentioning `peer`.

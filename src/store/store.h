@@ -63,6 +63,34 @@ class COLLIE_API Store {
                                             const Bytes& value,
                                             const std::vector<std::string>& gather, Millis timeout);
 
+  // gather: "every member contributes one value; every member (or member 0) reads them all".
+  // Each member m in [0, members) calls it exactly once with the same name, members and read
+  // (REQUIRES: a name serves one gather only; members >= 1; 0 <= member < members). It
+  // contributes `value` as member m's, then, by `read`:
+  //   kAll   waits until every member has contributed; returns every value (index = member)
+  //   kRoot  member 0 waits and gets every value; the others return once their value is in
+  //   kNone  waits until every member has contributed and returns no values (a barrier)
+  //   kColumn every value is `members` cells of one size; member m waits and gets cell m of every
+  //          member's value (an all-to-all through the store: each reads only what is its own)
+  // When the wait passes `timeout` (kUseGroupTimeout = timeout()) the result is not complete and
+  // names the members that had not contributed; nothing is thrown for that (callers word their
+  // own error). A contribution that breaks the contract (member out of range, a second call for
+  // a member, a different `members`) throws InvalidArgument.
+  // Cost on a TcpStore: one request per member; the server's work is O(1) per contribution
+  // beyond its payload, the values are joined once, and a reply carries them only to the
+  // members that read them. This default (FileStore) uses keys "<name>/..." and costs O(members)
+  // requests per member; HashStore and TcpStore implement it natively.
+  enum class GatherRead : uint8_t { kAll = 0, kRoot = 1, kNone = 2, kColumn = 3 };
+  struct GatherResult {
+    // every member contributed before the timeout (true for a member that does not wait)
+    bool complete = false;
+    std::vector<int> missing;  // when !complete: members that had not contributed, ascending
+    // when complete and this member reads: member i's value (kColumn: its cell for this member)
+    std::vector<Bytes> values;
+  };
+  virtual GatherResult gather(const std::string& name, int member, int members, const Bytes& value,
+                              GatherRead read, Millis timeout);
+
   // Another client of the same store with this one's timeout, for a thread that makes blocking
   // calls (get, wait) while other threads keep using this one: a TcpStore serializes requests
   // per connection, so a parked wait would hold up every other caller of that client. TcpStore
@@ -97,6 +125,15 @@ class COLLIE_API Store {
  private:
   Millis timeout_;
 };
+
+// kColumn's read: cell `member` of each value (each value `values.size()` equal cells); throws
+// InvalidArgument naming the gather when the values are not.
+COLLIE_API std::vector<Bytes> column_of(const std::vector<Bytes>& values, int member,
+                                        const std::string& name);
+// Throws InvalidArgument unless members >= 1, 0 <= member < members and (kColumn) the value is
+// `members` equal cells; every gather checks before it sends anything.
+COLLIE_API void check_gather_args(const std::string& name, int member, int members,
+                                  size_t value_bytes, Store::GatherRead read);
 
 // The error every implementation throws when a wait expires, so messages read the same.
 [[noreturn]] COLLIE_API void throw_store_timeout(const std::vector<std::string>& keys,

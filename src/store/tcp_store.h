@@ -1,23 +1,24 @@
 #pragma once
 // TcpStore: client of a TcpStoreServer; when opts.is_server is set it also owns the server
 // (rank 0 by default), which runs an event loop on its own thread. Wire protocol
-// (store/tcp_store_protocol.h): length-prefixed binary frames; the server answers a connection's
-// requests in order, one at a time (set_and_gather pipelines three in one write). Message sizes
-// are bounded by max_message_bytes (an oversize request throws StoreError before anything is
-// sent). The client connects with exponential backoff + jitter
-// until opts.timeout passes, then throws NetworkError naming host:port. Waits are parked on the
+// (store/tcp_store_protocol.h): length-prefixed binary frames, each request with an id, each
+// reply naming the id it answers, in any order. A TcpStore and all its clone()s share ONE
+// connection (store/tcp_store_connection.h): a rank holds one descriptor on the store host
+// however many of its threads use the store, and a thread parked in a wait does not hold up the
+// others. Message sizes are bounded by max_message_bytes (an oversize request throws StoreError
+// before anything is sent). The client connects with exponential backoff + jitter until
+// opts.timeout passes, then throws NetworkError naming host:port. Waits are parked on the
 // server, which answers with a timeout that the client raises as StoreError naming the keys.
 // A lost connection (the server process died) raises NetworkError on the pending and every
-// later call. Thread safety: a TcpStore may be shared by threads (requests are serialized per
-// connection); use one TcpStore per thread for parallel requests.
+// later call of every clone. Thread safety: a TcpStore may be shared by threads.
 //
 // Authentication: every connection starts with an AUTH frame carrying the store secret
 // (opts.secret, or COLLIE_STORE_SECRET when that is unset); a server with a secret refuses any
 // other first request, and the client raises StoreError "store authentication failed ...".
 // The server's resource caps and timeouts are opts.limits (store/tcp_store_server.h).
+#include <atomic>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 
@@ -26,6 +27,12 @@
 #include "store/tcp_store_server.h"
 
 namespace collie {
+
+class StoreConnection;
+namespace store_wire {
+enum class Op : uint8_t;
+class Writer;
+}  // namespace store_wire
 
 struct TcpStoreOptions {
   std::string host = "127.0.0.1";  // address to connect to (and to bind when is_server)
@@ -52,7 +59,7 @@ class COLLIE_API TcpStore : public Store {
   void ping();
   const std::string& host() const { return host_; }
 
-  // A new connection to the same server (a client only).
+  // Another client on the same connection, with its own interrupt() (a client only).
   std::shared_ptr<Store> clone() override;
   void set(const std::string& key, const Bytes& value) override;
   Bytes get(const std::string& key) override;
@@ -71,17 +78,26 @@ class COLLIE_API TcpStore : public Store {
   std::vector<Bytes> set_and_gather(const std::string& drop, const std::string& key,
                                     const Bytes& value, const std::vector<std::string>& gather,
                                     Millis timeout) override;
+  // One GATHER request (store/store_engine.h): O(1) work at the server beyond the payload.
+  GatherResult gather(const std::string& name, int member, int members, const Bytes& value,
+                      GatherRead read, Millis timeout) override;
   using Store::set;
   using Store::wait;
 
+  // The server this client owns (is_server), or null. Its stats() are the scale benchmark's.
+  const TcpStoreServer* server() const { return server_.get(); }
+
  private:
-  class Connection;
+  TcpStore(const TcpStore& of, int /*clone tag*/);
+  Bytes call(store_wire::Op op, store_wire::Writer& w, Millis io_budget,
+             const std::vector<std::string>& keys);
   std::unique_ptr<TcpStoreServer> server_;
-  std::unique_ptr<Connection> conn_;
+  std::shared_ptr<StoreConnection> conn_;
   std::string host_;
   uint16_t port_ = 0;
   size_t max_message_bytes_;
   std::string secret_;
+  std::atomic<bool> interrupted_{false};  // this client's alone (interrupt())
 };
 
 }  // namespace collie

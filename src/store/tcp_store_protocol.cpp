@@ -52,6 +52,10 @@ std::string_view op_name(Op op) {
       return "PING";
     case Op::kAuth:
       return "AUTH";
+    case Op::kGather:
+      return "GATHER";
+    case Op::kCancel:
+      return "CANCEL";
   }
   return "UNKNOWN";
 }
@@ -77,6 +81,14 @@ Writer& Writer::bytes(const uint8_t* p, size_t n) {
   return *this;
 }
 
+Writer& Writer::set_u32_at(size_t payload_offset, uint32_t v) {
+  if (payload_offset + 4 > payload_size()) throw StoreError("store message patch out of range");
+  for (size_t i = 0; i < 4; ++i) {
+    buf_[kHeaderBytes + payload_offset + i] = static_cast<uint8_t>(v >> (8 * i));
+  }
+  return *this;
+}
+
 const Bytes& Writer::finish() {
   const size_t n = payload_size();
   if (n > UINT32_MAX) throw StoreError("store message larger than 4 GiB");
@@ -86,7 +98,7 @@ const Bytes& Writer::finish() {
 
 const uint8_t* Reader::take(size_t n) {
   if (static_cast<size_t>(end_ - p_) < n) {
-    throw StoreError(
+    throw MalformedMessage(
         "malformed store message (truncated field); client and server versions may differ");
   }
   const uint8_t* p = p_;

@@ -1,14 +1,19 @@
 #pragma once
 // Wire format of the TcpStore: every message is a frame `u32 length (little endian) | payload`.
-// A request payload starts with the Op byte, a response payload with the Status byte; the rest
-// is a sequence of fields (u8, u32, i64 little endian; byte strings as u32 length + bytes).
+// A request payload starts with the Op byte and the u32 request id the client chose; a reply
+// payload starts with the id of the request it answers and the Status byte. Replies may come in
+// any order (a parked wait does not hold up the connection's later requests), so several threads
+// share one connection. The rest is a sequence of fields (u8, u32, i64 little endian; byte
+// strings as u32 length + bytes).
 // Frames longer than the peer's max_message_bytes are rejected before anything is allocated.
 // Writer and Reader are plain values, not thread-safe.
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "core/error.h"
 #include "store/store.h"
 
 namespace collie::store_wire {
@@ -30,13 +35,31 @@ enum class Op : uint8_t {
   // with a secret answers kError "store authentication failed ..." and closes on a mismatch;
   // otherwise kOk followed by one byte: 1 when it requires a secret, 0 when it serves anyone.
   kAuth,
+  // name, u32 member, u32 members, value, u8 read (Store::GatherRead), i64 timeout ms. Reply:
+  // u8 1 | u32 n | n values (n = members for a member that reads, else 0), or on timeout
+  // u8 0 | u32 k | k x (u32 first, u32 last): the ranges of members still missing.
+  kGather,
+  // u32 id of an earlier request of this connection that the client stopped waiting for; no
+  // reply (a parked request is dropped unanswered).
+  kCancel,
 };
 
-enum class Status : uint8_t { kOk = 0, kError = 1, kTimeout = 2 };
+// kInvalid: the request broke a contract (a gather member out of range or twice); the client
+// raises InvalidArgument with the message, kError raises StoreError.
+enum class Status : uint8_t { kOk = 0, kError = 1, kTimeout = 2, kInvalid = 3 };
 
 inline constexpr size_t kHeaderBytes = 4;
+// The request id of the AUTH frame that opens every connection.
+inline constexpr uint32_t kAuthId = 0;
 
 std::string_view op_name(Op op);
+
+// What a Reader throws when a payload is not a well-formed message: the peer is broken or
+// hostile, so the server cuts it off rather than answering and reading on.
+class MalformedMessage : public StoreError {
+ public:
+  using StoreError::StoreError;
+};
 
 // Builds one frame; the length header is filled in by finish().
 class Writer {
@@ -51,6 +74,12 @@ class Writer {
     return bytes(reinterpret_cast<const uint8_t*>(s.data()), s.size());
   }
   size_t payload_size() const { return buf_.size() - kHeaderBytes; }
+  // The payload written so far (without the length header).
+  std::span<const uint8_t> body() const {
+    return {buf_.data() + kHeaderBytes, buf_.size() - kHeaderBytes};
+  }
+  // Overwrites the u32 at `payload_offset` (a field written earlier as a placeholder).
+  Writer& set_u32_at(size_t payload_offset, uint32_t v);
   // Writes the header and returns the whole frame.
   const Bytes& finish();
 

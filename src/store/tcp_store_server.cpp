@@ -1,5 +1,6 @@
 #include "store/tcp_store_server.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -10,7 +11,6 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <map>
 #include <optional>
 #include <set>
 #include <string_view>
@@ -21,13 +21,15 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/worker_thread.h"
-#include "store/hash_store.h"
 #include "store/socket_util.h"
+#include "store/store_engine.h"
 #include "store/store_secret.h"
 #include "store/tcp_store_protocol.h"
 
 namespace collie {
 
+using store_server::ReplySink;
+using store_server::StoreEngine;
 using store_wire::Op;
 using store_wire::Reader;
 using store_wire::Status;
@@ -40,8 +42,7 @@ constexpr uint64_t kWakeId = 1;
 // How long a connection whose request was rejected may keep sending before it is cut off; the
 // grace lets the client read the error instead of a connection reset.
 constexpr auto kDiscardGrace = std::chrono::seconds(2);
-constexpr auto kAcceptPause = std::chrono::milliseconds(100);
-// Before authentication a frame can only be an AUTH: op byte + length + secret.
+// Before authentication a frame can only be an AUTH: op byte + id + length + secret.
 constexpr size_t kMaxAuthFrame = kMaxStoreSecretBytes + 16;
 // Requests are not processed while this much reply data is unsent (the client is not reading);
 // its input then piles up to the connection cap.
@@ -50,12 +51,18 @@ constexpr size_t kOutHighWater = 1u << 20;
 constexpr size_t kKeepCapacity = 256u << 10;
 
 int64_t ms(std::chrono::milliseconds d) { return d.count(); }
+
+void bump_max(std::atomic<uint64_t>& m, uint64_t v) {
+  uint64_t cur = m.load(std::memory_order_relaxed);
+  while (v > cur && !m.compare_exchange_weak(cur, v, std::memory_order_relaxed)) {
+  }
+}
 }  // namespace
 
-class TcpStoreServer::Loop {
+class TcpStoreServer::Loop : public ReplySink {
  public:
   Loop(int listen_fd, const TcpStoreLimits& limits, std::string secret)
-      : listen_fd_(listen_fd), lim_(limits), secret_(std::move(secret)) {
+      : listen_fd_(listen_fd), lim_(limits), secret_(std::move(secret)), engine_(lim_, *this) {
     max_ = lim_.max_message_bytes;
     conn_cap_ = lim_.max_connection_bytes ? lim_.max_connection_bytes : max_ + (1u << 20);
     epfd_ = epoll_create1(EPOLL_CLOEXEC);
@@ -63,19 +70,34 @@ class TcpStoreServer::Loop {
     if (epfd_ < 0 || wake_fd_ < 0) {
       throw NetworkError(fmt::format("store server: epoll/eventfd: {}", std::strerror(errno)));
     }
+    spare_fd_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
     watch(listen_fd_, kListenId, EPOLLIN, EPOLL_CTL_ADD);
     watch(wake_fd_, kWakeId, EPOLLIN, EPOLL_CTL_ADD);
   }
-  ~Loop() {
+  ~Loop() override {
     thread_.stop();  // before the descriptors it serves are closed
     for (auto& [id, c] : conns_) close(c->fd);
     close(listen_fd_);
     close(wake_fd_);
     close(epfd_);
+    if (spare_fd_ >= 0) close(spare_fd_);
   }
 
-  // Thread-safe: HashStore locks.
-  size_t stored_bytes() const { return data_.stored_bytes(); }
+  // Thread-safe.
+  size_t stored_bytes() const { return engine_.stored_bytes(); }
+  TcpStoreServer::Stats stats() const {
+    TcpStoreServer::Stats s;
+    s.requests = requests_.load(std::memory_order_relaxed);
+    s.bytes_in = bytes_in_.load(std::memory_order_relaxed);
+    s.bytes_out = bytes_out_.load(std::memory_order_relaxed);
+    s.connections = connections_.load(std::memory_order_relaxed);
+    s.peak_connections = peak_connections_.load(std::memory_order_relaxed);
+    s.refused_no_descriptor = refused_.load(std::memory_order_relaxed);
+    s.stored_bytes = engine_.stored_bytes();
+    s.parked = engine_.parked_now();
+    s.wait_steps = engine_.wait_steps();
+    return s;
+  }
 
   // Starts the event loop on its own thread (collie-store); the destructor stops and joins it.
   void start() {
@@ -98,17 +120,34 @@ class TcpStoreServer::Loop {
       }
       for (int i = 0; i < n; ++i) dispatch(events[i]);
       expire();
+      pump();
       for (uint64_t id : to_close_) close_conn(id);
       to_close_.clear();
     }
   }
 
+  // ReplySink: queue the frame; the loop writes it out after the current request (pump()), so
+  // the engine is never re-entered from inside one of its own calls.
+  void send(uint64_t conn, uint32_t id, Status status, std::span<const uint8_t> body) override {
+    auto it = conns_.find(conn);
+    if (it == conns_.end()) return;
+    Conn& c = *it->second;
+    if (c.dead) return;
+    const size_t payload = 5 + body.size();
+    uint8_t head[9];
+    for (size_t i = 0; i < 4; ++i) head[i] = static_cast<uint8_t>(payload >> (8 * i));
+    for (size_t i = 0; i < 4; ++i) head[4 + i] = static_cast<uint8_t>(id >> (8 * i));
+    head[8] = static_cast<uint8_t>(status);
+    c.out.insert(c.out.end(), head, head + sizeof(head));
+    c.out.insert(c.out.end(), body.begin(), body.end());
+    mark_dirty(c);
+  }
+  void reject(uint64_t conn, uint32_t id, std::string_view msg) override {
+    auto it = conns_.find(conn);
+    if (it != conns_.end()) reject(*it->second, id, msg);
+  }
+
  private:
-  struct Parked {
-    Op op;
-    std::vector<std::string> keys;
-    SteadyClock::time_point start, deadline;
-  };
   struct Conn {
     int fd = -1;
     uint64_t id = 0;
@@ -121,12 +160,10 @@ class TcpStoreServer::Loop {
     bool discarding = false;
     bool dead = false;
     bool authed = false;
-    bool busy = false;
     bool reading = true;      // EPOLLIN watched
-    size_t discard_left = 0;  // after a rejection: bytes still read and dropped  // inside
-                              // process(): replies sent from handle() must not re-enter it
+    bool dirty = false;       // listed in dirty_: replies queued since the last flush
+    size_t discard_left = 0;  // after a rejection: bytes still read and dropped
     size_t held = 0;          // bytes counted in held_total_
-    std::optional<Parked> parked;
     SteadyClock::time_point accepted, partial_since, last_activity, reject_deadline;
     std::optional<SteadyClock::time_point> timer;  // entry in timers_
   };
@@ -141,13 +178,17 @@ class TcpStoreServer::Loop {
     epoll_ctl(epfd_, op, fd, &ev);
   }
 
+  void mark_dirty(Conn& c) {
+    if (c.dirty) return;
+    c.dirty = true;
+    dirty_.push_back(c.id);
+  }
+
   int next_timeout_ms() const {
-    std::optional<SteadyClock::time_point> next;
-    if (!deadlines_.empty()) next = deadlines_.begin()->first;
+    std::optional<SteadyClock::time_point> next = engine_.next_deadline();
     if (!timers_.empty() && (!next || timers_.begin()->first < *next)) {
       next = timers_.begin()->first;
     }
-    if (accept_paused_ && (!next || accept_resume_ < *next)) next = accept_resume_;
     return next ? poll_timeout_ms(*next) : -1;
   }
 
@@ -162,7 +203,7 @@ class TcpStoreServer::Loop {
     if (it == conns_.end()) return;
     Conn& c = *it->second;
     if (ev.events & EPOLLIN) on_readable(c);
-    if ((ev.events & EPOLLOUT) && !c.dead) flush(c);
+    if ((ev.events & EPOLLOUT) && !c.dead) mark_dirty(c);
     if ((ev.events & (EPOLLERR | EPOLLHUP)) && !(ev.events & EPOLLIN)) mark_dead(c);
     settle(c);
   }
@@ -171,14 +212,11 @@ class TcpStoreServer::Loop {
     for (;;) {
       int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
       if (fd < 0) {
-        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
-          // Out of descriptors: stop accepting for a moment instead of spinning; pending
-          // clients stay queued in the backlog.
-          log(LogLevel::Warning, "store server: accept: {} ({} clients); raise `ulimit -n`",
-              std::strerror(errno), conns_.size());
-          epoll_ctl(epfd_, EPOLL_CTL_DEL, listen_fd_, nullptr);
-          accept_paused_ = true;
-          accept_resume_ = SteadyClock::now() + kAcceptPause;
+        if (errno == EMFILE || errno == ENFILE) {
+          if (refuse_one()) continue;
+        } else if (errno == ENOBUFS || errno == ENOMEM) {
+          log(LogLevel::Warning, "store server: accept: {} ({} clients)", std::strerror(errno),
+              conns_.size());
         }
         return;
       }
@@ -191,8 +229,41 @@ class TcpStoreServer::Loop {
       watch(fd, c->id, EPOLLIN, EPOLL_CTL_ADD);
       Conn& ref = *c;
       conns_.emplace(c->id, std::move(c));
+      connections_.store(conns_.size(), std::memory_order_relaxed);
+      bump_max(peak_connections_, conns_.size());
       settle(ref);
     }
+  }
+
+  // Out of descriptors: take the pending client with the descriptor kept in reserve, tell it
+  // why in one error reply, close it and take the reserve back. The client's rendezvous then
+  // fails at once with that line instead of waiting out its timeout, and the loop never spins on
+  // a listen socket that stays readable. Returns false when not even that worked.
+  bool refuse_one() {
+    if (spare_fd_ < 0) return false;
+    close(spare_fd_);
+    spare_fd_ = -1;
+    const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd >= 0) {
+      const std::string msg = fmt::format(
+          "store server (rank 0's process) is out of file descriptors with {} clients "
+          "connected: raise the open-files limit on its host (`ulimit -n`, LimitNOFILE); collie "
+          "raises the soft limit to the hard limit, so the hard limit is what is too low",
+          conns_.size());
+      const size_t payload = 5 + msg.size();
+      Bytes frame;
+      for (size_t i = 0; i < 4; ++i) frame.push_back(static_cast<uint8_t>(payload >> (8 * i)));
+      for (size_t i = 0; i < 4; ++i) frame.push_back(0);  // kAuthId: the client's first request
+      frame.push_back(static_cast<uint8_t>(Status::kError));
+      frame.insert(frame.end(), msg.begin(), msg.end());
+      [[maybe_unused]] ssize_t n =
+          ::send(fd, frame.data(), frame.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+      close(fd);
+      refused_.fetch_add(1, std::memory_order_relaxed);
+      if (refused_.load(std::memory_order_relaxed) == 1) log(LogLevel::Error, "{}", msg);
+    }
+    spare_fd_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    return fd >= 0 && spare_fd_ >= 0;
   }
 
   void on_readable(Conn& c) {
@@ -202,6 +273,7 @@ class TcpStoreServer::Loop {
     for (int round = 0; round < 64; ++round) {
       const ssize_t n = recv(c.fd, buf, sizeof(buf), 0);
       if (n > 0) {
+        bytes_in_.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
         if (c.discarding || c.close_after_write) {
           // Let a client finish sending the request that was refused (so it reads our error
           // rather than a reset), but not stream forever: past the budget, stop reading.
@@ -239,65 +311,74 @@ class TcpStoreServer::Loop {
   }
 
   // Checks the memory caps after new input or output; rejects the connection on a violation.
+  // A connection holds its buffers and its parked requests.
   bool over_caps(Conn& c) {
     account(c);
     if (c.close_after_write || c.discarding || c.dead) return c.dead;
-    const size_t held = unconsumed(c) + unsent(c);
+    const size_t held = unconsumed(c) + unsent(c) + engine_.parked_bytes(c.id);
     if (held > conn_cap_) {
-      reject(c,
-             fmt::format("store client holds {} bytes of unprocessed requests and unread replies, "
-                         "above the per-connection cap ({}); a client must read each reply before "
-                         "sending more (a waiting GET blocks its connection)",
+      reject(c, 0,
+             fmt::format("store client holds {} bytes of unprocessed requests, unread replies and "
+                         "parked waits, above the per-connection cap ({}); a client must read its "
+                         "replies before sending more",
                          held, conn_cap_));
       return true;
     }
     if (held_total_ > lim_.max_total_buffered_bytes) {
-      reject(c, fmt::format("store server buffers {} bytes for its clients, above its cap ({}); "
-                            "this client was cut off",
-                            held_total_, lim_.max_total_buffered_bytes));
+      reject(c, 0,
+             fmt::format("store server buffers {} bytes for its clients, above its cap ({}); "
+                         "this client was cut off",
+                         held_total_, lim_.max_total_buffered_bytes));
       return true;
     }
     return false;
   }
 
   void account(Conn& c) {
-    const size_t now_held = c.dead ? 0 : c.in.capacity() + c.out.capacity();
+    const size_t now_held =
+        c.dead ? 0 : c.in.capacity() + c.out.capacity() + engine_.parked_bytes(c.id);
     held_total_ = held_total_ - c.held + now_held;
     c.held = now_held;
   }
 
   void process(Conn& c) {
-    if (c.busy) return;
-    c.busy = true;
-    while (!c.parked && !c.close_after_write && !c.discarding && !c.dead &&
-           unsent(c) < kOutHighWater) {
+    while (!c.close_after_write && !c.discarding && !c.dead && unsent(c) < kOutHighWater) {
       const size_t avail = unconsumed(c);
       if (avail < store_wire::kHeaderBytes) break;
       const uint32_t len = store_wire::decode_u32(c.in.data() + c.in_off);
       if (!c.authed && len > kMaxAuthFrame) {
-        reject(c, fmt::format("store authentication failed: this store requires "
-                              "COLLIE_STORE_SECRET and the client's first request ({} bytes) is "
-                              "not an authentication; set the job's secret on every rank",
-                              len));
+        reject(c, store_wire::kAuthId,
+               fmt::format("store authentication failed: this store requires "
+                           "COLLIE_STORE_SECRET and the client's first request ({} bytes) is "
+                           "not an authentication; set the job's secret on every rank",
+                           len));
         break;
       }
       if (len > max_) {
-        reject(c, fmt::format("request of {} bytes exceeds the store server's max_message_bytes "
-                              "({}); store smaller values or raise max_message_bytes on the "
-                              "server",
-                              len, max_));
+        reject(c, 0,
+               fmt::format("request of {} bytes exceeds the store server's max_message_bytes "
+                           "({}); store smaller values or raise max_message_bytes on the server",
+                           len, max_));
         break;
       }
       if (avail < store_wire::kHeaderBytes + len) break;
       Reader r(c.in.data() + c.in_off + store_wire::kHeaderBytes, len);
       c.in_off += store_wire::kHeaderBytes + len;
       c.partial_since = SteadyClock::now();
+      requests_.fetch_add(1, std::memory_order_relaxed);
+      uint32_t id = 0;
       try {
-        handle(c, r);
+        const Op op = static_cast<Op>(r.u8());
+        id = r.u32();
+        handle(c, op, id, r);
+      } catch (const store_wire::MalformedMessage& e) {
+        reject(c, id, e.what());
+        break;
       } catch (const InvalidArgument& e) {
-        reply_error(c, e.what());
+        send(c.id, id, Status::kInvalid,
+             {reinterpret_cast<const uint8_t*>(e.what()), std::strlen(e.what())});
       } catch (const StoreError& e) {
-        reply_error(c, e.what());
+        reply_error(c, id, e.what());
       }
     }
     if (c.in_off == c.in.size()) {
@@ -308,251 +389,59 @@ class TcpStoreServer::Loop {
       c.in.erase(c.in.begin(), c.in.begin() + static_cast<std::ptrdiff_t>(c.in_off));
       c.in_off = 0;
     }
-    c.busy = false;
     account(c);
   }
 
-  static std::vector<std::string> read_keys(Reader& r) {
-    const uint32_t n = r.u32();
-    std::vector<std::string> keys;
-    for (uint32_t i = 0; i < n; ++i) keys.push_back(r.str());  // bounded by the frame size
-    return keys;
-  }
-
-  // The store's size once every (key, value size) of `writes` is stored, counted from the map
-  // (HashStore::stored_bytes, kept by the map itself): a key written twice counts once, with
-  // the last size, as the write leaves it.
-  size_t size_after(const std::vector<std::pair<std::string_view, size_t>>& writes) {
-    std::map<std::string_view, size_t> last;
-    for (const auto& [key, size] : writes) last[key] = size;
-    size_t total = data_.stored_bytes();
-    for (const auto& [key, size] : last) {
-      const int64_t old = data_.value_size(std::string(key));
-      total = total - (old < 0 ? 0 : key.size() + static_cast<size_t>(old)) + key.size() + size;
-    }
-    return total;
-  }
-
-  // Rejects (and returns false) when a value would be larger than any client can read back, or
-  // the write would take the store from its size now to `after` past the server's cap (writes
-  // that do not grow it always pass).
-  bool fits(Conn& c, Op op, const std::string& key, size_t value_bytes, size_t after) {
-    if (value_bytes > max_) {
-      reject(c, fmt::format("{} on key '{}' would make its value {} bytes, above "
-                            "max_message_bytes ({}): no client could read it back",
-                            store_wire::op_name(op), key, value_bytes, max_));
-      return false;
-    }
-    if (after > data_.stored_bytes() && after > lim_.max_store_bytes) {
-      reject(c, fmt::format("store is full: {} on key '{}' would raise the stored keys and "
-                            "values to {} bytes, above the server's cap ({})",
-                            store_wire::op_name(op), key, after, lim_.max_store_bytes));
-      return false;
-    }
-    return true;
-  }
-
-  void handle(Conn& c, Reader& r) {
-    const Op op = static_cast<Op>(r.u8());
+  void handle(Conn& c, Op op, uint32_t id, Reader& r) {
     if (op == Op::kAuth) {
       const std::string given = r.str();
       if (!secret_.empty() && !constant_time_equal(secret_, given)) {
-        return reject(c, given.empty()
-                             ? "store authentication failed: this store requires the job's "
-                               "COLLIE_STORE_SECRET and the client has none"
-                             : "store authentication failed: wrong COLLIE_STORE_SECRET (is "
-                               "this rank from another job?)");
+        return reject(c, id,
+                      given.empty() ? "store authentication failed: this store requires the job's "
+                                      "COLLIE_STORE_SECRET and the client has none"
+                                    : "store authentication failed: wrong COLLIE_STORE_SECRET (is "
+                                      "this rank from another job?)");
       }
       c.authed = true;
       // OK + whether this server requires the secret (TcpStore::members_only on the client).
-      Writer w;
-      w.u8(static_cast<uint8_t>(Status::kOk)).u8(secret_.empty() ? 0 : 1);
-      return send_frame(c, w);
+      const uint8_t requires_secret = secret_.empty() ? 0 : 1;
+      return send(c.id, id, Status::kOk, {&requires_secret, 1});
     }
     if (!c.authed) {
-      return reject(c, fmt::format("store authentication failed: this store requires "
-                                   "COLLIE_STORE_SECRET and the client sent {} without "
-                                   "authenticating first",
-                                   store_wire::op_name(op)));
+      return reject(c, id,
+                    fmt::format("store authentication failed: this store requires "
+                                "COLLIE_STORE_SECRET and the client sent {} without "
+                                "authenticating first",
+                                store_wire::op_name(op)));
     }
-    switch (op) {
-      case Op::kSet: {
-        std::string key = r.str();
-        Bytes value = r.bytes();
-        if (!fits(c, op, key, value.size(), size_after({{key, value.size()}}))) return;
-        data_.set(key, value);
-        reply_ok(c);
-        return notify({key});
-      }
-      case Op::kGet: {
-        std::string key = r.str();
-        return wait_or_reply(c, op, {std::move(key)}, r.i64());
-      }
-      case Op::kWait:
-      case Op::kMultiGet: {
-        auto keys = read_keys(r);
-        return wait_or_reply(c, op, std::move(keys), r.i64());
-      }
-      case Op::kAdd: {
-        std::string key = r.str();
-        // A counter's decimal text is at most 20 bytes.
-        if (!fits(c, op, key, 0, size_after({{key, 20}}))) return;
-        const int64_t v = data_.add(key, r.i64());
-        Writer w;
-        w.u8(static_cast<uint8_t>(Status::kOk)).i64(v);
-        send_frame(c, w);
-        return notify({key});
-      }
-      case Op::kCheck: {
-        Writer w;
-        w.u8(static_cast<uint8_t>(Status::kOk)).u8(data_.check(read_keys(r)) ? 1 : 0);
-        return send_frame(c, w);
-      }
-      case Op::kCompareSet: {
-        std::string key = r.str();
-        Bytes expected = r.bytes();
-        Bytes desired = r.bytes();
-        if (!fits(c, op, key, desired.size(), size_after({{key, desired.size()}}))) return;
-        Writer w;
-        w.u8(static_cast<uint8_t>(Status::kOk)).bytes(data_.compare_set(key, expected, desired));
-        send_frame(c, w);
-        return notify({key});
-      }
-      case Op::kDeleteKey: {
-        const std::string key = r.str();
-        Writer w;
-        w.u8(static_cast<uint8_t>(Status::kOk)).u8(data_.delete_key(key) ? 1 : 0);
-        return send_frame(c, w);
-      }
-      case Op::kNumKeys: {
-        Writer w;
-        w.u8(static_cast<uint8_t>(Status::kOk)).i64(data_.num_keys());
-        return send_frame(c, w);
-      }
-      case Op::kAppend: {
-        std::string key = r.str();
-        Bytes value = r.bytes();
-        const size_t grown =
-            static_cast<size_t>(std::max<int64_t>(data_.value_size(key), 0)) + value.size();
-        if (!fits(c, op, key, grown, size_after({{key, grown}}))) return;
-        data_.append(key, value);
-        reply_ok(c);
-        return notify({key});
-      }
-      case Op::kMultiSet: {
-        auto keys = read_keys(r);
-        std::vector<Bytes> values;
-        for (size_t i = 0; i < keys.size(); ++i) values.push_back(r.bytes());
-        std::vector<std::pair<std::string_view, size_t>> writes;
-        size_t largest = 0;
-        for (size_t i = 0; i < keys.size(); ++i) {
-          writes.emplace_back(keys[i], values[i].size());
-          largest = std::max(largest, values[i].size());
-        }
-        if (!keys.empty() && !fits(c, op, keys[0], largest, size_after(writes))) return;
-        data_.multi_set(keys, values);
-        reply_ok(c);
-        return notify(keys);
-      }
-      case Op::kPing:
-        return reply_ok(c);
-      case Op::kAuth:
-        break;  // handled above
-    }
-    reject(c, fmt::format("unknown store request op {}; client and server versions differ",
-                          static_cast<int>(op)));
+    if (op == Op::kCancel) return engine_.cancel(c.id, r.u32());
+    engine_.handle(c.id, id, op, r);
   }
 
-  void wait_or_reply(Conn& c, Op op, std::vector<std::string> keys, int64_t timeout_ms) {
-    if (data_.check(keys)) return reply_ready(c, op, keys);
-    const auto now = SteadyClock::now();
-    const int64_t capped = std::clamp<int64_t>(timeout_ms, 0, int64_t{1} << 40);
-    Parked p{op, std::move(keys), now, now + std::chrono::milliseconds(capped)};
-    for (const auto& k : p.keys) waiting_[k].push_back(c.id);
-    deadlines_.emplace(p.deadline, c.id);
-    c.parked = std::move(p);
-  }
-
-  void reply_ready(Conn& c, Op op, const std::vector<std::string>& keys) {
-    Writer w;
-    w.u8(static_cast<uint8_t>(Status::kOk));
-    if (op == Op::kGet || op == Op::kMultiGet) {
-      size_t total = 1;
-      for (const auto& k : keys)
-        total += 4 + static_cast<size_t>(std::max<int64_t>(0, data_.value_size(k)));
-      if (total > max_) {
-        return reply_error(c, fmt::format("{} reply on {} key(s) would be {} bytes, above "
-                                          "max_message_bytes ({}); fetch fewer keys at a time",
-                                          store_wire::op_name(op), keys.size(), total, max_));
-      }
-      for (const auto& v : data_.multi_get(keys)) w.bytes(v);
-    }
-    send_frame(c, w);
-  }
-
-  void unpark(Conn& c) {
-    deadlines_.erase({c.parked->deadline, c.id});
-    for (const auto& k : c.parked->keys) {
-      auto it = waiting_.find(k);
-      if (it == waiting_.end()) continue;
-      std::erase(it->second, c.id);
-      if (it->second.empty()) waiting_.erase(it);
-    }
-    c.parked.reset();
-  }
-
-  // Completes the parked requests that waited on any of `keys` and now have all their keys.
-  void notify(const std::vector<std::string>& keys) {
-    for (const auto& k : keys) {
-      auto it = waiting_.find(k);
-      if (it == waiting_.end()) continue;
-      std::vector<uint64_t> ids = std::move(it->second);
-      waiting_.erase(it);
-      std::vector<uint64_t> still;
+  // Writes what the engine queued (in the order it was queued), and lets connections whose
+  // input waited behind unsent replies go on; until nothing is left to do.
+  void pump() {
+    while (!dirty_.empty()) {
+      std::vector<uint64_t> ids;
+      ids.swap(dirty_);
       for (uint64_t id : ids) {
-        auto ci = conns_.find(id);
-        if (ci == conns_.end() || !ci->second->parked || ci->second->dead) continue;
-        Conn& c = *ci->second;
-        if (!data_.check(c.parked->keys)) {
-          still.push_back(id);
-          continue;
+        auto it = conns_.find(id);
+        if (it == conns_.end()) continue;
+        Conn& c = *it->second;
+        c.dirty = false;
+        if (!c.dead) flush(c);
+        // Replies drained: requests held back by the high-water mark can go on.
+        if (!c.dead && !c.close_after_write && unsent(c) < kOutHighWater && unconsumed(c) > 0) {
+          process(c);
         }
-        const Op op = c.parked->op;
-        auto pk = std::move(c.parked->keys);
-        unpark(c);
-        reply_ready(c, op, pk);
-        process(c);
         settle(c);
-      }
-      if (!still.empty()) {
-        auto& v = waiting_[k];
-        v.insert(v.end(), still.begin(), still.end());
       }
     }
   }
 
   void expire() {
     const auto now = SteadyClock::now();
-    if (accept_paused_ && now >= accept_resume_) {
-      accept_paused_ = false;
-      watch(listen_fd_, kListenId, EPOLLIN, EPOLL_CTL_ADD);
-    }
-    while (!deadlines_.empty() && deadlines_.begin()->first <= now) {
-      const uint64_t id = deadlines_.begin()->second;
-      deadlines_.erase(deadlines_.begin());
-      auto ci = conns_.find(id);
-      if (ci == conns_.end()) continue;
-      Conn& c = *ci->second;
-      if (!c.parked) continue;
-      const auto waited =
-          std::chrono::duration_cast<std::chrono::milliseconds>(now - c.parked->start);
-      unpark(c);
-      Writer w;
-      w.u8(static_cast<uint8_t>(Status::kTimeout)).i64(waited.count());
-      send_frame(c, w);
-      process(c);
-      settle(c);
-    }
+    engine_.expire(now);
     while (!timers_.empty() && timers_.begin()->first <= now) {
       const uint64_t id = timers_.begin()->second;
       timers_.erase(timers_.begin());
@@ -569,36 +458,37 @@ class TcpStoreServer::Loop {
     if (c.dead) return;
     if (c.close_after_write || c.discarding) return mark_dead(c);
     if (!c.authed) {
-      return reject(c, fmt::format("store authentication failed: no authentication within {} ms "
-                                   "of connecting",
-                                   ms(lim_.handshake_timeout)));
+      return reject(c, store_wire::kAuthId,
+                    fmt::format("store authentication failed: no authentication within {} ms "
+                                "of connecting",
+                                ms(lim_.handshake_timeout)));
     }
     if (unconsumed(c) > 0) {
-      return reject(c, fmt::format("store request not completed within {} ms ({} bytes of it "
-                                   "arrived); the client stalled mid-message",
-                                   ms(lim_.partial_frame_timeout), unconsumed(c)));
+      return reject(c, 0,
+                    fmt::format("store request not completed within {} ms ({} bytes of it "
+                                "arrived); the client stalled mid-message",
+                                ms(lim_.partial_frame_timeout), unconsumed(c)));
     }
     if (lim_.idle_timeout.count() > 0 && now - c.last_activity >= lim_.idle_timeout) {
-      return reject(c,
+      return reject(c, 0,
                     fmt::format("store connection idle for {} ms; closed", ms(lim_.idle_timeout)));
     }
   }
 
   // Re-arms the connection's one timer for its current state (rejected: grace; not
-  // authenticated: handshake; part of a request buffered: partial frame; quiet: idle).
+  // authenticated: handshake; part of a request buffered: partial frame; quiet with nothing
+  // parked: idle).
   void settle(Conn& c) {
     std::optional<SteadyClock::time_point> want;
     if (c.dead) {
       want.reset();
     } else if (c.close_after_write || c.discarding) {
       want = c.reject_deadline;
-    } else if (c.parked) {
-      want.reset();
     } else if (!c.authed) {
       want = c.accepted + lim_.handshake_timeout;
     } else if (unconsumed(c) > 0) {
       want = c.partial_since + lim_.partial_frame_timeout;
-    } else if (lim_.idle_timeout.count() > 0 && unsent(c) == 0) {
+    } else if (lim_.idle_timeout.count() > 0 && unsent(c) == 0 && engine_.parked(c.id) == 0) {
       want = c.last_activity + lim_.idle_timeout;
     }
     if (want == c.timer) return;
@@ -607,35 +497,38 @@ class TcpStoreServer::Loop {
     if (want) timers_.emplace(*want, c.id);
   }
 
-  void reply_ok(Conn& c) {
-    Writer w;
-    w.u8(static_cast<uint8_t>(Status::kOk));
-    send_frame(c, w);
-  }
-
-  void reply_error(Conn& c, std::string_view msg) {
-    Writer w;
-    w.u8(static_cast<uint8_t>(Status::kError)).str(msg);
-    send_frame(c, w);
+  void reply_error(Conn& c, uint32_t id, std::string_view msg) {
+    send(c.id, id, Status::kError, {reinterpret_cast<const uint8_t*>(msg.data()), msg.size()});
   }
 
   // Answers with an error, then stops reading this connection's requests and closes it (after
   // the client read the error, or after a grace period).
-  void reject(Conn& c, std::string_view msg) {
+  void reject(Conn& c, uint32_t id, std::string_view msg) {
     if (c.close_after_write || c.discarding || c.dead) return;
     log(LogLevel::Warning, "store server: rejecting a client: {}", msg);
-    if (c.out_off == 0 && unsent(c) > kOutHighWater) {
-      // It does not read its replies: drop them (whole frames only) to free the memory now.
-      Bytes().swap(c.out);
-    }
+    drop_unstarted_replies(c);
     Bytes().swap(c.in);
     c.in_off = 0;
-    reply_error(c, msg);
+    engine_.drop(c.id);
+    reply_error(c, id, msg);
     c.close_after_write = true;
     c.discard_left = conn_cap_;
     c.reject_deadline = SteadyClock::now() + kDiscardGrace;
     account(c);
-    if (!c.want_out) finish_close(c);
+  }
+
+  // Drops the replies not begun yet (whole frames; the one being written is kept), so the
+  // rejection's error goes out next and a client that does not read frees its memory now.
+  static void drop_unstarted_replies(Conn& c) {
+    // c.out holds whole frames from a frame boundary (it is cleared only when all is sent); keep
+    // through the end of the frame that byte out_off - 1 belongs to.
+    size_t end = 0;
+    while (end < c.out_off) end += store_wire::kHeaderBytes + store_wire::decode_u32(&c.out[end]);
+    c.out.resize(end);
+    if (c.out_off == c.out.size()) {
+      Bytes().swap(c.out);
+      c.out_off = 0;
+    }
   }
 
   // After a rejection: half-close so the client reads the error, discard what it still sends,
@@ -645,22 +538,16 @@ class TcpStoreServer::Loop {
     c.discarding = true;
   }
 
-  void send_frame(Conn& c, Writer& w) {
-    if (c.dead) return;
-    const Bytes& f = w.finish();
-    c.out.insert(c.out.end(), f.begin(), f.end());
-    flush(c);
-  }
-
   void flush(Conn& c) {
     while (c.out_off < c.out.size()) {
-      const ssize_t n = send(c.fd, c.out.data() + c.out_off, c.out.size() - c.out_off,
-                             MSG_NOSIGNAL | MSG_DONTWAIT);
+      const ssize_t n = ::send(c.fd, c.out.data() + c.out_off, c.out.size() - c.out_off,
+                               MSG_NOSIGNAL | MSG_DONTWAIT);
       if (n < 0) {
         if (errno == EINTR) continue;
         if (errno == EAGAIN || errno == EWOULDBLOCK) break;
         return mark_dead(c);
       }
+      bytes_out_.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
       c.out_off += static_cast<size_t>(n);
     }
     const bool pending = c.out_off < c.out.size();
@@ -676,8 +563,6 @@ class TcpStoreServer::Loop {
       watch(c.fd, c.id, (c.reading ? EPOLLIN : 0u) | (pending ? EPOLLOUT : 0u), EPOLL_CTL_MOD);
     }
     if (!pending && c.close_after_write && !c.discarding) finish_close(c);
-    // Replies drained: requests held back by the high-water mark can go on.
-    if (!pending && !c.close_after_write && unconsumed(c) > 0 && !c.parked) process(c);
   }
 
   void stop_reading(Conn& c) {
@@ -695,12 +580,13 @@ class TcpStoreServer::Loop {
     auto it = conns_.find(id);
     if (it == conns_.end()) return;
     Conn& c = *it->second;
-    if (c.parked) unpark(c);
+    engine_.drop(c.id);
     if (c.timer) timers_.erase({*c.timer, c.id});
     held_total_ -= c.held;
     epoll_ctl(epfd_, EPOLL_CTL_DEL, c.fd, nullptr);
     close(c.fd);
     conns_.erase(it);
+    connections_.store(conns_.size(), std::memory_order_relaxed);
   }
 
   int listen_fd_;
@@ -710,17 +596,17 @@ class TcpStoreServer::Loop {
   size_t conn_cap_ = 0;
   int epfd_ = -1;
   int wake_fd_ = -1;
+  int spare_fd_ = -1;  // a descriptor kept in reserve for refuse_one()
   bool stopping_ = false;
-  bool accept_paused_ = false;
-  SteadyClock::time_point accept_resume_;
   uint64_t next_id_ = 2;
-  HashStore data_;
   size_t held_total_ = 0;
   std::unordered_map<uint64_t, std::unique_ptr<Conn>> conns_;
-  std::unordered_map<std::string, std::vector<uint64_t>> waiting_;
-  std::set<std::pair<SteadyClock::time_point, uint64_t>> deadlines_;  // parked requests
-  std::set<std::pair<SteadyClock::time_point, uint64_t>> timers_;     // Conn::timer
+  std::set<std::pair<SteadyClock::time_point, uint64_t>> timers_;  // Conn::timer
   std::vector<uint64_t> to_close_;
+  std::vector<uint64_t> dirty_;  // connections with replies queued (pump())
+  std::atomic<uint64_t> requests_{0}, bytes_in_{0}, bytes_out_{0}, connections_{0},
+      peak_connections_{0}, refused_{0};
+  StoreEngine engine_;   // after the connections: its sink is this loop
   WorkerThread thread_;  // last: runs run() over everything above
 };
 
@@ -737,6 +623,8 @@ TcpStoreServer::TcpStoreServer(const std::string& host, uint16_t port, const Tcp
 }
 
 size_t TcpStoreServer::stored_bytes() const { return loop_->stored_bytes(); }
+
+TcpStoreServer::Stats TcpStoreServer::stats() const { return loop_->stats(); }
 
 TcpStoreServer::~TcpStoreServer() = default;  // ~Loop stops and joins its thread
 

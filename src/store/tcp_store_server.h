@@ -1,8 +1,15 @@
 #pragma once
 // TcpStoreServer: the TcpStore's server. One thread runs an epoll event loop serving every
-// client; GET, WAIT and MULTI_GET on missing keys park the connection (no polling) until the
-// keys appear or the request's deadline passes. The data lives in a HashStore, so every store
-// has exactly HashStore's semantics.
+// client; GET, WAIT and MULTI_GET on missing keys, and gathers, park the request (no polling)
+// until the keys appear, the gather completes or the request's deadline passes. A parked request
+// does not hold up its connection's later requests (replies carry the request's id), so every
+// thread of a rank shares one connection. What a request does, and what it costs at N clients,
+// is store/store_engine.h; the data lives in a HashStore, so every store has exactly HashStore's
+// semantics.
+//
+// Out of descriptors (EMFILE) the server takes the next client with a descriptor kept in
+// reserve, answers it one error line naming the open-files limit and closes it: a client is
+// never left waiting on a server that cannot accept it, and the loop never spins.
 //
 // Hostile clients (issue 17): with a secret configured, a connection's first frame must be an
 // AUTH carrying it (compared in constant time, the frame bounded to a few KiB before it is
@@ -52,9 +59,23 @@ class COLLIE_API TcpStoreServer {
   TcpStoreServer& operator=(const TcpStoreServer&) = delete;
 
   uint16_t port() const { return port_; }
-  // Bytes of the stored keys plus values, as the max_store_bytes cap counts them; never above
-  // the cap. Thread-safe.
+  // Bytes of the stored keys plus values and gathers, as the max_store_bytes cap counts them;
+  // never above the cap. Thread-safe.
   size_t stored_bytes() const;
+
+  // Counters since start (the scale benchmark's and the operator's view). Thread-safe.
+  struct Stats {
+    uint64_t requests = 0;               // request frames handled
+    uint64_t bytes_in = 0;               // read from clients
+    uint64_t bytes_out = 0;              // written to clients
+    uint64_t connections = 0;            // open now
+    uint64_t peak_connections = 0;       // most open at once
+    uint64_t refused_no_descriptor = 0;  // clients turned away out of descriptors (EMFILE)
+    uint64_t parked = 0;                 // requests parked now (waits, gathers)
+    uint64_t wait_steps = 0;  // key-wait registrations made, notified or unlinked (O(K) each)
+    size_t stored_bytes = 0;
+  };
+  Stats stats() const;
 
  private:
   class Loop;

@@ -75,17 +75,19 @@ bool exchange(uint16_t port, const uint8_t* p, size_t n) {
 
 void ping(uint16_t port, const char* secret) {
   collie::store_wire::Writer a, p;
-  a.u8(static_cast<uint8_t>(collie::store_wire::Op::kAuth)).str(secret);
-  p.u8(static_cast<uint8_t>(collie::store_wire::Op::kPing));
+  a.u8(static_cast<uint8_t>(collie::store_wire::Op::kAuth)).u32(0).str(secret);
+  p.u8(static_cast<uint8_t>(collie::store_wire::Op::kPing)).u32(1);
   const int fd = collie::net::connect_with_retry("127.0.0.1", port, collie::Millis(5000));
   const auto deadline = std::chrono::steady_clock::now() + 5s;
-  // AUTH is answered OK + the server's "secret required" byte, PING with OK alone.
-  for (auto [w, len] : {std::pair{&a, 2}, std::pair{&p, 1}}) {
+  // AUTH is answered id 0, OK + the server's "secret required" byte; PING id 1, OK alone.
+  uint32_t id = 0;
+  for (auto [w, len] : {std::pair{&a, 6}, std::pair{&p, 5}}) {
     const auto& f = w->finish();
     collie::net::send_all(fd, f.data(), f.size(), deadline, "fuzz");
-    uint8_t reply[6];
-    collie::net::recv_all(fd, reply, 4 + len, deadline, "fuzz");  // len + status OK [+ flag]
-    if (reply[0] != len || reply[4] != 0) __builtin_trap();
+    uint8_t reply[10];
+    collie::net::recv_all(fd, reply, 4 + len, deadline, "fuzz");  // len, id, status [+ flag]
+    if (reply[0] != len || reply[4] != id || reply[8] != 0) __builtin_trap();
+    ++id;
   }
   close(fd);
 }

@@ -245,6 +245,128 @@ TEST_P(StoreConformance, InterruptEndsAParkedWaitAtOnceAndLeavesOtherClientsWork
   EXPECT_EQ(bystander_got, "seen");
 }
 
+// Store::gather: each member on a client of its own, as ranks are.
+std::vector<Store::GatherResult> gather_on_threads(StoreFixture& env, const std::string& name,
+                                                   const std::vector<int>& members, int of,
+                                                   Store::GatherRead read, Millis timeout) {
+  std::vector<Store::GatherResult> out(members.size());
+  std::vector<std::thread> ts;
+  for (size_t i = 0; i < members.size(); ++i) {
+    ts.emplace_back([&, i] {
+      auto c = env.connect();
+      const int m = members[i];
+      out[i] = c->gather(name, m, of, to_bytes("value of " + std::to_string(m)), read, timeout);
+    });
+  }
+  for (auto& t : ts) t.join();
+  return out;
+}
+
+TEST_P(StoreConformance, GatherAllGivesEveryMemberEveryValueInMemberOrder) {
+  auto res = gather_on_threads(*env_, "g", {3, 0, 4, 1, 2}, 5, Store::GatherRead::kAll,
+                               std::chrono::seconds(30));
+  for (const auto& r : res) {
+    ASSERT_TRUE(r.complete);
+    EXPECT_TRUE(r.missing.empty());
+    ASSERT_EQ(r.values.size(), 5u);
+    for (int m = 0; m < 5; ++m) EXPECT_EQ(to_string(r.values[m]), "value of " + std::to_string(m));
+  }
+  // A second gather under another name is independent of the first.
+  auto again =
+      gather_on_threads(*env_, "g2", {1, 0}, 2, Store::GatherRead::kAll, std::chrono::seconds(30));
+  EXPECT_EQ(to_string(again[1].values[1]), "value of 1");
+}
+
+// kRoot: the others do not wait (they return before member 0 even arrives); member 0 gets all.
+TEST_P(StoreConformance, GatherRootOnlyMemberZeroWaitsAndReads) {
+  auto res =
+      gather_on_threads(*env_, "r", {1, 2}, 3, Store::GatherRead::kRoot, std::chrono::seconds(30));
+  for (const auto& r : res) {
+    EXPECT_TRUE(r.complete);
+    EXPECT_TRUE(r.values.empty());
+  }
+  auto root = s().gather("r", 0, 3, to_bytes("value of 0"), Store::GatherRead::kRoot,
+                         std::chrono::seconds(30));
+  ASSERT_TRUE(root.complete);
+  ASSERT_EQ(root.values.size(), 3u);
+  EXPECT_EQ(to_string(root.values[2]), "value of 2");
+}
+
+// kNone is a barrier: no member returns before the last one arrives; nothing is read.
+TEST_P(StoreConformance, GatherNoneIsABarrier) {
+  std::atomic<int> early_tid{-1};
+  std::atomic<bool> returned{false};
+  Store::GatherResult early;
+  std::thread t([&] {
+    early_tid = testing::current_tid();
+    early = other()->gather("b", 0, 2, {}, Store::GatherRead::kNone, std::chrono::seconds(30));
+    returned = true;
+  });
+  ASSERT_TRUE(testing::asleep(early_tid)) << "the first member never waited";
+  EXPECT_FALSE(returned.load());
+  auto last = s().gather("b", 1, 2, {}, Store::GatherRead::kNone, std::chrono::seconds(30));
+  t.join();
+  EXPECT_TRUE(last.complete);
+  EXPECT_TRUE(early.complete);
+  EXPECT_TRUE(early.values.empty());
+  EXPECT_TRUE(last.values.empty());
+}
+
+// A timed-out gather names exactly the members that never came, to every member that waited.
+TEST_P(StoreConformance, GatherTimeoutNamesTheMissingMembers) {
+  auto res = gather_on_threads(*env_, "t", {0, 2, 3, 6}, 8, Store::GatherRead::kAll,
+                               std::chrono::milliseconds(300));
+  for (const auto& r : res) {
+    EXPECT_FALSE(r.complete);
+    EXPECT_EQ(r.missing, (std::vector<int>{1, 4, 5, 7}));
+    EXPECT_TRUE(r.values.empty());
+  }
+}
+
+// kColumn: member m's value holds one cell per member; each member reads its own cell of every
+// value (what a full-mesh connect needs: the port each peer opened for it).
+TEST_P(StoreConformance, GatherColumnGivesEachMemberItsOwnCells) {
+  constexpr int kN = 4;
+  std::vector<Store::GatherResult> res(kN);
+  std::vector<std::thread> ts;
+  for (int m = 0; m < kN; ++m) {
+    ts.emplace_back([&, m] {
+      Bytes v;
+      for (int to = 0; to < kN; ++to) {
+        v.push_back(static_cast<uint8_t>('a' + m));
+        v.push_back(static_cast<uint8_t>('0' + to));
+      }
+      res[m] = env_->connect()->gather("c", m, kN, v, Store::GatherRead::kColumn,
+                                       std::chrono::seconds(30));
+    });
+  }
+  for (auto& t : ts) t.join();
+  for (int m = 0; m < kN; ++m) {
+    ASSERT_TRUE(res[m].complete);
+    ASSERT_EQ(res[m].values.size(), static_cast<size_t>(kN));
+    for (int from = 0; from < kN; ++from) {
+      const std::string want = {static_cast<char>('a' + from), static_cast<char>('0' + m)};
+      EXPECT_EQ(to_string(res[m].values[from]), want);
+    }
+  }
+  EXPECT_THROW(
+      s().gather("c2", 0, 3, Bytes(4), Store::GatherRead::kColumn, std::chrono::seconds(1)),
+      InvalidArgument);  // 4 bytes are not 3 cells
+}
+
+TEST_P(StoreConformance, GatherRefusesAMemberTwiceAndDisagreeingSizes) {
+  EXPECT_THROW(s().gather("x", 3, 3, {}, Store::GatherRead::kAll, std::chrono::seconds(1)),
+               InvalidArgument);
+  EXPECT_THROW(s().gather("x", 0, 0, {}, Store::GatherRead::kAll, std::chrono::seconds(1)),
+               InvalidArgument);
+  EXPECT_TRUE(
+      s().gather("y", 1, 3, {}, Store::GatherRead::kRoot, std::chrono::seconds(1)).complete);
+  EXPECT_THROW(s().gather("y", 1, 3, {}, Store::GatherRead::kRoot, std::chrono::seconds(1)),
+               InvalidArgument);
+  EXPECT_THROW(other()->gather("y", 2, 4, {}, Store::GatherRead::kRoot, std::chrono::seconds(1)),
+               InvalidArgument);
+}
+
 INSTANTIATE_TEST_SUITE_P(AllStores, StoreConformance, ::testing::ValuesIn(all_store_factories()),
                          [](const auto& info) { return info.param.name; });
 

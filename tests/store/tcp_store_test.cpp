@@ -2,6 +2,7 @@
 // oversize messages, connect retry while the server is not up yet.
 #include "store/tcp_store.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -13,6 +14,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <future>
 #include <thread>
 
@@ -115,13 +117,15 @@ TEST(TcpStore, ConnectTimeoutNamesHostAndPort) {
 }
 
 // The server runs in a child process; killing it must fail the parked client fast.
-TEST(TcpStore, ServerProcessDeathGivesNetworkError) {
+// A store server in a child process (so the test can kill it, or starve it of descriptors):
+// `before` runs in the child first. Returns the child's pid and the server's port (0 on failure).
+std::pair<pid_t, uint16_t> fork_server(const std::function<void()>& before = {}) {
   int fds[2];
-  ASSERT_EQ(pipe(fds), 0);
+  if (pipe(fds) != 0) return {-1, 0};
   const pid_t child = fork();
-  ASSERT_GE(child, 0);
   if (child == 0) {
     close(fds[0]);
+    if (before) before();
     try {
       TcpStore server(server_opts());
       const uint16_t port = server.port();
@@ -133,8 +137,15 @@ TEST(TcpStore, ServerProcessDeathGivesNetworkError) {
   }
   close(fds[1]);
   uint16_t port = 0;
-  ASSERT_EQ(read(fds[0], &port, sizeof(port)), static_cast<ssize_t>(sizeof(port)));
+  if (child < 0 || read(fds[0], &port, sizeof(port)) != static_cast<ssize_t>(sizeof(port)))
+    port = 0;
   close(fds[0]);
+  return {child, port};
+}
+
+TEST(TcpStore, ServerProcessDeathGivesNetworkError) {
+  const auto [child, port] = fork_server();
+  ASSERT_NE(port, 0);
 
   TcpStoreOptions o;
   o.port = port;
@@ -206,8 +217,9 @@ TEST(TcpStore, OversizeRequestIsRejectedByTheServer) {
   Bytes body(store_wire::decode_u32(reply));
   net::recv_all(fd, body.data(), body.size(), Steady::now() + 5s, "test");
   store_wire::Reader r(body.data(), body.size());
+  r.u32();  // request id
   EXPECT_EQ(r.u8(), static_cast<uint8_t>(store_wire::Status::kError));
-  EXPECT_NE(r.str().find("1073741824 bytes"), std::string::npos);
+  EXPECT_NE(std::string(body.begin() + 5, body.end()).find("1073741824 bytes"), std::string::npos);
   close(fd);
   TcpStore after(client_of(server));
   after.set("still", "alive");
@@ -234,15 +246,18 @@ TEST(TcpStoreProtocol, TruncatedFieldsThrowInsteadOfAllocating) {
 TEST(TcpStore, UnknownOpIsAnsweredWithAnErrorAndTheServerKeepsServing) {
   TcpStore server(server_opts());
   const int fd = net::connect_with_retry("127.0.0.1", server.port(), 5s);
-  const uint8_t frame[] = {1, 0, 0, 0, 200};  // a 1-byte request with op 200
-  ASSERT_EQ(send(fd, frame, sizeof(frame), MSG_NOSIGNAL), 5);
+  // A 5-byte request: op 200, request id 7.
+  const uint8_t frame[] = {5, 0, 0, 0, 200, 7, 0, 0, 0};
+  ASSERT_EQ(send(fd, frame, sizeof(frame), MSG_NOSIGNAL), 9);
   uint8_t hdr[4];
   net::recv_all(fd, hdr, 4, Steady::now() + 5s, "test");
   Bytes body(store_wire::decode_u32(hdr));
   net::recv_all(fd, body.data(), body.size(), Steady::now() + 5s, "test");
   store_wire::Reader r(body.data(), body.size());
+  EXPECT_EQ(r.u32(), 7u);  // the reply names the request it answers
   EXPECT_EQ(r.u8(), static_cast<uint8_t>(store_wire::Status::kError));
-  EXPECT_NE(r.str().find("unknown store request op 200"), std::string::npos);
+  EXPECT_NE(std::string(body.begin() + 5, body.end()).find("unknown store request op 200"),
+            std::string::npos);
   close(fd);
   server.set("after", "1");
   EXPECT_EQ(TcpStore(client_of(server)).get_string("after"), "1");
@@ -268,6 +283,103 @@ TEST(TcpStore, ManyParkedWaitersWakeOnOneSet) {
   for (auto& w : waiters) EXPECT_EQ(w.wait_for(0ms), std::future_status::timeout);
   server.set("b", "2");
   for (auto& w : waiters) EXPECT_EQ(w.get(), "2");
+}
+
+// Every thread of a rank shares one connection: the store host holds one descriptor per rank,
+// however many clones (dump watcher, DETAIL, the caller) a rank makes.
+TEST(TcpStore, AStoreAndItsClonesShareOneConnection) {
+  TcpStore server(server_opts());
+  ASSERT_EQ(server.server()->stats().connections, 1u);  // the server's own client
+  TcpStore client(client_of(server));
+  std::vector<std::shared_ptr<Store>> clones;
+  for (int i = 0; i < 5; ++i) clones.push_back(client.clone());
+  for (auto& c : clones) c->set("k", "v");
+  EXPECT_EQ(server.server()->stats().connections, 2u);
+  // Their requests interleave on it: a get parked on one clone, sets through the others.
+  auto waiter = std::async(std::launch::async, [&] { return clones[0]->get_string("later"); });
+  for (int i = 1; i < 5; ++i) clones[i]->set(fmt::format("x{}", i), "y");
+  clones[4]->set("later", "ok");
+  EXPECT_EQ(waiter.get(), "ok");
+}
+
+// An interrupted wait is cancelled on the server too: nothing stays parked for a client that
+// left, however long its timeout.
+TEST(TcpStore, AnInterruptedWaitIsDroppedByTheServer) {
+  TcpStore server(server_opts());
+  TcpStore client(client_of(server));
+  auto c = client.clone();
+  std::atomic<int> tid{-1};
+  auto waiter = std::async(std::launch::async, [&] {
+    tid = testing::current_tid();
+    try {
+      c->wait({"never"}, 60s);
+    } catch (const StoreError&) {
+    }
+  });
+  ASSERT_TRUE(testing::settled(tid));
+  EXPECT_EQ(server.server()->stats().parked, 1u);
+  c->interrupt();
+  waiter.get();
+  client.ping();  // the cancel went out before this request, on the same connection
+  EXPECT_EQ(server.server()->stats().parked, 0u);
+  client.set("never", "1");  // and waking the key reaches no one
+}
+
+// What a parked wait costs the server is O(keys) once and O(1) per key that arrives: N
+// waiters on the same N keys cost about 2 N^2 key-wait steps in all (a request re-filed on every
+// set would cost N^3 / 2).
+TEST(TcpStore, ParkedWaitsCostLinearInTheirKeys) {
+  constexpr int kN = 48;
+  TcpStore server(server_opts());
+  std::vector<std::string> keys;
+  for (int i = 0; i < kN; ++i) keys.push_back(fmt::format("k{}", i));
+  std::vector<std::future<void>> waiters;
+  for (int i = 0; i < kN; ++i) {
+    waiters.push_back(std::async(std::launch::async, [&] {
+      TcpStore c(client_of(server));
+      c.wait(keys);
+    }));
+  }
+  while (server.server()->stats().parked < static_cast<uint64_t>(kN)) {
+    std::this_thread::sleep_for(1ms);
+  }
+  const uint64_t before = server.server()->stats().wait_steps;
+  EXPECT_EQ(before, static_cast<uint64_t>(kN) * kN);  // each waiter registered on every key
+  for (const auto& k : keys) server.set(k, "1");
+  for (auto& w : waiters) w.get();
+  const uint64_t steps = server.server()->stats().wait_steps - before;
+  EXPECT_LE(steps, 2u * kN * kN) << "waking " << kN << " waiters on " << kN << " keys took "
+                                 << steps << " steps";
+}
+
+// Out of descriptors, the server answers the clients it cannot keep with one line naming the
+// open-files limit, at once, instead of leaving them to time out (and it never spins).
+TEST(TcpStore, OutOfDescriptorsTheServerSaysSoInsteadOfHanging) {
+  const auto [child, port] = fork_server([] {
+    rlimit lim{64, 64};
+    if (setrlimit(RLIMIT_NOFILE, &lim) != 0) _exit(3);
+  });
+  ASSERT_NE(port, 0);
+  std::vector<std::unique_ptr<TcpStore>> clients;
+  std::string refused;
+  const auto t0 = Steady::now();
+  for (int i = 0; i < 100 && refused.empty(); ++i) {
+    TcpStoreOptions o;
+    o.port = port;
+    o.timeout = 20s;
+    try {
+      clients.push_back(std::make_unique<TcpStore>(o));
+    } catch (const StoreError& e) {
+      refused = e.what();
+    }
+  }
+  const auto took = Steady::now() - t0;
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  EXPECT_NE(refused.find("out of file descriptors"), std::string::npos) << refused;
+  EXPECT_NE(refused.find("ulimit -n"), std::string::npos) << refused;
+  EXPECT_GT(clients.size(), 40u);  // it served what the limit allowed
+  EXPECT_LT(took, testing::scaled(10s)) << "a refused client waited for its timeout";
 }
 
 }  // namespace

@@ -1,11 +1,16 @@
 #pragma once
-// Gloo's connect phase bounded by the group's timeout. libgloo's connectFullMesh waits on the
-// store and on each pair in turn, each up to its own timeout (several times the group timeout in
-// all); here it runs on a helper thread and the caller gives up at the deadline, naming the ranks
-// that never reached the connect phase, the peer this rank was still connecting to, and the
-// addresses the ranks published. On that timeout the helper thread is left to finish or fail on
-// its own (it owns everything it touches) while the caller's error ends the process's use of the
-// group. Each rank first publishes "gloo_connect/<rank>" = its bound address in the group store.
+// Gloo's connect phase, in O(1) store requests per rank and bounded by the group's timeout.
+// libgloo's connectFullMesh (Debian's 2022 libgloo) has every rank read every other rank's N-1
+// pair addresses (136 N^3 bytes out of the store in all; its 1 GiB cap near N = 2,800) and the
+// lower ranks' host names one request at a time. Here each rank makes two Store::gather requests:
+// its IP and host name (read by all), and the N ports its pairs listen on as cells of a column
+// gather (rank j reads only the port each rank opened for j), then connects libgloo's pairs as
+// connectFullMesh would. The connect runs on a helper thread and the caller gives up at the
+// deadline, naming the ranks that never reached the connect phase (the gathers' timeout replies),
+// or the peer this rank was still connecting to and where it listens. On that timeout the helper
+// thread is left to finish or fail on its own (it owns everything it touches) while the caller's
+// error ends the process's use of the group. Before it starts it checks, in one line, that the
+// mesh's descriptors fit the open-files limit.
 // Thread safety: call from one thread per group.
 #include <gloo/rendezvous/context.h>
 

@@ -10,7 +10,6 @@
 #include "backends/gloo/gloo_connect.h"
 #include "backends/gloo/gloo_device.h"
 #include "backends/gloo/gloo_p2p.h"
-#include "backends/gloo/gloo_store.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "discovery/network_choices.h"

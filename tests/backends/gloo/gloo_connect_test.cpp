@@ -1,5 +1,6 @@
 // Gloo's connect phase ends at the group's timeout (libgloo alone waits several timeouts) and
-// names the rank that never connected. Real libgloo devices and sockets; the ranks are threads.
+// names the rank that never connected, from the gather's timeout reply (no N-key reads). Real
+// libgloo devices and sockets; the ranks are threads.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -49,8 +50,6 @@ TEST(GlooConnect, MissingRankEndsTheConnectPhaseAtTheTimeoutNamingIt) {
     EXPECT_NE(errors[r].find("[Rank " + std::to_string(r) + "]"), std::string::npos);
     EXPECT_NE(errors[r].find("rank 2 never connected"), std::string::npos);
     EXPECT_NE(errors[r].find("within 1500 ms"), std::string::npos);
-    EXPECT_NE(errors[r].find("addresses published: " + std::to_string(1 - r) + "=127.0.0.1"),
-              std::string::npos);
     EXPECT_GE(took_ms[r], 1400);
     EXPECT_LT(took_ms[r], testing::scaled(3000.0));
   }
