@@ -62,23 +62,6 @@ std::optional<std::string> decode_verdict(const Bytes& v) {
   return s.empty() ? std::string("malformed DETAIL verdict in the store") : s.substr(1);
 }
 
-// Every member joins; member 0 waits up to `wait` and learns who never joined (ascending).
-// TODO(store-gather): Store::gather(kRoot) once it lands.
-std::vector<int> gather_missing(Store& store, const std::string& name, int member, int members,
-                                const std::vector<std::string>& record_keys, Millis wait) {
-  if (store.add(name + "/n", 1) == members) store.set(name + "/done", std::string_view("1"));
-  std::vector<int> missing;
-  if (member != 0) return missing;
-  try {
-    store.wait({name + "/done"}, std::max(wait, Millis(1)));
-  } catch (const StoreError&) {
-    for (int m = 0; m < members; ++m) {
-      if (!store.check({record_keys[static_cast<size_t>(m)]})) missing.push_back(m);
-    }
-  }
-  return missing;
-}
-
 }  // namespace
 
 FingerprintAgreement::FingerprintAgreement(std::shared_ptr<Store> store, int rank, int size,
@@ -186,12 +169,10 @@ std::optional<std::string> FingerprintAgreement::through_store(
       return std::max(Millis(1),
                       std::chrono::duration_cast<Millis>(deadline - Clock::system().now()));
     };
-    std::vector<std::string> keys;
-    if (rank_ == 0) {
-      for (int r = 0; r < size_; ++r) keys.push_back(record_key(r));
-    }
-    const std::vector<int> missing =
-        gather_missing(*store_, base + "/g", rank_, size_, keys, left());
+    // Rank 0 learns who came (one request; the others' return at once).
+    const Store::GatherResult came =
+        store_->gather(base + "/g", rank_, size_, {}, Store::GatherRead::kRoot, left());
+    const std::vector<int>& missing = came.missing;
     if (rank_ != 0) {
       try {
         store_->wait({verdict_key}, left() + grace);
@@ -214,7 +195,7 @@ std::optional<std::string> FingerprintAgreement::through_store(
         ++m;
         continue;
       }
-      present.push_back(keys[static_cast<size_t>(r)]);
+      present.push_back(record_key(r));
     }
     const std::vector<Bytes> records = store_->multi_get(present);
     const auto text = explain(records, missing, timeout, located);

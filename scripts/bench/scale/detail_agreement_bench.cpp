@@ -3,9 +3,9 @@
 // pair (below) hold about 3 per rank when both ends live in one process, plus listening sockets
 // while they connect), each rank on its own loopback address
 // 127.(10 + r / 65536).(r / 256 % 256).(r % 256), every process's ranks rendezvousing through
-// one TcpStore served by a separate process. Each rank builds the AgreementTree DETAIL builds and
-// runs FingerprintAgreement::check on an all_reduce fingerprint: W unmeasured checks, then M
-// measured ones.
+// one TcpStore served by a separate process (one connection per process). Each rank builds the
+// AgreementTree DETAIL builds and runs FingerprintAgreement::check on an all_reduce fingerprint: W
+// unmeasured checks, then M measured ones.
 //
 // What a check costs one rank, measured per rank and reported over the ranks:
 //   cpu     CPU time of the rank's thread per check (CLOCK_THREAD_CPUTIME_ID, the counter
@@ -40,7 +40,6 @@
 #include <mutex>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "core/stats.h"
@@ -56,25 +55,18 @@ using SteadyClock = std::chrono::steady_clock;
 constexpr int kRanksPerProcess = 3300;
 constexpr Millis kTimeout{600000};
 
-// A Store over one shared TcpStore client whose wait() polls check() instead of parking on the
-// server: thousands of threads share one connection, and a parked wait would hold up the set it
-// waits for. Counts the requests its rank asked for (a wait counts once).
-class PollingStore : public Store {
+// A Store over the process's one TcpStore client (whose requests are multiplexed, so thousands
+// of threads may park waits on it) that counts the requests its rank made.
+class CountingStore : public Store {
  public:
-  explicit PollingStore(std::shared_ptr<Store> base) : Store(kTimeout), base_(std::move(base)) {}
+  explicit CountingStore(std::shared_ptr<Store> base) : Store(kTimeout), base_(std::move(base)) {}
   void set(const std::string& k, const Bytes& v) override { ++requests_, base_->set(k, v); }
   Bytes get(const std::string& k) override { return ++requests_, base_->get(k); }
   int64_t add(const std::string& k, int64_t d) override { return ++requests_, base_->add(k, d); }
   bool check(const std::vector<std::string>& k) override { return ++requests_, base_->check(k); }
   void wait(const std::vector<std::string>& keys, Millis timeout) override {
     ++requests_;
-    const auto end = SteadyClock::now() + resolve(timeout);
-    auto nap = std::chrono::milliseconds(1);
-    while (!base_->check(keys)) {
-      if (SteadyClock::now() > end) throw_store_timeout(keys, resolve(timeout), "PollingStore");
-      std::this_thread::sleep_for(nap);
-      nap = std::min(nap * 2, std::chrono::milliseconds(50));
-    }
+    base_->wait(keys, resolve(timeout));
   }
   Bytes compare_set(const std::string& k, const Bytes& e, const Bytes& d) override {
     return ++requests_, base_->compare_set(k, e, d);
@@ -88,7 +80,16 @@ class PollingStore : public Store {
   void multi_set(const std::vector<std::string>& k, const std::vector<Bytes>& v) override {
     ++requests_, base_->multi_set(k, v);
   }
-  std::shared_ptr<Store> clone() override { return std::make_shared<PollingStore>(base_); }
+  GatherResult gather(const std::string& name, int member, int members, const Bytes& value,
+                      GatherRead read, Millis timeout) override {
+    return ++requests_, base_->gather(name, member, members, value, read, resolve(timeout));
+  }
+  std::vector<Bytes> set_and_gather(const std::string& drop, const std::string& key,
+                                    const Bytes& value, const std::vector<std::string>& gather,
+                                    Millis timeout) override {
+    return ++requests_, base_->set_and_gather(drop, key, value, gather, resolve(timeout));
+  }
+  std::shared_ptr<Store> clone() override { return std::make_shared<CountingStore>(base_); }
   void interrupt() override {}
   int requests() const { return requests_; }
   using Store::set;
@@ -136,7 +137,7 @@ Fingerprint all_reduce_fp(int rank) {
 
 void run_rank(const RankJob& j) {
   try {
-    auto store = std::make_shared<PollingStore>(j.client);
+    auto store = std::make_shared<CountingStore>(j.client);
     auto tree = AgreementTree::connect(store, fmt::format("scale{}", j.n), j.rank, j.n,
                                        address_of(j.rank), kTimeout);
     j.out->setup_requests = store->requests();
