@@ -13,7 +13,7 @@
 // "host port token" in the group store; every other rank reads its parent's key (rank 1: rank
 // 0's) and dials it. A connection is kept only when its first frame carries the acceptor's random
 // token (which only readers of the group's store know) and a rank the acceptor expects; anything
-// else is closed and ignored. A rank makes at most 3 store requests (set, then delete once its
+// else is closed and ignored. A rank makes at most 4 store requests (set, then delete once its
 // children are in; wait+get of its parent's key), and afterwards holds at most 3 descriptors: its
 // parent (or the other root) and two children; the listening socket is closed.
 // allreduce: every rank calls it the same number of times, in the same order, with the same
