@@ -1,7 +1,7 @@
 #pragma once
 // The one conversion of a deadline into the millisecond timeout poll(2) and epoll_wait(2) take
-// (the store client's socket I/O, the store server, the launcher's event loop, DETAIL's record
-// mesh). Pure; thread-safe.
+// (the store client's socket I/O, the store server, the launcher's event loop, DETAIL's
+// agreement tree). Pure; thread-safe.
 #include <algorithm>
 #include <chrono>
 #include <climits>

@@ -10,7 +10,6 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "debug/dump_service.h"
-#include "debug/record_mesh.h"
 #include "store/store.h"
 
 namespace collie {
@@ -39,16 +38,17 @@ bool sampled(uint64_t n, uint64_t every) { return (n - 1) % every == 0; }
 
 }  // namespace
 
-DesyncCheckingProcessGroup::DesyncCheckingProcessGroup(
-    std::shared_ptr<ProcessGroup> inner, uint64_t sample_every, std::shared_ptr<Store> store,
-    std::unique_ptr<FingerprintExchange> exchange)
+DesyncCheckingProcessGroup::DesyncCheckingProcessGroup(std::shared_ptr<ProcessGroup> inner,
+                                                       uint64_t sample_every,
+                                                       std::shared_ptr<Store> store,
+                                                       std::unique_ptr<AgreementTree> tree)
     : ProcessGroupWrapper(std::move(inner)),
       store_(store ? std::move(store) : info().store),
       checker_store_(store_->clone()),
       sample_(sample_every == 0 ? 1 : sample_every),
       sends_(static_cast<size_t>(size()), 0),
       recvs_(static_cast<size_t>(size()), 0),
-      exchange_(exchange ? std::move(exchange) : make_store_exchange(store_, rank(), size())) {
+      agreement_(store_, rank(), size(), info().global_ranks, std::move(tree)) {
   thread_.start(
       "collie-detail", [this] { loop(); }, set_and_notify(mu_, stop_, cv_));
 }
@@ -92,15 +92,16 @@ void DesyncCheckingProcessGroup::before(const OpCall& call) {
 }
 
 void DesyncCheckingProcessGroup::check_collective_call(const OpCall& call) {
-  const Fingerprint mine = Fingerprint::of(call, info().global_ranks[rank()], size());
-  const auto g = exchange_->exchange(mine, call.timeout);
-  if (auto msg = check_collective(g.fps, call.timeout, info().global_ranks, g.splits_pairs_of)) {
+  // Not copying the splits keeps the check free of allocations; the agreement reads them here.
+  const Fingerprint mine =
+      Fingerprint::of(call, info().global_ranks[rank()], size(), /*copy_splits=*/false);
+  if (auto msg = agreement_.check(mine, call.input_splits, call.output_splits, call.timeout)) {
     fail(call, *msg);
   }
 }
 
 void DesyncCheckingProcessGroup::shutdown() {
-  exchange_->shutdown();
+  agreement_.shutdown();
   ProcessGroupWrapper::shutdown();
 }
 
@@ -172,15 +173,14 @@ std::shared_ptr<ProcessGroup> with_desync_checks(std::shared_ptr<ProcessGroup> p
   if (debug_level() != DebugLevel::Detail || !pg->info().store) return pg;
   const Env& env = args.env ? *args.env : Env::process();
   const uint64_t sample = DesyncCheckingProcessGroup::sample_from_env(env);
-  std::unique_ptr<RecordMesh> mesh;
+  std::unique_ptr<AgreementTree> tree;
   try {
-    mesh = make_fingerprint_mesh(*pg, "desync_mesh", env);
+    tree = make_agreement_tree(*pg, "desync_tree", env);
   } catch (const std::exception& e) {
-    log(LogLevel::Warning, "DETAIL: no mesh for fingerprints ({}); using the store", e.what());
+    log(LogLevel::Warning, "DETAIL: no agreement tree ({}); checking through the store", e.what());
   }
-  auto exchange = mesh ? make_mesh_exchange(std::move(mesh), pg->info().store) : nullptr;
   return std::make_shared<DesyncCheckingProcessGroup>(std::move(pg), sample, nullptr,
-                                                      std::move(exchange));
+                                                      std::move(tree));
 }
 
 }  // namespace collie

@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
-#include <map>
 
 #include "comm/process_group.h"
 #include "comm/rendezvous.h"
@@ -12,7 +12,7 @@
 namespace collie {
 namespace {
 
-constexpr uint32_t kMagic = 0x31504643;  // "CFP1"
+constexpr uint32_t kMagic = 0x32504643;  // "CFP2"
 
 struct Writer {
   Bytes b;
@@ -49,7 +49,7 @@ std::string rank_list(const std::vector<int>& ranks) {
 
 }  // namespace
 
-Fingerprint Fingerprint::of(const OpCall& c, int rank, int group_size) {
+Fingerprint Fingerprint::of(const OpCall& c, int rank, int group_size, bool copy_splits) {
   Fingerprint f;
   f.rank = rank;
   f.seq = c.seq;
@@ -72,8 +72,11 @@ Fingerprint Fingerprint::of(const OpCall& c, int rank, int group_size) {
     f.peer = c.peer;
     f.tag = c.tag;
   }
-  f.input_splits.assign(c.input_splits.begin(), c.input_splits.end());
-  f.output_splits.assign(c.output_splits.begin(), c.output_splits.end());
+  f.has_splits = op.splits && !c.input_splits.empty();
+  if (copy_splits) {
+    f.input_splits.assign(c.input_splits.begin(), c.input_splits.end());
+    f.output_splits.assign(c.output_splits.begin(), c.output_splits.end());
+  }
   return f;
 }
 
@@ -92,6 +95,7 @@ Bytes Fingerprint::encode() const {
   w.put<int32_t>(root);
   w.put<int32_t>(peer);
   w.put<int32_t>(tag);
+  w.put<uint8_t>(has_splits);
   w.put<uint32_t>(static_cast<uint32_t>(input_splits.size()));
   for (int64_t v : input_splits) w.put(v);
   w.put<uint32_t>(static_cast<uint32_t>(output_splits.size()));
@@ -117,45 +121,11 @@ Fingerprint Fingerprint::decode(const uint8_t* p, size_t n) {
   f.root = r.get<int32_t>();
   f.peer = r.get<int32_t>();
   f.tag = r.get<int32_t>();
+  f.has_splits = r.get<uint8_t>() != 0;
   f.input_splits.resize(std::min<uint32_t>(r.get<uint32_t>(), 1u << 20));
   for (auto& v : f.input_splits) v = r.get<int64_t>();
   f.output_splits.resize(std::min<uint32_t>(r.get<uint32_t>(), 1u << 20));
   for (auto& v : f.output_splits) v = r.get<int64_t>();
-  return f;
-}
-
-void Fingerprint::encode_records(int n, uint8_t* out) const {
-  // One encoding with one-element splits; each record patches in its pair's two values (the
-  // encoding ends with: u32 1, i64 sent, u32 1, i64 expected).
-  Fingerprint pair = *this;
-  pair.input_splits = {0};
-  pair.output_splits = {0};
-  const Bytes b = pair.encode();
-  if (b.size() > kRecordBytes) throw Error("fingerprint record larger than kRecordBytes");
-  const size_t expected_at = b.size() - sizeof(int64_t);
-  const size_t sent_at = expected_at - sizeof(uint32_t) - sizeof(int64_t);
-  for (int dest = 0; dest < n; ++dest) {
-    uint8_t* rec = out + static_cast<size_t>(dest) * kRecordBytes;
-    std::memcpy(rec, b.data(), b.size());
-    std::memset(rec + b.size(), 0, kRecordBytes - b.size());
-    const auto d = static_cast<size_t>(dest);
-    const int64_t sent = input_splits.empty() ? static_cast<int64_t>(count) : input_splits[d];
-    const int64_t expected = output_splits.empty() ? static_cast<int64_t>(count) : output_splits[d];
-    std::memcpy(rec + sent_at, &sent, sizeof(sent));
-    std::memcpy(rec + expected_at, &expected, sizeof(expected));
-  }
-}
-
-Fingerprint Fingerprint::decode_record(const uint8_t* in, int me, int n) {
-  Fingerprint f = decode(in, kRecordBytes);
-  if (f.input_splits.size() != 1 || f.output_splits.size() != 1 || me < 0 || me >= n) {
-    throw DesyncError("malformed fingerprint record from a peer");
-  }
-  const int64_t sent = f.input_splits[0], expected = f.output_splits[0];
-  f.input_splits.assign(static_cast<size_t>(n), 0);
-  f.output_splits.assign(static_cast<size_t>(n), 0);
-  f.input_splits[static_cast<size_t>(me)] = sent;
-  f.output_splits[static_cast<size_t>(me)] = expected;
   return f;
 }
 
@@ -179,8 +149,7 @@ std::vector<std::string> differing_fields(const Fingerprint& a, const Fingerprin
   if (a.has_tensor && b.has_tensor && a.dtype != b.dtype) d.push_back("dtype");
   // An op with splits (all_to_all) sends each rank its own amount, so the ranks' totals may
   // differ: check_collective compares what each pair sends and expects instead.
-  const bool uneven =
-      a.op == b.op && traits(a.op).splits && (!a.input_splits.empty() || !b.input_splits.empty());
+  const bool uneven = a.op == b.op && traits(a.op).splits && (a.has_splits || b.has_splits);
   if (!uneven && a.count != b.count) {
     d.push_back("element count");
   } else if (!uneven && a.shape.ndim != 0 && b.shape.ndim != 0 && !(a.shape == b.shape)) {
@@ -194,11 +163,39 @@ std::vector<std::string> differing_fields(const Fingerprint& a, const Fingerprin
   return d;
 }
 
+std::string split_error(int sender, int64_t sent, int receiver, int64_t expected) {
+  return fmt::format("rank {} sends {} elements to rank {}, which expects {}", sender, sent,
+                     receiver, expected);
+}
+
 std::optional<std::string> check_collective(const std::vector<std::optional<Fingerprint>>& fps,
-                                            Millis waited, const std::vector<int>& global_ranks,
-                                            int only_pairs_of) {
+                                            Millis waited, const std::vector<int>& global_ranks) {
+  std::vector<std::string> splits_errors;
+  const bool all_came = std::all_of(fps.begin(), fps.end(), [](const auto& f) { return f; });
+  if (all_came && !fps.empty() && traits(fps[0]->op).splits &&
+      std::all_of(fps.begin(), fps.end(), [&](const auto& f) { return same_call(*fps[0], *f); })) {
+    // What rank r sends to q must be what q expects from r.
+    const size_t n = fps.size();
+    auto amount = [&](const Fingerprint& f, const std::vector<int64_t>& splits, size_t i) {
+      return i < splits.size() ? splits[i] : static_cast<int64_t>(f.count);
+    };
+    for (size_t r = 0; r < n; ++r) {
+      for (size_t q = 0; q < n; ++q) {
+        const int64_t sent = amount(*fps[r], fps[r]->input_splits, q);
+        const int64_t want = amount(*fps[q], fps[q]->output_splits, r);
+        if (sent != want)
+          splits_errors.push_back(split_error(fps[r]->rank, sent, fps[q]->rank, want));
+      }
+    }
+  }
+  return collective_mismatch(fps, waited, global_ranks, splits_errors);
+}
+
+std::optional<std::string> collective_mismatch(const std::vector<std::optional<Fingerprint>>& fps,
+                                               Millis waited, const std::vector<int>& global_ranks,
+                                               const std::vector<std::string>& splits_errors) {
   // Group ranks by what they called, in order of first appearance.
-  std::vector<std::pair<Fingerprint, std::vector<int>>> groups;
+  std::vector<std::pair<const Fingerprint*, std::vector<int>>> groups;
   std::vector<int> missing;
   for (size_t r = 0; r < fps.size(); ++r) {
     const int who = fps[r]                    ? fps[r]->rank
@@ -209,42 +206,21 @@ std::optional<std::string> check_collective(const std::vector<std::optional<Fing
       continue;
     }
     auto it = std::find_if(groups.begin(), groups.end(),
-                           [&](const auto& g) { return same_call(g.first, *fps[r]); });
+                           [&](const auto& g) { return same_call(*g.first, *fps[r]); });
     if (it == groups.end()) {
-      groups.push_back({*fps[r], {who}});
+      groups.push_back({&*fps[r], {who}});
     } else {
       it->second.push_back(who);
     }
   }
-  std::vector<std::string> splits_errors;
-  if (groups.size() == 1 && traits(groups[0].first.op).splits && missing.empty()) {
-    // What rank r sends to q must be what q expects from r.
-    const size_t n = fps.size();
-    for (size_t r = 0; r < n; ++r) {
-      for (size_t q = 0; q < n; ++q) {
-        if (only_pairs_of >= 0 && static_cast<int>(r) != only_pairs_of &&
-            static_cast<int>(q) != only_pairs_of) {
-          continue;
-        }
-        const auto& s = fps[r]->input_splits;
-        const auto& o = fps[q]->output_splits;
-        const int64_t sent = s.empty() ? static_cast<int64_t>(fps[r]->count) : s[q];
-        const int64_t want = o.empty() ? static_cast<int64_t>(fps[q]->count) : o[r];
-        if (sent != want) {
-          splits_errors.push_back(
-              fmt::format("rank {} sends {} elements to rank {}, which expects {}", fps[r]->rank,
-                          sent, fps[q]->rank, want));
-        }
-      }
-    }
-  }
-  if (groups.size() <= 1 && missing.empty() && splits_errors.empty()) return std::nullopt;
+  const bool splits = groups.size() == 1 && missing.empty() && !splits_errors.empty();
+  if (groups.size() <= 1 && missing.empty() && !splits) return std::nullopt;
   std::string calls;
   for (const auto& [fp, ranks] : groups) {
     if (!calls.empty()) calls += "; ";
-    calls += fmt::format("{} called {}", rank_list(ranks), describe(fp));
+    calls += fmt::format("{} called {}", rank_list(ranks), describe(*fp));
   }
-  if (!splits_errors.empty()) {
+  if (splits) {
     return fmt::format(
         "Detected mismatch between collectives on ranks: {}. Differs in: "
         "all_to_all splits ({})",
@@ -252,7 +228,7 @@ std::optional<std::string> check_collective(const std::vector<std::optional<Fing
   }
   std::vector<std::string> fields;
   for (size_t i = 1; i < groups.size(); ++i) {
-    for (const auto& f : differing_fields(groups[0].first, groups[i].first)) {
+    for (const auto& f : differing_fields(*groups[0].first, *groups[i].first)) {
       if (std::find(fields.begin(), fields.end(), f) == fields.end()) fields.push_back(f);
     }
   }

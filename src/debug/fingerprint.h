@@ -25,24 +25,20 @@ struct Fingerprint {
   int root = -1;  // group rank
   int peer = -1;  // group rank
   int tag = 0;
-  std::vector<int64_t> input_splits;  // all_to_all with splits
+  // all_to_all called with explicit splits (alltoallv): the ranks' element counts may then
+  // differ, and the pairs' amounts are compared instead.
+  bool has_splits = false;
+  std::vector<int64_t> input_splits;  // all_to_all with splits (empty when not copied)
   std::vector<int64_t> output_splits;
 
-  static Fingerprint of(const OpCall& call, int rank, int group_size);
+  // copy_splits = false leaves input_splits/output_splits empty (has_splits still says whether
+  // the call had them), so building a fingerprint never allocates: DETAIL's agreement reads the
+  // splits from the call itself.
+  static Fingerprint of(const OpCall& call, int rank, int group_size, bool copy_splits = true);
   Bytes encode() const;
   // Throws DesyncError when the bytes are not a fingerprint (a peer from another version).
   static Fingerprint decode(const Bytes& b);
   static Fingerprint decode(const uint8_t* p, size_t n);
-
-  // DETAIL's side channel sends group rank `dest` a fixed-size record: this fingerprint with the
-  // all_to_all splits cut to the pair (what this rank sends to dest, what it expects from dest),
-  // so a record's size does not grow with the group. encode_records writes the records for
-  // dests 0..n-1 into out (n * kRecordBytes). decode_record, on receiving rank `me` of a group
-  // of n, places the pair's splits at index me (the other entries are 0: check_collective must
-  // then be told to check only the pairs of me).
-  static constexpr size_t kRecordBytes = 160;
-  void encode_records(int n, uint8_t* out) const;
-  static Fingerprint decode_record(const uint8_t* in, int me, int n);
   bool operator==(const Fingerprint&) const = default;
 };
 
@@ -53,13 +49,20 @@ std::string describe(const Fingerprint& f);
 std::vector<std::string> differing_fields(const Fingerprint& a, const Fingerprint& b);
 
 // Compares the fingerprints of every rank of a collective (index = group rank; nullopt = the
-// rank never arrived, named by global_ranks[index] or the index when that is empty). Returns the
-// DesyncError text, or nullopt when they agree. only_pairs_of >= 0: all_to_all splits are checked
-// only for the pairs that include that group rank (fingerprints from decode_record).
+// rank never arrived, named by global_ranks[index] or the index when that is empty), all_to_all
+// splits pair by pair (every fingerprint with has_splits must carry all of its splits). Returns
+// the DesyncError text, or nullopt when they agree.
 std::optional<std::string> check_collective(const std::vector<std::optional<Fingerprint>>& fps,
                                             Millis waited,
-                                            const std::vector<int>& global_ranks = {},
-                                            int only_pairs_of = -1);
+                                            const std::vector<int>& global_ranks = {});
+// The same text from the fields alone: ranks grouped by what they called, the missing ones, and,
+// when every rank came and called the same, `splits_errors` (split_error() lines, found by the
+// caller). nullopt when there is nothing to report.
+std::optional<std::string> collective_mismatch(const std::vector<std::optional<Fingerprint>>& fps,
+                                               Millis waited, const std::vector<int>& global_ranks,
+                                               const std::vector<std::string>& splits_errors);
+// "rank 0 sends 3 elements to rank 1, which expects 2" (global ranks).
+std::string split_error(int sender, int64_t sent, int receiver, int64_t expected);
 // Compares a send with its matching recv (either may be missing: nullopt).
 std::optional<std::string> check_p2p(const std::optional<Fingerprint>& send,
                                      const std::optional<Fingerprint>& recv, int sender,

@@ -5,20 +5,22 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <numeric>
+#include <random>
+#include <thread>
 
 #include "comm/rendezvous.h"
 #include "core/env.h"
 #include "core/error.h"
 #include "debug/desync_checking_process_group.h"
-#include "debug/fingerprint_exchange.h"
-#include "debug/record_mesh.h"
+#include "debug/fingerprint_agreement.h"
 #include "support/multiprocess.h"
 
 namespace collie {
 namespace {
 
-// How the collectives' fingerprints travel: the store, or a real TCP record mesh (threads).
-enum class Via { Store, Mesh };
+// How the ranks agree: through the store, or over a real TCP agreement tree (threads).
+enum class Via { Store, Tree };
 
 // Runs fn(rank, pg) on `n` thread ranks, pg a DesyncCheckingProcessGroup over the fake backend
 // checking every `sample`-th seq; returns each rank's DesyncError text ("" = none, "setup: ..."
@@ -33,19 +35,16 @@ std::vector<std::string> run_desync_checked(Via via, int n, Millis timeout, uint
       [&](testing::RankContext& ctx) {
         const std::shared_ptr<ProcessGroup>& backend = ctx.pg;
         const std::shared_ptr<Store>& store = backend->info().store;
-        auto exchange =
-            via == Via::Mesh
-                ? make_mesh_exchange(make_fingerprint_mesh(*backend, "desync_mesh", Env::process()),
-                                     store)
-                : nullptr;
-        auto pg = std::make_shared<DesyncCheckingProcessGroup>(backend, sample, nullptr,
-                                                               std::move(exchange));
+        auto tree = via == Via::Tree ? make_agreement_tree(*backend, "desync_tree", Env::process())
+                                     : nullptr;
+        auto pg =
+            std::make_shared<DesyncCheckingProcessGroup>(backend, sample, nullptr, std::move(tree));
         try {
           fn(ctx.rank, *pg);
         } catch (const DesyncError& e) {
           errors[ctx.rank] = e.what();
         }
-        // As real ranks do before closing: nobody tears its mesh down while a peer still
+        // As real ranks do before closing: nobody tears its tree down while a peer still
         // connects or reads from it.
         store_barrier(*store, "desync_test_exit", ctx.rank, n, Millis(10000));
       },
@@ -56,7 +55,7 @@ std::vector<std::string> run_desync_checked(Via via, int n, Millis timeout, uint
   return errors;
 }
 
-void PrintTo(Via v, std::ostream* os) { *os << (v == Via::Store ? "store" : "mesh"); }
+void PrintTo(Via v, std::ostream* os) { *os << (v == Via::Store ? "store" : "tree"); }
 
 class DesyncCheck : public ::testing::TestWithParam<Via> {};
 
@@ -169,24 +168,235 @@ TEST_P(DesyncCheck, AllToAllSplitsMismatchNamesThePairOnBothOfItsRanks) {
     o.output_splits = out_splits;
     pg.all_to_all(view(in), view(out), o)->wait();
   });
-  for (int r : {0, 1}) {
+  // Every rank fails, rank 2 too (its own pairs agree): nobody enters the all_to_all.
+  for (int r : {0, 1, 2}) {
     EXPECT_NE(errs[r].find("Differs in: all_to_all splits (rank 0 sends 3 elements to rank 1, "
                            "which expects 2)"),
               std::string::npos)
         << "rank " << r << ": " << errs[r];
   }
-  // The store shows rank 2 every pair; the mesh only its own pairs, which agree.
-  if (GetParam() == Via::Store) {
-    EXPECT_NE(errs[2], "");
-  } else {
-    EXPECT_EQ(errs[2], "");
+}
+
+INSTANTIATE_TEST_SUITE_P(Agreement, DesyncCheck, ::testing::Values(Via::Store, Via::Tree),
+                         [](const auto& info) {
+                           return info.param == Via::Store ? "Store" : "Tree";
+                         });
+
+// Each kind of mismatch, named by every rank, at 2, 7 and 64 ranks (threads) over the tree and
+// at 2 and 7 through the store. The culprit is the last rank (at 64, five levels down the tree).
+enum class Kind { Op, Dtype, Shape, Count, ReduceOp, Root, Splits, Missing };
+
+struct KindCase {
+  Via via;
+  int n;
+  Kind kind;
+};
+
+std::string kind_name(Kind k) {
+  switch (k) {
+    case Kind::Op:
+      return "Op";
+    case Kind::Dtype:
+      return "Dtype";
+    case Kind::Shape:
+      return "Shape";
+    case Kind::Count:
+      return "Count";
+    case Kind::ReduceOp:
+      return "ReduceOp";
+    case Kind::Root:
+      return "Root";
+    case Kind::Splits:
+      return "Splits";
+    case Kind::Missing:
+      return "Missing";
+  }
+  return "";
+}
+
+void PrintTo(const KindCase& c, std::ostream* os) {
+  *os << kind_name(c.kind) << " at " << c.n << " ranks via "
+      << (c.via == Via::Store ? "store" : "tree");
+}
+
+class DesyncKind : public ::testing::TestWithParam<KindCase> {};
+
+TEST_P(DesyncKind, IsNamedOnEveryRank) {
+  const auto [via, n, kind] = GetParam();
+  const int culprit = n - 1;
+  const std::string others = fmt::format("{} {}", n == 2 ? "rank" : "ranks", format_ranks([&] {
+                                           std::vector<int> r(n - 1);
+                                           std::iota(r.begin(), r.end(), 0);
+                                           return r;
+                                         }()));
+  auto errs = run_desync_checked(
+      via, n, Millis(kind == Kind::Missing ? 300 : 10000), 1, [&](int r, ProcessGroup& pg) {
+        std::vector<float> a(16);
+        std::vector<double> d(16);
+        const bool c = r == culprit;
+        pg.all_reduce(view(a))->wait();  // one op that agrees first
+        switch (kind) {
+          case Kind::Op:
+            c ? pg.broadcast(view(a))->wait() : pg.all_reduce(view(a))->wait();
+            break;
+          case Kind::Dtype:
+            pg.all_reduce(c ? TensorView::cpu(d.data(), d.size(), DType::Float64) : view(a))
+                ->wait();
+            break;
+          case Kind::Shape: {
+            TensorView t = view(a);
+            if (c) {
+              t.shape.ndim = 2;
+              t.shape.dims[0] = t.shape.dims[1] = 4;
+            }
+            pg.all_reduce(t)->wait();
+            break;
+          }
+          case Kind::Count:
+            pg.all_reduce(TensorView::cpu(a.data(), c ? 8 : 16, DType::Float32))->wait();
+            break;
+          case Kind::ReduceOp: {
+            AllReduceOptions o;
+            if (c) o.op = ReduceOp::Max;
+            pg.all_reduce(view(a), o)->wait();
+            break;
+          }
+          case Kind::Root: {
+            BroadcastOptions o;
+            o.root = c ? 1 : 0;
+            pg.broadcast(view(a), o)->wait();
+            break;
+          }
+          case Kind::Splits: {
+            // One element to and from every rank, but the culprit sends 2 to rank 0, none to 1.
+            std::vector<int64_t> in(n, 1), out(n, 1);
+            if (c) {
+              in[0] = 2;
+              in[1] = 0;
+            }
+            std::vector<float> src(n), dst(n);
+            AllToAllOptions o;
+            o.input_splits = in;
+            o.output_splits = out;
+            pg.all_to_all(view(src), view(dst), o)->wait();
+            break;
+          }
+          case Kind::Missing:
+            if (!c) pg.all_reduce(view(a))->wait();
+            break;
+        }
+      });
+  std::string want;
+  switch (kind) {
+    case Kind::Op:
+      want = fmt::format(
+          "{} called all_reduce #2 (float32[16], sum); rank {} called broadcast #2 "
+          "(float32[16], root 0). Differs in: op type",
+          others, culprit);
+      break;
+    case Kind::Dtype:
+      want = fmt::format("rank {} called all_reduce #2 (float64[16], sum). Differs in: dtype",
+                         culprit);
+      break;
+    case Kind::Shape:
+      want = fmt::format("rank {} called all_reduce #2 (float32[4, 4], sum). Differs in: shape",
+                         culprit);
+      break;
+    case Kind::Count:
+      want = fmt::format(
+          "rank {} called all_reduce #2 (float32[8], sum). Differs in: element count", culprit);
+      break;
+    case Kind::ReduceOp:
+      want = fmt::format("rank {} called all_reduce #2 (float32[16], max). Differs in: reduce op",
+                         culprit);
+      break;
+    case Kind::Root:
+      want = fmt::format("rank {} called broadcast #2 (float32[16], root 1). Differs in: root",
+                         culprit);
+      break;
+    case Kind::Splits:
+      want = fmt::format(
+          "Differs in: all_to_all splits (rank {0} sends 2 elements to rank 0, which expects 1; "
+          "rank {0} sends 0 elements to rank 1, which expects 1)",
+          culprit);
+      break;
+    case Kind::Missing:
+      want = fmt::format(
+          "{} called all_reduce #2 (float32[16], sum); rank {} did not arrive "
+          "within 300 ms",
+          others, culprit);
+      break;
+  }
+  for (int r = 0; r < n; ++r) {
+    if (kind == Kind::Missing && r == culprit) continue;
+    EXPECT_NE(errs[r].find("Detected mismatch between collectives on ranks: "), std::string::npos)
+        << "rank " << r << ": " << errs[r];
+    EXPECT_NE(errs[r].find(want), std::string::npos) << "rank " << r << ": " << errs[r];
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Exchange, DesyncCheck, ::testing::Values(Via::Store, Via::Mesh),
-                         [](const auto& info) {
-                           return info.param == Via::Store ? "Store" : "Mesh";
-                         });
+std::vector<KindCase> kind_cases() {
+  std::vector<KindCase> out;
+  for (Kind k : {Kind::Op, Kind::Dtype, Kind::Shape, Kind::Count, Kind::ReduceOp, Kind::Root,
+                 Kind::Splits, Kind::Missing}) {
+    for (int n : {2, 7, 64}) out.push_back({Via::Tree, n, k});
+    for (int n : {2, 7}) out.push_back({Via::Store, n, k});
+  }
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Each, DesyncKind, ::testing::ValuesIn(kind_cases()), [](const auto& info) {
+  return fmt::format("{}{}At{}", kind_name(info.param.kind),
+                     info.param.via == Via::Store ? "Store" : "Tree", info.param.n);
+});
+
+TEST(DesyncAgreement, RanksArrivingInAnyOrderAgreeAndAMismatchIsStillNamed) {
+  // 7 ranks, 30 checks, each rank arriving after its own random delay each time; the last check
+  // differs on rank 3.
+  const int n = 7;
+  std::vector<std::vector<int>> delay_us(31, std::vector<int>(n));
+  std::mt19937 rng(3);
+  for (auto& d : delay_us) {
+    for (int& x : d) x = static_cast<int>(rng() % 2000);
+  }
+  auto errs = run_desync_checked(Via::Tree, n, Millis(10000), 1, [&](int r, ProcessGroup& pg) {
+    std::vector<float> a(16);
+    for (int k = 0; k < 31; ++k) {
+      std::this_thread::sleep_for(std::chrono::microseconds(delay_us[k][r]));
+      pg.all_reduce(TensorView::cpu(a.data(), k == 30 && r == 3 ? 4 : 16, DType::Float32))->wait();
+    }
+  });
+  for (int r = 0; r < n; ++r) {
+    EXPECT_NE(errs[r].find("rank 3 called all_reduce #31 (float32[4], sum). Differs in: element "
+                           "count"),
+              std::string::npos)
+        << "rank " << r << ": " << errs[r];
+  }
+}
+
+TEST(DesyncAgreement, ARankThatLeavesMidAgreementIsNamed) {
+  // Rank 5 (under rank 1) shuts its group down while the others wait in the second check: its
+  // neighbours see the connection close, every rank that came asks the store, and rank 5 is
+  // named within the timeout (plus the grace).
+  const auto start = std::chrono::steady_clock::now();
+  auto errs = run_desync_checked(Via::Tree, 7, Millis(500), 1, [](int r, ProcessGroup& pg) {
+    std::vector<float> a(16);
+    pg.all_reduce(view(a))->wait();
+    if (r == 5) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      pg.shutdown();
+      return;
+    }
+    pg.all_reduce(view(a))->wait();
+  });
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(4));
+  for (int r : {0, 1, 2, 3, 4, 6}) {
+    EXPECT_NE(errs[r].find("ranks 0-4, 6 called all_reduce #2 (float32[16], sum); rank 5 did not "
+                           "arrive within 500 ms"),
+              std::string::npos)
+        << "rank " << r << ": " << errs[r];
+  }
+}
 
 }  // namespace
 }  // namespace collie

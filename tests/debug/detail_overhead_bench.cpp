@@ -3,11 +3,10 @@
 //   raw        the backend itself (no wrapper)
 //   OFF        the always-on tracing wrapper (flight recorder, watchdog, metrics)
 //   INFO       the same stack with the debug level set to INFO at run time
-//   DETAIL     desync checks under tracing, fingerprints over a TCP record mesh (the default)
+//   DETAIL     desync checks under tracing, the ranks agreeing over a TCP tree (the default)
 //   DETAIL/16  the same on every 16th op (COLLIE_DESYNC_SAMPLE=16)
-//   DET/store  desync checks with fingerprints through the store (the fallback)
-//   DET/a2a    desync checks with fingerprints as an all_to_all on a side Gloo group (the
-//              transport DETAIL used before the record mesh), for comparison in the same run
+//   DET/store  desync checks through the store (the fallback when the tree cannot connect)
+//   DET/spin   DETAIL with the tree spinning up to 50 us before it sleeps (AgreementTree::set_spin)
 // Modes run in short blocks in an order that rotates every round, so this shared machine's noise
 // falls on all of them alike. Every op is timed on its own (rank 0's call to completion); each
 // mode's p50 and p90 are over all its samples, and the ratios compare those percentiles.
@@ -26,8 +25,7 @@
 #include "core/log.h"
 #include "core/stats.h"
 #include "debug/desync_checking_process_group.h"
-#include "debug/fingerprint_exchange.h"
-#include "debug/record_mesh.h"
+#include "debug/fingerprint_agreement.h"
 #include "debug/tracing_process_group.h"
 #include "stack/stack.h"
 #include "store/prefix_store.h"
@@ -43,41 +41,8 @@ struct Size {
   int iters;  // per block
 };
 const std::vector<Size> kSizes = {{8, 1000}, {64 << 10, 100}, {1 << 20, 20}, {16 << 20, 3}};
-const std::vector<std::string> kModes = {"raw",       "OFF",       "INFO",   "DETAIL",
-                                         "DETAIL/16", "DET/store", "DET/a2a"};
-
-// Fingerprints as one all_to_all of fixed-size records on a Gloo group beside the measured one.
-class GlooAllToAllExchange : public FingerprintExchange {
- public:
-  explicit GlooAllToAllExchange(std::shared_ptr<ProcessGroup> side) : side_(std::move(side)) {}
-  Gathered exchange(const Fingerprint& mine, Millis timeout) override {
-    const int n = side_->size(), me = side_->rank();
-    const size_t bytes = static_cast<size_t>(n) * Fingerprint::kRecordBytes;
-    send_.resize(bytes);
-    recv_.resize(bytes);
-    mine.encode_records(n, send_.data());
-    AllToAllOptions o;
-    o.timeout = timeout;
-    side_
-        ->all_to_all(TensorView::cpu(send_.data(), bytes, DType::UInt8),
-                     TensorView::cpu(recv_.data(), bytes, DType::UInt8), o)
-        ->wait();
-    return gathered_from_records(mine, recv_.data(), n, me);
-  }
-
- private:
-  std::shared_ptr<ProcessGroup> side_;
-  std::vector<uint8_t> send_, recv_;
-};
-
-std::shared_ptr<ProcessGroup> gloo_side_group(const ProcessGroup& pg, const std::string& tag) {
-  BackendArgs a;
-  a.info = pg.info();
-  a.info.backend = "gloo";
-  a.info.name = pg.info().name + "/" + tag;
-  a.info.store = std::make_shared<PrefixStore>(tag, pg.info().store);
-  return find_backend("gloo")->create(a);
-}
+const std::vector<std::string> kModes = {"raw",       "OFF",       "INFO",    "DETAIL",
+                                         "DETAIL/16", "DET/store", "DET/spin"};
 
 // Runs `iters` all_reduces, appending each one's time in us to `out`.
 void sample_ops(ProcessGroup& pg, std::vector<float>& buf, size_t count, int iters,
@@ -109,25 +74,20 @@ std::string measure(testing::RankContext& ctx, int rounds) {
   std::shared_ptr<ProcessGroup> raw(ctx.pg, &backend);  // aliases ctx.pg's ownership
   auto store = ctx.pg->info().store;
   // Built as the "desync" wrapper builds DETAIL groups; each checker gets its own namespace.
-  auto checked = [&](uint64_t sample, const std::string& tag, bool mesh) {
+  auto checked = [&](uint64_t sample, const std::string& tag, bool tree, bool spin = false) {
     auto own = std::make_shared<PrefixStore>(tag, store);
-    auto exchange =
-        mesh ? make_mesh_exchange(make_fingerprint_mesh(*raw, tag + "_mesh", Env::process()), own)
-             : nullptr;
+    auto t = tree ? make_agreement_tree(*raw, tag + "_tree", Env::process()) : nullptr;
+    if (t && spin) t->set_spin(std::chrono::microseconds(50));
     return std::make_shared<TracingProcessGroup>(
-        std::make_shared<DesyncCheckingProcessGroup>(raw, sample, own, std::move(exchange)),
-        nullptr, nullptr, stack_observers());
+        std::make_shared<DesyncCheckingProcessGroup>(raw, sample, own, std::move(t)), nullptr,
+        nullptr, stack_observers());
   };
   auto detail = checked(1, "bench_detail", true);
   auto detail16 = checked(16, "bench_detail16", true);
   auto detail_store = checked(1, "bench_detail_store", false);
-  auto detail_a2a = std::make_shared<TracingProcessGroup>(
-      std::make_shared<DesyncCheckingProcessGroup>(
-          raw, 1, std::make_shared<PrefixStore>("bench_detail_a2a", store),
-          std::make_unique<GlooAllToAllExchange>(gloo_side_group(*raw, "bench_a2a_side"))),
-      nullptr, nullptr, stack_observers());
-  ProcessGroup* stacks[] = {raw.get(),      ctx.pg.get(),       ctx.pg.get(),    detail.get(),
-                            detail16.get(), detail_store.get(), detail_a2a.get()};
+  auto detail_spin = checked(1, "bench_detail_spin", true, true);
+  ProcessGroup* stacks[] = {raw.get(),      ctx.pg.get(),       ctx.pg.get(),     detail.get(),
+                            detail16.get(), detail_store.get(), detail_spin.get()};
   const size_t nm = kModes.size();
 
   std::vector<float> buf((16 << 20) / sizeof(float), 1.0f);
