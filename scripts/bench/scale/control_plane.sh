@@ -10,7 +10,10 @@
 # Every rank is a thread with its own store connection; ranks are spread over processes of at
 # most 2,048 threads, and where rank 0 serves the store (rendezvous, gloo-init, new-group,
 # monitored-barrier) it runs alone in its process, which then holds one connection per rank
-# (the 20,000 descriptors of this machine bound N near 19,000). JSON lines go to OUT.
+# (the 20,000 descriptors of this machine bound N near 19,000). A rank of a process group has 3
+# threads (its own, its store connection's reader, the flight recorder's dump watcher), so
+# pid_max (32,768 here) bounds monitored-barrier and dump-trigger near 10,000 ranks; new-group
+# runs one rank per process. JSON lines go to OUT.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 BIN="${BIN:-build/scripts/bench/scale_control_plane}"
@@ -21,13 +24,19 @@ default_ns() {
   case "$1" in
     keys-allgather) echo "256 512 1024 2048" ;;
     gloo-init) echo "16 32 64 128" ;;
+    new-group) echo "128 256 512" ;;
+    monitored-barrier|dump-trigger) echo "1024 2048 4096 8192" ;;
     *) echo "1024 2048 4096 8192 16384" ;;
   esac
 }
 : > "$OUT"
 for s in $SCENARIOS; do
   for n in ${NS:-$(default_ns "$s")}; do
-    line=$(timeout "${RUN_TIMEOUT:-900}" "$BIN" --scenario "$s" --ranks "$n" --timeout-s 600 2>/tmp/collie-scale-err.txt)
+    procs=()
+    # new_group numbers groups per process (as torch does), so ranks sharing a process would
+    # number theirs differently: one rank per process there.
+    [ "$s" = new-group ] && procs=(--procs $((n - 1)))
+    line=$(timeout "${RUN_TIMEOUT:-900}" "$BIN" --scenario "$s" --ranks "$n" "${procs[@]}" --timeout-s 600 2>/tmp/collie-scale-err.txt)
     rc=$?
     if [ $rc -ne 0 ] || [ -z "$line" ]; then
       echo "control_plane.sh: $s at N=$n failed (exit $rc): $(head -c 300 /tmp/collie-scale-err.txt)" >&2

@@ -22,6 +22,7 @@
 // the operation to the last leaving it, which for gloo-init/new-group/monitored-barrier leaves
 // init_process_group out; per-rank p50/p99, the server's counters, peak RSS of the server's
 // process and per rank, descriptors).
+#include <dirent.h>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <pthread.h>
@@ -90,13 +91,46 @@ struct Args {
   uint16_t port = 0;
 };
 
+// CPU time (user + system, ms) of this process's threads named `name` (/proc/self/task/*/stat).
+uint64_t thread_cpu_ms(const char* name) {
+  DIR* d = opendir("/proc/self/task");
+  if (!d) return 0;
+  const long hz = sysconf(_SC_CLK_TCK);
+  uint64_t ticks = 0;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    FILE* f = std::fopen(fmt::format("/proc/self/task/{}/stat", e->d_name).c_str(), "r");
+    if (!f) continue;
+    char buf[1024];
+    const size_t n = std::fread(buf, 1, sizeof(buf) - 1, f);
+    std::fclose(f);
+    buf[n] = 0;
+    const char* open = std::strchr(buf, '(');
+    const char* close = std::strrchr(buf, ')');
+    if (!open || !close || std::string(open + 1, close) != name) continue;
+    // After ") " come fields 3 (state) onwards; utime and stime are fields 14 and 15.
+    const char* p = close + 2;
+    for (int field = 3; field < 14 && p; ++field) {
+      p = std::strchr(p, ' ');
+      if (p) ++p;
+    }
+    if (!p) continue;
+    char* end = nullptr;
+    ticks += std::strtoull(p, &end, 10);
+    ticks += std::strtoull(end, nullptr, 10);
+  }
+  closedir(d);
+  return hz > 0 ? ticks * 1000 / static_cast<uint64_t>(hz) : 0;
+}
+
 void print_server(const TcpStoreServer& server) {
   const auto st = server.stats();
-  std::printf("server requests %lu bytes_in %lu bytes_out %lu peak_conns %lu rss_kib %lu\n",
-              static_cast<unsigned long>(st.requests), static_cast<unsigned long>(st.bytes_in),
-              static_cast<unsigned long>(st.bytes_out),
-              static_cast<unsigned long>(st.peak_connections),
-              static_cast<unsigned long>(vm_hwm_kib(getpid())));
+  std::printf(
+      "server cpu_ms %lu requests %lu bytes_in %lu bytes_out %lu peak_conns %lu rss_kib %lu\n",
+      static_cast<unsigned long>(thread_cpu_ms("collie-store")),
+      static_cast<unsigned long>(st.requests), static_cast<unsigned long>(st.bytes_in),
+      static_cast<unsigned long>(st.bytes_out), static_cast<unsigned long>(st.peak_connections),
+      static_cast<unsigned long>(vm_hwm_kib(getpid())));
 }
 
 // Runs fn(rank) for ranks [first, first + count) on threads with small stacks.
@@ -234,7 +268,7 @@ int child(const Args& a) {
         o.timeout = std::chrono::seconds(a.timeout_s);
         auto pg = init_process_group(o);
         s = dynamic_cast<PrefixStore&>(*pg->info().store).base();
-        op_start = now_ns();
+        if (a.scenario != "gloo-init") op_start = now_ns();  // gloo-init times the init itself
         if (a.scenario == "monitored-barrier") {
           monitored_barrier(*pg, o.timeout, true);
         } else if (a.scenario == "new-group") {
@@ -448,7 +482,7 @@ int driver(const char* self, Args a) {
   // From the last rank entering the operation to the last leaving it: the operation's own
   // latency once every rank is there (for the init-based scenarios, without the init).
   const double op_s = static_cast<double>(end_max - op_start_max) / 1e9;
-  uint64_t requests = 0, bytes_in = 0, bytes_out = 0, conns = 0, server_rss = 0;
+  uint64_t requests = 0, bytes_in = 0, bytes_out = 0, conns = 0, server_rss = 0, server_cpu = 0;
   for (auto& k : kids) {
     std::fputs("stats\n", k.in);
     std::fflush(k.in);
@@ -456,6 +490,7 @@ int driver(const char* self, Args a) {
   for (auto& k : kids) {
     while (read_line(k.out, line)) {
       if (line.rfind("server ", 0) == 0) {
+        server_cpu = field(line, "cpu_ms");
         requests = field(line, "requests");
         bytes_in = field(line, "bytes_in");
         bytes_out = field(line, "bytes_out");
@@ -476,21 +511,23 @@ int driver(const char* self, Args a) {
     bytes_out = st.bytes_out;
     conns = st.peak_connections;
     server_rss = vm_hwm_kib(getpid());
+    server_cpu = thread_cpu_ms("collie-store");
   }
   std::printf(
       "{\"scenario\": \"%s\", \"ranks\": %d, \"procs\": %zu, \"wall_s\": %.4f, \"op_s\": %.4f, "
       "\"rank_p50_ms\": "
       "%.3f, \"rank_p99_ms\": %.3f, \"requests\": %lu, \"requests_per_rank\": %.2f, "
       "\"bytes_in\": %lu, \"bytes_out\": %lu, \"server_peak_conns\": %lu, "
-      "\"server_rss_mib\": %.1f, \"rank_process_rss_mib\": %.1f, \"ranks_per_process\": %zu, "
+      "\"server_rss_mib\": %.1f, \"server_cpu_s\": %.3f, \"rank_process_rss_mib\": %.1f, "
+      "\"ranks_per_process\": %zu, "
       "\"rank_process_fds\": %lu, \"failed\": %lu}\n",
       a.scenario.c_str(), a.ranks, kids.size(), wall, op_s, pct(rank_ms, 0.5), pct(rank_ms, 0.99),
       static_cast<unsigned long>(requests),
       static_cast<double>(requests) / static_cast<double>(a.ranks),
       static_cast<unsigned long>(bytes_in), static_cast<unsigned long>(bytes_out),
       static_cast<unsigned long>(conns), static_cast<double>(server_rss) / 1024.0,
-      static_cast<double>(rss_max) / 1024.0, max_ranks_per_proc,
-      static_cast<unsigned long>(fds_max), static_cast<unsigned long>(failed));
+      static_cast<double>(server_cpu) / 1000.0, static_cast<double>(rss_max) / 1024.0,
+      max_ranks_per_proc, static_cast<unsigned long>(fds_max), static_cast<unsigned long>(failed));
   return failed ? 1 : 0;
 }
 
