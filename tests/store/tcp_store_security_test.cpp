@@ -130,12 +130,19 @@ class Raw {
     const uint8_t ping[] = {5, 0, 0, 0, static_cast<uint8_t>(Op::kPing), 9, 0, 0, 0};
     std::vector<uint8_t> chunk;
     while (chunk.size() + sizeof(ping) <= 64 * 1024) chunk.insert(chunk.end(), ping, ping + 9);
+    // Stops within 500 ms of the server no longer reading, well inside the 2 s the server
+    // gives a rejected client to read its error (a 5 s send timeout here let the server close
+    // first, and the error was lost with the unread stream when the machine was slow).
+    timeval quick{0, 500000};
+    setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &quick, sizeof(quick));
     size_t sent = 0;
     while (sent < limit) {
       const ssize_t k = send(fd_, chunk.data(), std::min(chunk.size(), limit - sent), MSG_NOSIGNAL);
       if (k <= 0) break;
       sent += static_cast<size_t>(k);
     }
+    timeval tv{5, 0};
+    setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
     return sent;
   }
   // The next reply frame: {status, error text or ""}; status -1 on EOF / reset / timeout.
