@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# collie perf -I names the rank that keeps the others waiting, both ways (docs/results-schema.md).
+# collie perf -I names the rank that keeps the others waiting, both ways (docs/evidence.md).
 #   slow:    2 ranks on 2 CPUs (rank r bound to the r-th), every rank doing the same fixed CPU
 #            work before each call (COLLIE_PERF_TEST_WORK, as a training step computes between
 #            collectives) and a busy loop pinned with taskset to rank 1's CPU: the table names
-#            rank 1 and nobody else, the -J summary too.
+#            rank 1 and nobody else, the -J summary too, and `collie evidence` says STRAGGLER
+#            rank 1.
 #   healthy: the same runs without the busy loop, RUNS times (default 20): nobody is named.
 # Usage: arrival_skew_test.sh COLLIE CASE [RUNS]
 set -u
@@ -74,6 +75,12 @@ case $CASE in
       fail "the table does not name rank 1"
     }
     ! grep -q "^# Straggler by \(arrival\|CPU\): rank 0 " "$W/slow.txt" || fail "rank 0 named"
+    "$COLLIE" evidence "$W/slow.json" >"$W/evidence.txt"
+    [ $? = 1 ] || fail "collie evidence did not report a finding"
+    grep -q "^STRAGGLER rank 1 (" "$W/evidence.txt" || {
+      cat "$W/evidence.txt"
+      fail "collie evidence does not name rank 1"
+    }
     grep "^# Straggler by" "$W/slow.txt"
     echo "PASS: rank 1 (busy loop on CPU ${cpus[1]}) named"
     ;;
