@@ -11,6 +11,8 @@
 #include "core/env.h"
 #include "core/error.h"
 #include "core/size.h"
+#include "probes/link_capacity.h"
+#include "reports/json_io.h"
 #include "reports/markup.h"
 #include "reports/table.h"
 
@@ -367,6 +369,15 @@ CheckOutcome evaluate_perf(const CheckSpec& c, const PerfCheckResult& r,
   return o;
 }
 
+void add_capacity(CheckOutcome& o, const reports::LinkCapacity& c) {
+  o.text += reports::format_capacity_lines(o.rows, c);
+  o.details["capacity"] = reports::capacity_json(c, o.rows);
+  // One metric per check: the collective furthest from what the link can do.
+  for (const auto& s : reports::capacity_shares(o.rows, c))
+    if (!o.metrics.count("capacity_pct") || s.percent < o.metrics["capacity_pct"])
+      o.metrics["capacity_pct"] = s.percent;
+}
+
 Baseline load_baseline(const std::string& path) {
   try {
     return reports::read_accept_metrics(path);
@@ -387,6 +398,7 @@ AcceptReport run_accept(ProbeContext& ctx, const AcceptSpec& spec,
   rep.baseline = spec.baseline;
   Baseline base;
   if (!spec.baseline.empty()) base = load_baseline(spec.baseline);
+  std::optional<reports::LinkCapacity> capacity;
   for (size_t i = 0; i < spec.checks.size(); ++i) {
     const CheckSpec& c = spec.checks[i];
     const auto t0 = std::chrono::steady_clock::now();
@@ -439,7 +451,13 @@ AcceptReport run_accept(ProbeContext& ctx, const AcceptSpec& spec,
         if (ctx.rank == 0) o = evaluate_env(c, r);
       } else if (c.kind == "perf") {
         auto r = run_perf_check(ctx, c);
-        if (ctx.rank == 0) o = evaluate_perf(c, r, ctx.hosts, base, &spec);
+        if (ctx.rank == 0) {
+          o = evaluate_perf(c, r, ctx.hosts, base, &spec);
+          // "Is this normal?", measured once per run after the first sweep, none running.
+          if (!capacity && !r.rows.empty())
+            capacity = link_capacity(r.meta, ctx.env ? *ctx.env : Env::process(), r.store_host);
+          if (capacity) add_capacity(o, *capacity);
+        }
       }
     } catch (const SpecError&) {
       throw;

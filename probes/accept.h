@@ -49,6 +49,10 @@ CheckOutcome evaluate_env(const CheckSpec& c, const EnvResult& r);
 CheckOutcome evaluate_perf(const CheckSpec& c, const PerfCheckResult& r,
                            const std::vector<std::string>& hosts, const Baseline& b,
                            const AcceptSpec* spec = nullptr);
+// "Is this normal?" on a perf check: what the link can carry (link_capacity.h) and each
+// collective's peak busbw as a share of it, in the check's text, its details ("capacity") and
+// its metrics ("capacity_pct": the lowest share). Says, decides nothing.
+void add_capacity(CheckOutcome& o, const reports::LinkCapacity& c);
 
 // Runs every check in order on every rank (REQUIRES: same spec everywhere). The report is
 // complete on rank 0; other ranks get the check names only. A check that throws is a failed

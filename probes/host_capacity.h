@@ -32,12 +32,6 @@ double interface_line_gbps(const std::string& iface, const std::string& sysfs = 
 std::string data_interface(const std::string& backend, const Env& env,
                            const std::string& store_host);
 
-// Seconds this process's threads have spent waiting for a CPU while runnable, summed over its
-// threads (the second field of /proc/self/task/*/schedstat); -1 where the kernel does not say.
-// The difference over a measurement, over its wall time, is how CPU-bound it was: a link
-// measured while its ranks queued for a core is slow for a reason that is not the link.
-double process_cpu_wait_seconds();
-
 // Both of the above for this host; a failed loopback measurement leaves loopback_gbps 0
 // (unknown) and is logged.
 HostCapacity measure_host_capacity(const std::string& backend, const Env& env,

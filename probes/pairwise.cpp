@@ -9,6 +9,7 @@
 
 #include "comm/rendezvous.h"
 #include "core/clock.h"
+#include "core/cpu_wait.h"
 #include "core/env.h"
 #include "core/log.h"
 #include "core/tensor.h"

@@ -70,8 +70,10 @@ PerfCheckResult run_perf_check(ProbeContext& ctx, const CheckSpec& c) {
     o.on_hang = ctx.on_hang;
     std::shared_ptr<ProcessGroup> pg = world_group(ctx, tag);
     perf::PerfOutcome out = perf::run_perf(*pg, o, nullptr, COLLIE_VERSION);
+    res.store_host = pg->info().store_host;
     destroy_process_group(*pg);
     res.rows = std::move(out.result.rows);
+    res.meta = std::move(out.result.meta);
   } catch (const SpecError&) {
     throw;
   } catch (const std::exception& e) {

@@ -27,6 +27,8 @@ struct PerfCheckResult {
   std::vector<reports::ResultRow> rows;  // rank 0's complete rows (empty elsewhere)
   std::vector<std::string> errors;       // "rank R (host): what went wrong", by rank
   std::vector<int> missing_ranks;        // ranks that did not report within the deadline
+  reports::RunMeta meta;                 // rank 0: every rank's host and device, the backend
+  std::string store_host;                // the group's rendezvous host (link_capacity.h)
 };
 
 // Runs on every rank (REQUIRES: the same check everywhere). Never throws for a failed sweep:

@@ -9,84 +9,52 @@
 #include "comm/rendezvous.h"
 #include "core/clock.h"
 #include "core/tensor.h"
+#include "perf/test_hooks.h"
 #include "probes/link_matrix.h"
+#include "reports/arrival.h"
 #include "stack/init.h"
 
 namespace collie::probes {
 namespace {
 
-constexpr double kStandOut = 3.0;  // a straggler is this many times later than the median rank
-
-// Fixed work (not fixed time), so a slower or busier host takes longer.
-float spin(std::vector<float>& buf, int64_t units) {
-  float acc = 0;
-  for (int64_t u = 0; u < units; ++u)
-    for (auto& x : buf) acc += (x = x * 0.999f + 0.001f);
-  return acc;
+RankLateness lateness_of(const reports::RankArrival& a, const std::vector<std::string>& hosts) {
+  RankLateness l;
+  l.rank = a.rank;
+  l.host = a.rank < static_cast<int>(hosts.size()) ? hosts[a.rank] : "";
+  l.median_late_us = a.late_p50_us;
+  l.p95_late_us = a.late_p95_us;
+  l.last_fraction = a.last_fraction;
+  l.median_wait_us = a.wait_p50_us;
+  return l;
 }
 
 }  // namespace
 
 std::vector<RankLateness> StragglerResult::stragglers() const {
-  // Late in absolute terms and standing out from the crowd: on a busy host every rank is a few
-  // ms late now and then, which is noise, not a straggler.
-  std::vector<double> typical;
-  for (const auto& r : ranks) typical.push_back(r.median_late_us);
-  const double crowd = median(typical);
-  std::vector<RankLateness> out;
+  // Late in absolute terms and standing out from the others (reports/arrival.h's rule): on a
+  // busy host every rank is a few ms late now and then, which is noise, not a straggler.
+  reports::ArrivalStats s;
+  s.iters = iters;
   for (const auto& r : ranks)
-    if (r.median_late_us >= late_us && r.median_late_us >= kStandOut * crowd) out.push_back(r);
-  std::sort(out.begin(), out.end(), [](const RankLateness& a, const RankLateness& b) {
-    return a.median_late_us > b.median_late_us;
-  });
+    s.ranks.push_back({r.rank, r.median_late_us, r.p95_late_us, r.last_fraction, r.median_wait_us});
+  std::vector<RankLateness> out;
+  for (const auto& a : reports::late_ranks(s, reports::LateRule{late_us}))
+    for (const auto& r : ranks)
+      if (r.rank == a.rank) out.push_back(r);
   return out;
 }
 
 StragglerResult analyze_stragglers(const std::vector<std::vector<double>>& waits,
                                    const std::vector<std::string>& hosts, double late_us) {
+  const reports::ArrivalStats a = reports::analyze_arrivals(waits);
   StragglerResult res;
   res.world = static_cast<int>(waits.size());
   res.late_us = late_us;
-  size_t iters = SIZE_MAX;
-  for (const auto& w : waits)
-    if (!w.empty()) iters = std::min(iters, w.size());
-  if (iters == SIZE_MAX) iters = 0;
-  res.iters = static_cast<int>(iters);
-  std::vector<std::vector<double>> late(waits.size());
-  std::vector<int> last_count(waits.size(), 0);
-  std::vector<double> skews;
-  for (size_t i = 0; i < iters; ++i) {
-    double longest = -1, shortest = INFINITY;
-    size_t last = 0;
-    for (size_t r = 0; r < waits.size(); ++r) {
-      if (waits[r].empty()) continue;
-      longest = std::max(longest, waits[r][i]);
-      if (waits[r][i] < shortest) {
-        shortest = waits[r][i];
-        last = r;
-      }
-    }
-    skews.push_back(longest - shortest);
-    ++last_count[last];
-    for (size_t r = 0; r < waits.size(); ++r)
-      if (!waits[r].empty()) late[r].push_back(longest - waits[r][i]);
-  }
-  for (size_t r = 0; r < waits.size(); ++r) {
-    if (waits[r].empty()) {
-      res.missing_ranks.push_back(static_cast<int>(r));
-      continue;
-    }
-    RankLateness l;
-    l.rank = static_cast<int>(r);
-    l.host = r < hosts.size() ? hosts[r] : "";
-    l.median_late_us = median(late[r]);
-    l.p95_late_us = percentile(late[r], 0.95);
-    l.last_fraction = iters ? static_cast<double>(last_count[r]) / iters : 0;
-    l.median_wait_us = median(std::vector<double>(waits[r].begin(), waits[r].begin() + iters));
-    res.ranks.push_back(l);
-  }
-  res.median_skew_us = skews.empty() ? 0 : median(skews);
-  res.p95_skew_us = skews.empty() ? 0 : percentile(skews, 0.95);
+  res.iters = a.iters;
+  res.missing_ranks = a.missing;
+  for (const auto& r : a.ranks) res.ranks.push_back(lateness_of(r, hosts));
+  res.median_skew_us = a.skew_p50_us;
+  res.p95_skew_us = a.skew_p95_us;
   return res;
 }
 
@@ -150,12 +118,12 @@ StragglerResult run_stragglers(ProbeContext& ctx, const StragglerOptions& opts) 
     device::DeviceRuntime& dev = pg->device_runtime();
     const size_t count = static_cast<size_t>(std::max<int64_t>(opts.bytes / 4, 1));
     device::Buffer data = dev.allocate(count * sizeof(float));
-    std::vector<float> work(16384, 1.0f);
+    perf::CpuWork work;  // fixed work, not fixed time: a slower or busier host takes longer
     TensorView t = dev.view(data.data(), count, DType::Float32);
     volatile float sink = 0;
     for (int i = 0; i < opts.warmup + opts.iters; ++i) {
       if (opts.before_iteration) opts.before_iteration(ctx.rank, i);
-      if (opts.work_per_iter > 0) sink = sink + spin(work, opts.work_per_iter);
+      if (opts.work_per_iter > 0) sink = sink + work.run(opts.work_per_iter);
       const auto arrive = Clock::system().now();
       auto w = pg->all_reduce(t);
       error = wait_for(*w, ctx.timeout);

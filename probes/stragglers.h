@@ -2,8 +2,9 @@
 // `stragglers` probe: repeated collectives over the world group; each rank records, per
 // iteration, when it arrived (submitted) and how long it then waited for the collective to
 // finish. The last rank to arrive waits least, so a rank's lateness in an iteration is
-// (longest wait of any rank) - (its wait): local durations only, no clock sync across hosts.
-// Ranks late in most iterations are named. Runs on every rank; the result is on rank 0.
+// (longest wait of any rank) - (its wait): local durations only, no clock sync across hosts
+// (the statistics and the naming rule are reports/arrival.h's, which collie perf -I uses too). Runs
+// on every rank; the result is on rank 0.
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -18,8 +19,8 @@ struct StragglerOptions {
   int warmup = 5;
   int64_t bytes = 4096;       // all_reduce payload
   int64_t work_per_iter = 0;  // fixed CPU work units before each collective (0 = none)
-  // A rank is named when its median lateness is at least this and at least 3x the median
-  // rank's, so load noise shared by every rank is not blamed on one.
+  // A rank is named when its median lateness is at least this and at least 3x the median of the
+  // other ranks' (reports/arrival.h), so load noise shared by every rank is not blamed on one.
   double late_us = 500;
   // Test seam: called on every rank before each iteration's work (e.g. to delay one rank).
   std::function<void(int rank, int iter)> before_iteration;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <limits>
 #include <optional>
@@ -22,6 +23,24 @@ static json stats_json(const IterStats& s) {
   return json{{"samples", s.samples}, {"min_us", s.min_us}, {"p50_us", s.p50_us},
               {"p95_us", s.p95_us},   {"p99_us", s.p99_us}, {"max_us", s.max_us},
               {"mean_us", s.mean_us}, {"cv", s.cv}};
+}
+
+json arrival_json(const ArrivalStats& a) {
+  auto rank = [](const RankArrival& x) {
+    return json{{"rank", x.rank},
+                {"late_p50_us", x.late_p50_us},
+                {"late_p95_us", x.late_p95_us},
+                {"last_fraction", x.last_fraction},
+                {"wait_p50_us", x.wait_p50_us}};
+  };
+  json ranks = json::array(), late = json::array();
+  for (const auto& x : a.ranks) ranks.push_back(rank(x));
+  for (const auto& x : late_ranks(a)) late.push_back(x.rank);
+  return json{{"iters", a.iters},
+              {"skew_p50_us", a.skew_p50_us},
+              {"skew_p95_us", a.skew_p95_us},
+              {"ranks", ranks},
+              {"late_ranks", late}};
 }
 
 json to_json(const ResultRow& r) {
@@ -44,8 +63,27 @@ json to_json(const ResultRow& r) {
          {"agg_iters", r.agg_iters},
          {"cycle", r.cycle}};
   if (!r.samples_us.empty()) j["samples_us"] = r.samples_us;
+  if (r.arrival.iters > 0) {
+    j["rank_wait_us"] = r.rank_wait_us;
+    j["arrival"] = arrival_json(r.arrival);
+  }
+  if (!r.rank_cpu_wait.empty()) j["rank_cpu_wait"] = r.rank_cpu_wait;
   if (r.wrong > 0) j["first_wrong"] = json{{"rank", r.wrong_rank}, {"offset", r.wrong_offset}};
   return j;
+}
+
+json capacity_json(const LinkCapacity& c, const std::vector<ResultRow>& rows) {
+  json shares = json::array();
+  for (const auto& s : capacity_shares(rows, c))
+    shares.push_back(json{{"collective", s.collective},
+                          {"peak_busbw_gbps", s.peak_busbw_gbps},
+                          {"size_bytes", s.size_bytes},
+                          {"percent", s.percent}});
+  return json{{"kind", c.kind},
+              {"what", c.what},
+              {"host", c.host},
+              {"gbps", c.gbps},
+              {"collectives", shares}};
 }
 
 json to_json(const RunResult& r) {
@@ -65,6 +103,7 @@ json to_json(const RunResult& r) {
          {"run", meta},
          {"rows", rows},
          {"complete", r.summary.has_value()}};
+  if (r.capacity) j["capacity"] = capacity_json(*r.capacity, r.rows);
   if (r.summary) {
     const Summary& s = *r.summary;
     j["summary"] = json{{"avg_busbw_gbps", s.avg_busbw_gbps},
@@ -73,7 +112,9 @@ json to_json(const RunResult& r) {
                         {"largest_size_busbw_gbps", s.largest_size_busbw_gbps},
                         {"largest_size_bytes", s.largest_size_bytes},
                         {"wrong_total", s.wrong_total},
-                        {"stragglers", s.stragglers}};
+                        {"stragglers", s.stragglers},
+                        {"arrival_stragglers", s.arrival_stragglers},
+                        {"cpu_stragglers", s.cpu_stragglers}};
   }
   return j;
 }
@@ -186,6 +227,25 @@ ResultRow row_from_json(const json& j) {
   r.iter.mean_us = field<double>(s, "mean_us");
   r.iter.cv = field<double>(s, "cv");
   if (j.contains("samples_us")) r.samples_us = times_field(j, "samples_us");
+  if (j.contains("rank_wait_us")) {
+    // The statistics are recomputed from the waits, never taken from the file.
+    r.rank_wait_us = field<std::vector<std::vector<double>>>(j, "rank_wait_us");
+    for (const auto& w : r.rank_wait_us)
+      for (double v : w)
+        if (!std::isfinite(v) || v < 0)
+          throw InvalidArgument(
+              "results JSON: field 'rank_wait_us' holds a value that is not a "
+              "time");
+    r.arrival = analyze_arrivals(r.rank_wait_us);
+  }
+  if (j.contains("rank_cpu_wait")) {
+    r.rank_cpu_wait = field<std::vector<double>>(j, "rank_cpu_wait");
+    for (double v : r.rank_cpu_wait)
+      if (!std::isfinite(v) || v < 0)
+        throw InvalidArgument(
+            "results JSON: field 'rank_cpu_wait' holds a value that is not a "
+            "share of time");
+  }
   r.iters = at_least<int>(j, "iters", 0);
   r.agg_iters = at_least<int>(j, "agg_iters", 0);
   r.cycle = at_least<int>(j, "cycle", 0);
@@ -214,6 +274,17 @@ static RunResult run_from_json_fields(const json& j) {
   const json& rows = j.at("rows");
   if (rows.is_array()) r.rows.reserve(rows.size());
   for (const auto& row : rows) r.rows.push_back(row_from_json(row));
+  if (j.contains("capacity")) {
+    const json& c = j["capacity"];
+    LinkCapacity cap;
+    cap.kind = field<std::string>(c, "kind");
+    cap.what = field<std::string>(c, "what");
+    cap.host = field<std::string>(c, "host");
+    cap.gbps = field<double>(c, "gbps");
+    if (!std::isfinite(cap.gbps) || cap.gbps < 0)
+      throw InvalidArgument("results JSON: capacity.gbps is not a bandwidth");
+    r.capacity = cap;
+  }
   if (j.contains("summary")) {
     const json& s = j["summary"];
     Summary sum;
@@ -224,6 +295,10 @@ static RunResult run_from_json_fields(const json& j) {
     sum.largest_size_bytes = field<int64_t>(s, "largest_size_bytes");
     sum.wrong_total = field<int64_t>(s, "wrong_total");
     sum.stragglers = field<std::vector<int>>(s, "stragglers");
+    if (s.contains("arrival_stragglers"))
+      sum.arrival_stragglers = field<std::vector<int>>(s, "arrival_stragglers");
+    if (s.contains("cpu_stragglers"))
+      sum.cpu_stragglers = field<std::vector<int>>(s, "cpu_stragglers");
     r.summary = sum;
   }
   return r;

@@ -12,6 +12,12 @@
 namespace collie::reports {
 
 nlohmann::json to_json(const ResultRow& r);
+// A row's arrival statistics: iters, skew_p50_us / skew_p95_us, ranks[] and late_ranks (the
+// ranks reports::late_ranks names).
+nlohmann::json arrival_json(const ArrivalStats& a);
+// "Is this normal?": kind, what, host, gbps and per collective its peak busbw's share
+// (capacity_shares) as collectives[] {collective, peak_busbw_gbps, size_bytes, percent}.
+nlohmann::json capacity_json(const LinkCapacity& c, const std::vector<ResultRow>& rows);
 nlohmann::json to_json(const RunResult& r);
 // Throws collie::InvalidArgument naming the missing/mistyped field, or an unknown schema.
 ResultRow row_from_json(const nlohmann::json& j);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <optional>
 
 #include "core/stats.h"
 
@@ -44,6 +46,44 @@ std::vector<int> find_stragglers(const std::vector<ResultRow>& rows, int world_s
   return out;
 }
 
+namespace {
+
+// The ranks `named` names in more than half of the rows it has a say on (it returns nullopt for
+// the rows that carry nothing to judge).
+template <typename Named>
+std::vector<int> named_in_most(const std::vector<ResultRow>& rows, Named named) {
+  std::map<int, int> count;
+  int considered = 0;
+  for (const auto& r : rows) {
+    const std::optional<std::vector<int>> ranks = named(r);
+    if (!ranks) continue;
+    ++considered;
+    for (int rank : *ranks) ++count[rank];
+  }
+  std::vector<int> out;
+  for (const auto& [rank, n] : count)
+    if (n * 2 > considered) out.push_back(rank);
+  return out;
+}
+
+}  // namespace
+
+std::vector<int> find_arrival_stragglers(const std::vector<ResultRow>& rows) {
+  return named_in_most(rows, [](const ResultRow& r) -> std::optional<std::vector<int>> {
+    if (r.arrival.iters == 0) return std::nullopt;
+    std::vector<int> v;
+    for (const auto& x : late_ranks(r.arrival)) v.push_back(x.rank);
+    return v;
+  });
+}
+
+std::vector<int> find_cpu_stragglers(const std::vector<ResultRow>& rows) {
+  return named_in_most(rows, [](const ResultRow& r) -> std::optional<std::vector<int>> {
+    if (r.rank_cpu_wait.empty()) return std::nullopt;
+    return cpu_starved(r.rank_cpu_wait);
+  });
+}
+
 Summary summarize(const std::vector<ResultRow>& rows, int world_size) {
   Summary s;
   double sum = 0;
@@ -66,7 +106,28 @@ Summary summarize(const std::vector<ResultRow>& rows, int world_size) {
   }
   if (largest_n > 0) s.largest_size_busbw_gbps = largest_sum / largest_n;
   s.stragglers = find_stragglers(rows, world_size);
+  s.arrival_stragglers = find_arrival_stragglers(rows);
+  s.cpu_stragglers = find_cpu_stragglers(rows);
   return s;
+}
+
+std::vector<CapacityShare> capacity_shares(const std::vector<ResultRow>& rows,
+                                           const LinkCapacity& c) {
+  std::vector<CapacityShare> out;
+  if (c.gbps <= 0) return out;
+  for (const auto& r : rows) {
+    auto it = std::find_if(out.begin(), out.end(),
+                           [&](const CapacityShare& s) { return s.collective == r.collective; });
+    if (it == out.end()) {
+      out.push_back({r.collective, r.busbw_gbps, r.size_bytes, 0});
+      it = out.end() - 1;
+    } else if (r.busbw_gbps > it->peak_busbw_gbps) {
+      it->peak_busbw_gbps = r.busbw_gbps;
+      it->size_bytes = r.size_bytes;
+    }
+  }
+  for (auto& s : out) s.percent = s.peak_busbw_gbps / c.gbps * 100;
+  return out;
 }
 
 }  // namespace collie::reports

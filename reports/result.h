@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/stats.h"  // median, percentile: the ones reports use
+#include "reports/arrival.h"
 
 namespace collie::reports {
 
@@ -48,6 +49,14 @@ struct ResultRow {
   // is their per-iteration max. nccl-tests' per_process_max_times_us.
   std::vector<std::vector<double>> rank_samples_us;
   int iter_skip = 0;  // -K: leading iterations left out of samples_us / rank_samples_us
+  // With -I on a host runtime: each rank's wait inside the call per iteration (indexed by rank,
+  // then iteration, past -K), and who arrived last, by how much (reports/arrival.h). Empty /
+  // iters 0 where not measured (a CUDA runtime enqueues the loop; one rank).
+  std::vector<std::vector<double>> rank_wait_us;
+  ArrivalStats arrival;
+  // With -I on Linux: each rank's seconds of waiting for a CPU per second of its timed loop
+  // (threads summed, so it can pass 1); empty where not measured. cpu_starved() (arrival.h).
+  std::vector<double> rank_cpu_wait;
   int iters = 0;
   int agg_iters = 1;
   int cycle = 0;  // -N run cycle this row belongs to
@@ -85,13 +94,40 @@ struct Summary {
   int64_t largest_size_bytes = 0;
   int64_t wrong_total = 0;
   std::vector<int> stragglers;  // ranks > 20 % over the median in most rows
+  // Ranks that late_ranks() (arrival.h) names in more than half of the rows that carry arrival
+  // statistics (-I on a host runtime): who kept the others waiting.
+  std::vector<int> arrival_stragglers;
+  // Ranks cpu_starved() (arrival.h) names in more than half of the rows that carry CPU waits.
+  std::vector<int> cpu_stragglers;
+};
+
+// "Is this normal?": what the link the run's data crossed can carry, the reference its bus
+// bandwidth is held against (busbw is normalised to one link's traffic, so a healthy large
+// message reaches most of it). Measured or read by probes/link_capacity.h.
+struct LinkCapacity {
+  std::string kind;  // "loopback-tcp", "memcpy", "nic", "infiniband", "pcie"
+  std::string what;  // how it was found: "TCP over 127.0.0.1, measured in-process", ...
+  std::string host;  // the host it was measured or read on
+  double gbps = 0;   // GB/s; 0 = unknown (then `what` says why)
 };
 
 struct RunResult {
   RunMeta meta;
   std::vector<ResultRow> rows;
-  std::optional<Summary> summary;  // set when the run completed
+  std::optional<Summary> summary;        // set when the run completed
+  std::optional<LinkCapacity> capacity;  // set when it was measured (collie perf, accept)
 };
+
+// Per collective: its peak busbw (any size and placement) as a share of `c.gbps`, in the order
+// the collectives first appear in `rows`. Empty when c.gbps is 0.
+struct CapacityShare {
+  std::string collective;
+  double peak_busbw_gbps = 0;
+  int64_t size_bytes = 0;
+  double percent = 0;
+};
+std::vector<CapacityShare> capacity_shares(const std::vector<ResultRow>& rows,
+                                           const LinkCapacity& c);
 
 // Summary over `rows` (all collectives together). Pure function.
 Summary summarize(const std::vector<ResultRow>& rows, int world_size);
@@ -100,5 +136,10 @@ Summary summarize(const std::vector<ResultRow>& rows, int world_size);
 // (0.2 = 20 %) in more than half of `rows`. Rows without per-rank times are ignored.
 std::vector<int> find_stragglers(const std::vector<ResultRow>& rows, int world_size,
                                  double threshold = 0.2);
+
+// Summary::arrival_stragglers over `rows`; empty when no row carries arrival statistics.
+std::vector<int> find_arrival_stragglers(const std::vector<ResultRow>& rows);
+// Summary::cpu_stragglers over `rows`; empty when no row carries CPU waits.
+std::vector<int> find_cpu_stragglers(const std::vector<ResultRow>& rows);
 
 }  // namespace collie::reports

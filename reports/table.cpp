@@ -166,6 +166,106 @@ std::string format_straggler_line(const std::vector<ResultRow>& rows, const Summ
       s.stragglers.size() > 1 ? "s" : "", ranks, worst * 100);
 }
 
+namespace {
+
+// The rank that arrived last most often (the later one on a tie).
+const RankArrival* most_often_last(const ArrivalStats& a) {
+  const RankArrival* best = nullptr;
+  for (const auto& r : a.ranks)
+    if (!best || r.last_fraction > best->last_fraction ||
+        (r.last_fraction == best->last_fraction && r.late_p50_us > best->late_p50_us))
+      best = &r;
+  return best;
+}
+
+std::string host_of(const std::vector<std::string>& hosts, int rank) {
+  return rank >= 0 && rank < static_cast<int>(hosts.size()) ? hosts[rank] : "?";
+}
+
+}  // namespace
+
+std::string format_arrival_lines(const std::vector<ResultRow>& rows,
+                                 const std::vector<std::string>& hosts, int world_size) {
+  if (world_size < 2) return "";
+  std::string out;
+  int measured = 0, cpu_rows = 0;
+  for (const auto& r : rows) {
+    const RankArrival* last = most_often_last(r.arrival);
+    if (r.arrival.iters == 0 || last == nullptr) continue;
+    if (measured++ == 0)
+      out +=
+          "# Arrival skew (-I): who arrived last, by how much, from each rank's wait inside the "
+          "call (the last to arrive waits least); CPU wait: seconds a rank queued for a core per "
+          "second of the loop\n"
+          "#       size  place  iters  last rank (share)  late p50 (us)  late p95 (us)  skew p50 "
+          "(us)  skew p95 (us)  cpu wait (rank)  others  late ranks\n";
+    std::string named;
+    for (const auto& x : late_ranks(r.arrival))
+      named += fmt::format("{}{}", named.empty() ? "" : ",", x.rank);
+    std::string cpu = fmt::format("{:>15}  {:>6}", "-", "-");
+    if (r.rank_cpu_wait.size() > 1) {
+      ++cpu_rows;
+      const auto top = std::max_element(r.rank_cpu_wait.begin(), r.rank_cpu_wait.end());
+      std::vector<double> others(r.rank_cpu_wait.begin(), top);
+      others.insert(others.end(), top + 1, r.rank_cpu_wait.end());
+      cpu = fmt::format("{:>9.2f} ({:>3})  {:>6.2f}", *top, top - r.rank_cpu_wait.begin(),
+                        median(others));
+    }
+    out += fmt::format(
+        "# {:>10}  {:>5}  {:>5}  {:>9} ({:>3.0f} %)  {:>13}  {:>13}  {:>13}  {:>13}  {}  {}\n",
+        r.size_bytes, r.placement, r.arrival.iters, last->rank, last->last_fraction * 100,
+        format_float(last->late_p50_us, 13), format_float(last->late_p95_us, 13),
+        format_float(r.arrival.skew_p50_us, 13), format_float(r.arrival.skew_p95_us, 13), cpu,
+        named.empty() ? "-" : named);
+  }
+  if (measured == 0)
+    return "# Arrival skew (-I): not measured: the runtime enqueues the timed loop without the "
+           "host waiting for each iteration (CUDA), or no row ran\n";
+  const std::vector<int> late = find_arrival_stragglers(rows);
+  if (late.empty())
+    out += fmt::format(
+        "# Arrival: no rank kept the others waiting (none late by >= {:.0f} us and >= {:.0f}x "
+        "the others in more than half of {} rows)\n",
+        LateRule{}.late_us, LateRule{}.stand_out, measured);
+  for (int rank : late) {
+    std::vector<double> lates;
+    for (const auto& r : rows)
+      for (const auto& x : late_ranks(r.arrival))
+        if (x.rank == rank) lates.push_back(x.late_p50_us);
+    out += fmt::format(
+        "# Straggler by arrival: rank {} ({}) arrived last, {:.0f} us after the first rank "
+        "(median over its rows), in {} of {} rows; see what else runs on that host (top; "
+        "taskset -p PID) or run `collie probe stragglers`\n",
+        rank, host_of(hosts, rank), median(lates), lates.size(), measured);
+  }
+  for (int rank : find_cpu_stragglers(rows)) {
+    std::vector<double> mine, others;
+    for (const auto& r : rows) {
+      if (static_cast<size_t>(rank) >= r.rank_cpu_wait.size()) continue;
+      mine.push_back(r.rank_cpu_wait[rank]);
+      for (size_t k = 0; k < r.rank_cpu_wait.size(); ++k)
+        if (static_cast<int>(k) != rank) others.push_back(r.rank_cpu_wait[k]);
+    }
+    out += fmt::format(
+        "# Straggler by CPU: rank {} ({}) queued for a core {:.2f} s per second of its timed "
+        "loops, the others {:.2f} (medians over {} rows): something else keeps its core busy; "
+        "see top and taskset -p PID on that host\n",
+        rank, host_of(hosts, rank), median(mine), median(others), cpu_rows);
+  }
+  return out;
+}
+
+std::string format_capacity_lines(const std::vector<ResultRow>& rows, const LinkCapacity& c) {
+  if (c.gbps <= 0) return fmt::format("# Is this normal? Not compared: {}\n", c.what);
+  std::string out = fmt::format("# Is this normal? This link can carry {:.3g} GB/s: {} (on {})\n",
+                                c.gbps, c.what, c.host);
+  for (const auto& s : capacity_shares(rows, c))
+    out +=
+        fmt::format("# {}: peak busbw {:.3g} GB/s (at {} B) is {:.0f} % of what this link can do\n",
+                    s.collective, s.peak_busbw_gbps, s.size_bytes, s.percent);
+  return out;
+}
+
 std::string format_trailer(const std::string& collective, const Summary& s) {
   std::string out = fmt::format("# Out of bounds values : {} {}\n", s.wrong_total,
                                 s.wrong_total == 0 ? "OK" : "FAILED");

@@ -50,4 +50,18 @@ std::string format_trailer(const std::string& collective, const Summary& s);
 // "# Straggler: rank 3 ..." line (empty string when there is none).
 std::string format_straggler_line(const std::vector<ResultRow>& rows, const Summary& s);
 
+// "Is this normal?": what the link can carry and, per collective, its peak busbw as a share of
+// it ("x % of what this link can do"), as '#' lines after the last table; or one line saying why
+// nothing could be compared.
+std::string format_capacity_lines(const std::vector<ResultRow>& rows, const LinkCapacity& c);
+
+// -I's arrival block: per row with arrival statistics (reports/arrival.h), the rank that arrived
+// last most often, by how much, the skew, the rank that queued longest for a CPU against the
+// others and the ranks late_ranks() names; then a verdict line naming the rank that kept the
+// others waiting in more than half of the rows, or saying that none did, and one per rank
+// find_cpu_stragglers() names. Rows without statistics are left out; when none has any, one line
+// saying why (empty for one rank). `hosts` indexed by rank (may be short).
+std::string format_arrival_lines(const std::vector<ResultRow>& rows,
+                                 const std::vector<std::string>& hosts, int world_size);
+
 }  // namespace collie::reports

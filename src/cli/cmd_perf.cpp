@@ -27,6 +27,7 @@
 #include "perf/metrics_sink.h"
 #include "perf/output.h"
 #include "perf/stop_signal.h"
+#include "probes/link_capacity.h"
 #include "reports/row_writers.h"
 #include "stack/init.h"
 
@@ -250,6 +251,10 @@ int run_rank(const PerfFlags& f, PerfOptions o, const std::map<std::string, std:
     DumpService::global().flush(std::chrono::seconds(2));
     throw;
   }
+  // "Is this normal?": measured once the run is over, so that no measurement shares the host.
+  if (sink && !res.result.rows.empty())
+    res.result.capacity =
+        probes::link_capacity(res.result.meta, Env::process(), pg->info().store_host);
   if (sink) sink->finish(res.result);
   destroy_process_group(*pg);
   if (res.stopped_by != 0 && pg->rank() == 0) {

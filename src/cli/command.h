@@ -31,6 +31,7 @@ const Command& perf_command();
 const Command& probe_command();
 const Command& accept_command();
 const Command& analyze_command();
+const Command& evidence_command();
 const Command& replay_command();
 const Command& report_command();
 const Command& launch_command();

@@ -16,9 +16,9 @@ namespace collie::cli {
 
 const std::vector<const Command*>& commands() {
   static const std::vector<const Command*> cmds = {
-      &perf_command(),    &probe_command(),  &accept_command(),
-      &analyze_command(), &replay_command(), &report_command(),
-      &launch_command(),  &info_command(),   &version_command()};
+      &perf_command(),     &probe_command(),  &accept_command(), &analyze_command(),
+      &evidence_command(), &replay_command(), &report_command(), &launch_command(),
+      &info_command(),     &version_command()};
   return cmds;
 }
 

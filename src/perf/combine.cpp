@@ -1,17 +1,41 @@
 #include "perf/combine.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <utility>
 
 namespace collie::perf {
 
-std::vector<double> pack_local(const LocalResult& r, int stop_flag) {
+std::vector<double> pack_local(const LocalResult& r, int stop_flag, bool waits) {
   std::vector<double> v = {r.avg_us, static_cast<double>(r.wrong),
                            static_cast<double>(r.first_wrong), static_cast<double>(stop_flag)};
   v.insert(v.end(), r.iter_us.begin(), r.iter_us.end());
+  if (waits) {
+    for (size_t i = 0; i < r.iter_us.size(); ++i)
+      v.push_back(i < r.wait_us.size() ? r.wait_us[i] : std::nan(""));
+    v.push_back(r.cpu_wait);
+  }
   return v;
 }
+
+namespace {
+
+// Every rank's waits past the skipped iterations; none at all when a rank has none (NaN).
+std::vector<std::vector<double>> rank_waits(const std::vector<double>& all, int world,
+                                            size_t stride, int iters, int skip) {
+  std::vector<std::vector<double>> w(world);
+  for (int k = 0; k < world; ++k) {
+    const double* p = all.data() + k * stride + kPackedIterAt + iters;
+    for (int it = skip; it < iters; ++it) {
+      if (std::isnan(p[it])) return {};
+      w[k].push_back(p[it]);
+    }
+  }
+  return w;
+}
+
+}  // namespace
 
 RowTotals combine_totals(const std::vector<double>& all, int world) {
   const size_t stride = all.size() / static_cast<size_t>(world);
@@ -27,7 +51,8 @@ RowTotals combine_totals(const std::vector<double>& all, int world) {
 
 Combined combine_ranks(const RowContext& ctx, const PerfOptions& o, const std::vector<double>& all,
                        int world) {
-  const size_t stride = kPackedIterAt + static_cast<size_t>(ctx.iters);
+  const size_t stride =
+      kPackedIterAt + static_cast<size_t>(ctx.iters) * (ctx.waits ? 2 : 1) + (ctx.waits ? 1 : 0);
   Combined c;
   static_cast<RowTotals&>(c) = combine_totals(all, world);
   reports::ResultRow& r = c.row;
@@ -92,6 +117,18 @@ Combined combine_ranks(const RowContext& ctx, const PerfOptions& o, const std::v
     for (int k = 0; k < world; ++k)
       for (int it = o.iter_skip; it < ctx.iters; ++it)
         r.rank_samples_us[k].push_back(all[k * stride + kPackedIterAt + it]);
+  }
+  if (ctx.waits && world > 1) {
+    r.rank_wait_us = rank_waits(all, world, stride, ctx.iters, o.iter_skip);
+    if (!r.rank_wait_us.empty()) r.arrival = reports::analyze_arrivals(r.rank_wait_us);
+    for (int k = 0; k < world; ++k) {
+      const double w = all[k * stride + kPackedIterAt + 2 * static_cast<size_t>(ctx.iters)];
+      if (std::isnan(w) || w < 0) {
+        r.rank_cpu_wait.clear();
+        break;
+      }
+      r.rank_cpu_wait.push_back(w);
+    }
   }
   const double algbytes = l.algbw_count > 0
                               ? static_cast<double>(l.algbw_count * ts)

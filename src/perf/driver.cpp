@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "core/cpu_wait.h"
 #include "core/error.h"
 #include "core/exit_codes.h"
 #include "core/printable.h"
@@ -379,7 +380,7 @@ class Driver {
     const LocalResult mine = run_local(j, l, in_place, iters, what);
     // One all_gather carries every rank's packed numbers (combine.h).
     steps_.enter(what + ": combine results");
-    std::vector<double> v = pack_local(mine, stop_ ? stop_->load() : 0);
+    std::vector<double> v = pack_local(mine, stop_ ? stop_->load() : 0, o_.report_iters);
     std::vector<double> all(v.size() * pg_.size());
     all_gather_host(pg_, TensorView::cpu(v.data(), v.size(), DType::Float64),
                     TensorView::cpu(all.data(), all.size(), DType::Float64), timeout_);
@@ -387,7 +388,8 @@ class Driver {
     stopped_by_ = std::max(stopped_by_, t.stop);
     if (t.wrong > 0) wrong_total_ += t.wrong;
     if (pg_.rank() != 0) return std::nullopt;  // only rank 0 keeps and prints rows
-    const RowContext ctx{j.desc, j.dtype, j.op, j.root, j.cycle, l, in_place, iters};
+    const RowContext ctx{j.desc, j.dtype,  j.op,  j.root,         j.cycle,
+                         l,      in_place, iters, o_.report_iters};
     return std::move(combine_ranks(ctx, o_, all, pg_.size()).row);
   }
 
@@ -459,11 +461,23 @@ class Driver {
     ls.blocking = o_.blocking;
     const bool delay = o_.hooks.delay_rank < 0 || o_.hooks.delay_rank == rank;
     ls.delay_us = delay ? o_.hooks.delay_us : 0;
+    ls.work_units = o_.hooks.work_units;
     ls.graph_launches = o_.graph_launches;
     ls.timeout = timeout_;
+    ls.arrivals = o_.report_iters;
+    // -I: how long this rank waited for a CPU during the loop (a core something else keeps busy).
+    const double cpu0 = o_.report_iters ? process_cpu_wait_seconds() : -1;
+    const auto wall0 = std::chrono::steady_clock::now();
     LoopTiming t = time_loop(pg_, d, args, ls);
+    if (cpu0 >= 0) {
+      const double cpu1 = process_cpu_wait_seconds();
+      const double wall =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+      if (cpu1 >= cpu0 && wall > 0) res.cpu_wait = (cpu1 - cpu0) / wall;
+    }
     res.avg_us = t.avg_us;
     res.iter_us = std::move(t.iter_us);
+    res.wait_us = std::move(t.wait_us);
     return res;
   }
 

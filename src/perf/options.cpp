@@ -45,7 +45,7 @@ std::string perf_name(const std::string& word) {
 }  // namespace
 
 constexpr const char* kHookVars[] = {"COLLIE_PERF_TEST_CORRUPT", "COLLIE_PERF_TEST_DELAY_US",
-                                     "COLLIE_PERF_TEST_STALL"};
+                                     "COLLIE_PERF_TEST_WORK", "COLLIE_PERF_TEST_STALL"};
 constexpr const char* kEnableVar = "COLLIE_ENABLE_TEST_HOOKS";
 
 TestHooks TestHooks::from_env(const Env& env) {
@@ -67,6 +67,11 @@ TestHooks TestHooks::from_env(const Env& env) {
     auto [r, us] = parse_pair(*v, "COLLIE_PERF_TEST_DELAY_US", true);
     h.delay_rank = static_cast<int>(r);
     h.delay_us = us;
+  }
+  if (auto v = env.get("COLLIE_PERF_TEST_WORK"); v && !v->empty()) {
+    h.work_units = parse_int(*v, "COLLIE_PERF_TEST_WORK");
+    if (h.work_units < 0 || h.work_units > 1000000)
+      throw InvalidArgument("COLLIE_PERF_TEST_WORK='" + *v + "': expected units in 0..1000000");
   }
   if (auto v = env.get("COLLIE_PERF_TEST_STALL"); v && !v->empty()) {
     const auto colon = v->find(':');

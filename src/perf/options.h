@@ -28,6 +28,10 @@ enum class TimeReduce { Rank0 = 0, Avg = 1, Min = 2, Max = 3 };
 //                                         every validation call, so validation must see #wrong>0.
 //   COLLIE_PERF_TEST_DELAY_US=N | rank:N  sleeps N us before every timed call (on `rank` only
 //                                         when given), a real, measurable slowdown.
+//   COLLIE_PERF_TEST_WORK=N               every rank does N units of fixed CPU work (not a fixed
+//                                         time) before every timed call, as a training step
+//                                         computes between collectives: a rank whose core
+//                                         something else keeps busy arrives late (perf -I).
 //   COLLIE_PERF_TEST_STALL=rank:path      while `path` exists, `rank` waits before its next row,
 //                                         so its peers wait in that row's first collective: a
 //                                         real stall that a test starts and ends with a file.
@@ -36,6 +40,7 @@ struct TestHooks {
   int64_t corrupt_offset = -1;
   int64_t delay_us = 0;
   int delay_rank = -1;  // -1 = every rank
+  int64_t work_units = 0;
   int stall_rank = -1;
   std::string stall_file;
   // The hook variables as set ("NAME=value"), empty when no hook is active.

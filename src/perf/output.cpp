@@ -58,6 +58,10 @@ void ReportSink::collective_finished(const std::string& collective,
                                      const std::vector<reports::ResultRow>& rows,
                                      const reports::Summary& summary) {
   clear_progress();
+  if (o_.report_iters)
+    std::fputs(
+        reports::format_arrival_lines(rows, partial_.meta.hosts, partial_.meta.world_size).c_str(),
+        table_);
   std::fputs(reports::format_straggler_line(rows, summary).c_str(), table_);
   std::fputs(reports::format_trailer(collective, summary).c_str(), table_);
   std::fflush(table_);
@@ -96,6 +100,11 @@ void ReportSink::clear_progress() {
 
 void ReportSink::finish(const reports::RunResult& result) {
   clear_progress();
+  if (result.capacity) {
+    std::fputs(("#\n" + reports::format_capacity_lines(result.rows, *result.capacity)).c_str(),
+               table_);
+    std::fflush(table_);
+  }
   if (o_.json_path.empty()) return;
   reports::RunResult r = result;
   r.meta.flags = o_.flags;

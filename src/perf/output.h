@@ -44,7 +44,8 @@ class ReportSink : public ResultSink {
   void progress(double fraction) override;
   // In a soak the JSON file holds the current cycle only (CSV/JSONL keep every row).
   void cycle_started(int cycle, bool soak) override;
-  // Writes the final JSON (with the summary). Call once after run_perf returns.
+  // Prints the "Is this normal?" lines when result.capacity is set and writes the final JSON
+  // (with the summary). Call once after run_perf returns.
   void finish(const reports::RunResult& result);
 
  private:

@@ -17,6 +17,15 @@ void stall_if_asked(const TestHooks& h, int rank, Millis timeout, StepTracker& s
   }
 }
 
+CpuWork::CpuWork() : buf_(16384, 1.0f) {}
+
+float CpuWork::run(int64_t units) {
+  float acc = 0;
+  for (int64_t u = 0; u < units; ++u)
+    for (auto& x : buf_) acc += (x = x * 0.999f + 0.001f);
+  return acc;
+}
+
 void corrupt_if_asked(const TestHooks& h, int rank, char* got, DType dt, size_t checked) {
   if (h.corrupt_rank != rank || h.corrupt_offset < 0) return;
   if (static_cast<size_t>(h.corrupt_offset) >= checked) return;

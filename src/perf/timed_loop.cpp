@@ -4,6 +4,8 @@
 #include <memory>
 #include <thread>
 
+#include "perf/test_hooks.h"
+
 namespace collie::perf {
 namespace {
 
@@ -51,11 +53,22 @@ LoopTiming time_loop(ProcessGroup& pg, const CollectiveDescriptor& d, CallArgs a
   const bool wait_each_op = s.blocking || (!async_dev && s.agg_iters <= 1);
   args.async_op = !wait_each_op;
   std::vector<std::shared_ptr<Work>> pending;
+  LoopTiming t;
+  const bool arrivals = s.arrivals && !async_dev;
+  std::vector<std::chrono::steady_clock::time_point> entered;
+  if (arrivals) {  // no allocation inside the loop
+    entered.reserve(s.iters);
+    t.wait_us.reserve(s.iters);
+  }
+  CpuWork work;
+  volatile float work_sink = 0;
   const std::unique_ptr<device::Timer> timer = dev.timer();
   timer->mark();
   for (int it = 0; it < s.iters; ++it) {
     for (int m = 0; m < s.agg_iters; ++m) {
       if (s.delay_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(s.delay_us));
+      if (s.work_units > 0) work_sink = work_sink + work.run(s.work_units);
+      if (arrivals && m == 0) entered.push_back(std::chrono::steady_clock::now());
       auto works = d.run(pg, args);
       if (wait_each_op) {
         wait_all(works);
@@ -68,9 +81,12 @@ LoopTiming time_loop(ProcessGroup& pg, const CollectiveDescriptor& d, CallArgs a
       pending.clear();
     }
     timer->mark();
+    if (arrivals)
+      t.wait_us.push_back(
+          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - entered[it])
+              .count());
   }
   wait_all(pending);  // a CUDA runtime: the one wait at the end of the loop
-  LoopTiming t;
   t.iter_us.reserve(s.iters);
   for (int it = 0; it < s.iters; ++it)
     t.iter_us.push_back(timer->elapsed_us(it, it + 1) / s.agg_iters);

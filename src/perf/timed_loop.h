@@ -16,13 +16,21 @@ struct LoopSettings {
   int agg_iters = 1;                  // -m
   bool blocking = false;              // -z
   int64_t delay_us = 0;               // test hook: sleep before every call (0 = none)
+  int64_t work_units = 0;             // test hook: CPU work before every call (0 = none)
   int graph_launches = 0;             // -G (0 = no graph)
   Millis timeout = kUseGroupTimeout;  // bounds the barrier between capture and launches
+  // -I: time each iteration's wait on the host (LoopTiming::wait_us). Only where the host waits
+  // for every iteration (a host runtime without -G); elsewhere wait_us stays empty.
+  bool arrivals = false;
 };
 
 struct LoopTiming {
   double avg_us = 0;            // per call: loop time / (iters x agg [x launches])
   std::vector<double> iter_us;  // per iteration, divided by agg; with -G all the average
+  // With LoopSettings::arrivals: per iteration, from entering its first call (after the test
+  // hook's delay) to its completion, whole (not divided by agg). reports/arrival.h turns every
+  // rank's waits into who arrived last.
+  std::vector<double> wait_us;
 };
 
 // REQUIRES: the ranks are in step (the caller's barrier precedes the loop). With graph_launches

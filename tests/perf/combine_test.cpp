@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace collie::perf {
@@ -35,6 +38,16 @@ RowContext context(const CollectiveDescriptor* d) {
   return c;
 }
 
+// One rank's numbers without -I's waits.
+LocalResult local(double avg_us, int64_t wrong, int64_t first_wrong, std::vector<double> iter_us) {
+  LocalResult r;
+  r.avg_us = avg_us;
+  r.wrong = wrong;
+  r.first_wrong = first_wrong;
+  r.iter_us = std::move(iter_us);
+  return r;
+}
+
 // Rank 0: avg 15 µs, checked and right; rank 1: avg 30, 3 wrong from offset 7, stop flag 15;
 // rank 2: avg 10, 2 wrong from offset 5, stop flag 2.
 std::vector<double> gathered() {
@@ -43,9 +56,9 @@ std::vector<double> gathered() {
     const std::vector<double> v = pack_local(r, stop);
     all.insert(all.end(), v.begin(), v.end());
   };
-  add({15, 0, -1, {100, 1, 5, 9}}, 0);
-  add({30, 3, 7, {1, 2, 8, 3}}, 15);
-  add({10, 2, 5, {50, 4, 6, 7}}, 2);
+  add(local(15, 0, -1, {100, 1, 5, 9}), 0);
+  add(local(30, 3, 7, {1, 2, 8, 3}), 15);
+  add(local(10, 2, 5, {50, 4, 6, 7}), 2);
   return all;
 }
 
@@ -59,7 +72,7 @@ PerfOptions options(TimeReduce average, bool report_iters) {
 }
 
 TEST(PerfCombine, PackLayout) {
-  const std::vector<double> v = pack_local({2.5, 4, 9, {7, 8}}, 3);
+  const std::vector<double> v = pack_local(local(2.5, 4, 9, {7, 8}), 3);
   EXPECT_EQ(v, (std::vector<double>{2.5, 4, 9, 3, 7, 8}));
   EXPECT_EQ(v[kPackedIterAt], 7);
 }
@@ -136,7 +149,7 @@ TEST(PerfCombine, UncheckedRanksAndZeroTime) {
   ctx.iters = 1;
   std::vector<double> all;
   for (int k = 0; k < 2; ++k) {
-    const std::vector<double> v = pack_local({0, -1, -1, {0}}, 0);
+    const std::vector<double> v = pack_local(local(0, -1, -1, {0}), 0);
     all.insert(all.end(), v.begin(), v.end());
   }
   PerfOptions o = options(TimeReduce::Avg, false);
@@ -149,6 +162,49 @@ TEST(PerfCombine, UncheckedRanksAndZeroTime) {
   EXPECT_EQ(c.row.slowest_rank, 0);
   EXPECT_EQ(c.row.algbw_gbps, 0);
   EXPECT_EQ(c.row.busbw_gbps, 0);
+}
+
+// -I on a host runtime: every record also carries its waits and its CPU wait; the row gets the
+// waits past -K, who arrived last (reports/arrival.h) and every rank's CPU wait.
+std::vector<double> gathered_with_waits(const std::vector<LocalResult>& ranks) {
+  std::vector<double> all;
+  for (const auto& r : ranks) {
+    const std::vector<double> v = pack_local(r, 0, true);
+    EXPECT_EQ(v.size(), kPackedIterAt + 2 * r.iter_us.size() + 1);
+    all.insert(all.end(), v.begin(), v.end());
+  }
+  return all;
+}
+
+TEST(PerfCombine, WaitsGiveArrivalStatistics) {
+  const CollectiveDescriptor d = gather_like(false);
+  RowContext ctx = context(&d);
+  ctx.waits = true;
+  // Rank 2 enters every call 2000 us after the others, so it waits 2000 us less; iteration 0
+  // (-K 1) is skipped.
+  std::vector<LocalResult> ranks = {{15, 0, -1, {100, 1, 5, 9}, {9000, 3000, 3000, 3000}, 0.01},
+                                    {30, 0, -1, {1, 2, 8, 3}, {9000, 3000, 3100, 3000}, 0.02},
+                                    {10, 0, -1, {50, 4, 6, 7}, {9000, 1000, 1000, 1100}, 0.9}};
+  Combined c = combine_ranks(ctx, options(TimeReduce::Avg, true), gathered_with_waits(ranks), 3);
+  ASSERT_EQ(c.row.rank_wait_us.size(), 3u);
+  EXPECT_EQ(c.row.rank_wait_us[2], (std::vector<double>{1000, 1000, 1100}));
+  EXPECT_EQ(c.row.samples_us, (std::vector<double>{4, 8, 9}));  // the times are where they were
+  EXPECT_EQ(c.row.arrival.iters, 3);
+  ASSERT_EQ(c.row.arrival.ranks.size(), 3u);
+  EXPECT_DOUBLE_EQ(c.row.arrival.ranks[2].late_p50_us, 2000);
+  EXPECT_DOUBLE_EQ(c.row.arrival.ranks[2].last_fraction, 1);
+  ASSERT_EQ(reports::late_ranks(c.row.arrival).size(), 1u);
+  EXPECT_EQ(reports::late_ranks(c.row.arrival)[0].rank, 2);
+  EXPECT_EQ(c.row.rank_cpu_wait, (std::vector<double>{0.01, 0.02, 0.9}));
+  // A rank whose runtime measured no waits (NaN in its record) and one whose kernel gave no CPU
+  // wait: neither statistic is made up from the others.
+  ranks[1].wait_us.clear();
+  ranks[0].cpu_wait = std::nan("");
+  c = combine_ranks(ctx, options(TimeReduce::Avg, true), gathered_with_waits(ranks), 3);
+  EXPECT_TRUE(c.row.rank_wait_us.empty());
+  EXPECT_EQ(c.row.arrival.iters, 0);
+  EXPECT_TRUE(c.row.rank_cpu_wait.empty());
+  EXPECT_EQ(c.row.samples_us, (std::vector<double>{4, 8, 9}));
 }
 
 // combine_totals: what every rank needs (stop flag, #wrong), the same as combine_ranks' totals.
@@ -168,12 +224,12 @@ TEST(PerfCombine, TotalsWhenNoRankCheckedOrSomeDid) {
     const std::vector<double> v = pack_local(r, stop);
     all.insert(all.end(), v.begin(), v.end());
   };
-  add({1, -1, -1, {1, 2}}, 0);
-  add({1, -1, -1, {1, 2}}, 0);
+  add(local(1, -1, -1, {1, 2}), 0);
+  add(local(1, -1, -1, {1, 2}), 0);
   RowTotals t = combine_totals(all, 2);
   EXPECT_EQ(t.wrong, -1);
   EXPECT_EQ(t.stop, 0);
-  add({1, 0, -1, {1, 2}}, 2);  // a third rank checked and found nothing wrong
+  add(local(1, 0, -1, {1, 2}), 2);  // a third rank checked and found nothing wrong
   t = combine_totals(all, 3);
   EXPECT_EQ(t.wrong, 0);
   EXPECT_EQ(t.stop, 2);
