@@ -290,9 +290,24 @@ uint64_t FlightRecorder::record(const GroupTrace& g, uint64_t op_id, const OpCal
 }
 
 namespace {
-// The words a mark rewrites: time_discovered_started_ns through failed.
-constexpr size_t kMarkFirst = offsetof(FrEntry, time_discovered_started_ns) / 8;
-constexpr size_t kMarkEnd = (offsetof(FrEntry, failed) + 8) / 8;
+// What a mark rewrites: FrEntry's time_discovered_started_ns through failed, in the same layout,
+// so a mark copies three words instead of building a whole entry.
+struct FrMarks {
+  int64_t time_discovered_started_ns;
+  int64_t time_discovered_completed_ns;
+  FrState state;
+  bool retired;
+  bool failed;
+};
+constexpr size_t kMarkOffset = offsetof(FrEntry, time_discovered_started_ns);
+static_assert(kMarkOffset % 8 == 0 && sizeof(FrMarks) % 8 == 0);
+static_assert(offsetof(FrEntry, time_discovered_completed_ns) - kMarkOffset ==
+                  offsetof(FrMarks, time_discovered_completed_ns) &&
+              offsetof(FrEntry, state) - kMarkOffset == offsetof(FrMarks, state) &&
+              offsetof(FrEntry, retired) - kMarkOffset == offsetof(FrMarks, retired) &&
+              offsetof(FrEntry, failed) - kMarkOffset == offsetof(FrMarks, failed));
+constexpr size_t kMarkFirst = kMarkOffset / 8;
+constexpr size_t kMarkWords = sizeof(FrMarks) / 8;
 }  // namespace
 
 template <typename F>
@@ -301,10 +316,15 @@ void FlightRecorder::mark(uint64_t id, F&& fn) {
   Slot& s = slots_[(id - 1) % capacity_];
   const uint64_t v = s.lock();
   if (s.record_id() == id) {
-    FrEntry e;
-    s.load(e, kMarkFirst, kMarkEnd);
-    fn(e);
-    s.store(e, kMarkFirst, kMarkEnd);
+    uint64_t w[kMarkWords];
+    for (size_t i = 0; i < kMarkWords; ++i)
+      w[i] = s.words[kMarkFirst + i].load(std::memory_order_relaxed);
+    FrMarks m;
+    std::memcpy(&m, w, sizeof(m));
+    fn(m);
+    std::memcpy(w, &m, sizeof(m));
+    for (size_t i = 0; i < kMarkWords; ++i)
+      s.words[kMarkFirst + i].store(w[i], std::memory_order_relaxed);
   }
   s.unlock(v);
 }
@@ -312,7 +332,7 @@ void FlightRecorder::mark(uint64_t id, F&& fn) {
 void FlightRecorder::mark_started(uint64_t id) {
   if (id == 0) return;
   const int64_t now = clock_->mono_ns();
-  mark(id, [&](FrEntry& e) {
+  mark(id, [&](FrMarks& e) {
     if (e.state != FrState::Scheduled) return;
     e.state = FrState::Started;
     e.time_discovered_started_ns = now;
@@ -322,7 +342,7 @@ void FlightRecorder::mark_started(uint64_t id) {
 void FlightRecorder::mark_completed(uint64_t id, bool failed, int64_t now_ns) {
   if (id == 0) return;
   const int64_t now = now_ns != 0 ? now_ns : clock_->mono_ns();
-  mark(id, [&](FrEntry& e) {
+  mark(id, [&](FrMarks& e) {
     if (e.time_discovered_started_ns == 0) e.time_discovered_started_ns = now;
     e.state = FrState::Completed;
     e.time_discovered_completed_ns = now;
