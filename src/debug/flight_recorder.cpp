@@ -6,12 +6,17 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <cctype>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <thread>
+#include <type_traits>
 
 #include "core/atomic_file.h"
 #include "core/clock.h"
@@ -132,8 +137,72 @@ std::string_view fr_state_name(FrState s) {
 
 std::string fr_dump_file_name(int rank) { return fmt::format("collie_fr_rank_{}.json", rank); }
 
+// A ring slot: a seqlock over the entry kept as atomic words. The version is odd while a writer
+// holds the slot; readers copy the words and retry when the version moved.
+struct FlightRecorder::Slot {
+  static_assert(std::is_trivially_copyable_v<FrEntry> && sizeof(FrEntry) % 8 == 0);
+  static constexpr size_t kWords = sizeof(FrEntry) / 8;
+  std::atomic<uint64_t> version{0};
+  std::array<std::atomic<uint64_t>, kWords> words{};
+
+  uint64_t lock() {
+    uint64_t v = version.load(std::memory_order_relaxed);
+    for (;;) {
+      if ((v & 1) == 0 && version.compare_exchange_weak(v, v + 1, std::memory_order_acquire,
+                                                        std::memory_order_relaxed)) {
+        // Readers that see any word written below also see the odd version.
+        std::atomic_thread_fence(std::memory_order_release);
+        return v;
+      }
+      if (v & 1) {
+        std::this_thread::yield();  // the other writer of this op's slot is mid-copy
+        v = version.load(std::memory_order_relaxed);
+      }
+    }
+  }
+  void unlock(uint64_t v) { version.store(v + 2, std::memory_order_release); }
+  // Words [first, end) of the entry into / out of `e` (the same bytes of an FrEntry).
+  void load(FrEntry& e, size_t first = 0, size_t end = kWords) const {
+    char* bytes = reinterpret_cast<char*>(&e);
+    for (size_t i = first; i < end; ++i) {
+      const uint64_t w = words[i].load(std::memory_order_relaxed);
+      std::memcpy(bytes + i * 8, &w, 8);
+    }
+  }
+  void store(const FrEntry& e, size_t first = 0, size_t end = kWords) {
+    const char* bytes = reinterpret_cast<const char*>(&e);
+    for (size_t i = first; i < end; ++i) {
+      uint64_t w;
+      std::memcpy(&w, bytes + i * 8, 8);
+      words[i].store(w, std::memory_order_relaxed);
+    }
+  }
+  uint64_t record_id() const { return words[0].load(std::memory_order_relaxed); }
+  // A consistent copy, retried while a writer holds the slot. A slot whose writer never lets go
+  // (it crashed there, and this is the crash dump) reads as empty (record_id 0).
+  FrEntry read() const {
+    FrEntry e;
+    for (int tries = 0; tries < 100000; ++tries) {
+      const uint64_t v = version.load(std::memory_order_acquire);
+      if ((v & 1) == 0) {
+        load(e);
+        std::atomic_thread_fence(std::memory_order_acquire);
+        if (version.load(std::memory_order_relaxed) == v) return e;
+      }
+      if (tries > 16) std::this_thread::yield();
+    }
+    e.record_id = 0;
+    return e;
+  }
+};
+static_assert(offsetof(FrEntry, record_id) == 0);
+
+void FlightRecorder::SlotDeleter::operator()(Slot* s) const { delete[] s; }
+
 FlightRecorder::FlightRecorder(size_t capacity, Clock* clock)
-    : slots_(capacity), clock_(clock ? clock : &Clock::system()) {}
+    : slots_(capacity ? new Slot[capacity] : nullptr),
+      capacity_(capacity),
+      clock_(clock ? clock : &Clock::system()) {}
 
 size_t FlightRecorder::capacity_from_env(const Env& env) {
   const auto v =
@@ -169,7 +238,7 @@ std::vector<std::shared_ptr<GroupTrace>> FlightRecorder::groups() const {
 
 uint64_t FlightRecorder::record(const GroupTrace& g, uint64_t op_id, const OpCall& call,
                                 int64_t now_ns) {
-  if (slots_.empty()) return 0;
+  if (capacity_ == 0) return 0;
   const ThreadIdentity& self = this_thread_identity();
   const int64_t now = now_ns != 0 ? now_ns : clock_->mono_ns();
   auto global = [&](int group_rank) {
@@ -212,58 +281,92 @@ uint64_t FlightRecorder::record(const GroupTrace& g, uint64_t op_id, const OpCal
       p += n;
     }
   }
-  std::lock_guard<std::mutex> lk(mu_);
-  e.record_id = next_id_++;
-  slots_[(e.record_id - 1) % slots_.size()] = e;
+  e.record_id = next_id_.fetch_add(1, std::memory_order_relaxed);
+  Slot& s = slots_[(e.record_id - 1) % capacity_];
+  const uint64_t v = s.lock();
+  // A thread that took a later id for this slot (the ring wrapped meanwhile) keeps it.
+  if (s.record_id() < e.record_id) s.store(e);
+  s.unlock(v);
   return e.record_id;
 }
 
-FrEntry* FlightRecorder::slot_for(uint64_t id) {
-  if (id == 0 || slots_.empty()) return nullptr;
-  FrEntry& e = slots_[(id - 1) % slots_.size()];
-  return e.record_id == id ? &e : nullptr;
+namespace {
+// What a mark rewrites: FrEntry's time_discovered_started_ns through failed, in the same layout,
+// so a mark copies three words instead of building a whole entry.
+struct FrMarks {
+  int64_t time_discovered_started_ns;
+  int64_t time_discovered_completed_ns;
+  FrState state;
+  bool retired;
+  bool failed;
+};
+constexpr size_t kMarkOffset = offsetof(FrEntry, time_discovered_started_ns);
+static_assert(kMarkOffset % 8 == 0 && sizeof(FrMarks) % 8 == 0);
+static_assert(offsetof(FrEntry, time_discovered_completed_ns) - kMarkOffset ==
+                  offsetof(FrMarks, time_discovered_completed_ns) &&
+              offsetof(FrEntry, state) - kMarkOffset == offsetof(FrMarks, state) &&
+              offsetof(FrEntry, retired) - kMarkOffset == offsetof(FrMarks, retired) &&
+              offsetof(FrEntry, failed) - kMarkOffset == offsetof(FrMarks, failed));
+constexpr size_t kMarkFirst = kMarkOffset / 8;
+constexpr size_t kMarkWords = sizeof(FrMarks) / 8;
+}  // namespace
+
+template <typename F>
+void FlightRecorder::mark(uint64_t id, F&& fn) {
+  if (id == 0 || capacity_ == 0) return;
+  Slot& s = slots_[(id - 1) % capacity_];
+  const uint64_t v = s.lock();
+  if (s.record_id() == id) {
+    uint64_t w[kMarkWords];
+    for (size_t i = 0; i < kMarkWords; ++i)
+      w[i] = s.words[kMarkFirst + i].load(std::memory_order_relaxed);
+    FrMarks m;
+    std::memcpy(&m, w, sizeof(m));
+    fn(m);
+    std::memcpy(w, &m, sizeof(m));
+    for (size_t i = 0; i < kMarkWords; ++i)
+      s.words[kMarkFirst + i].store(w[i], std::memory_order_relaxed);
+  }
+  s.unlock(v);
 }
 
 void FlightRecorder::mark_started(uint64_t id) {
   if (id == 0) return;
   const int64_t now = clock_->mono_ns();
-  std::lock_guard<std::mutex> lk(mu_);
-  if (FrEntry* e = slot_for(id); e && e->state == FrState::Scheduled) {
-    e->state = FrState::Started;
-    e->time_discovered_started_ns = now;
-  }
+  mark(id, [&](FrMarks& e) {
+    if (e.state != FrState::Scheduled) return;
+    e.state = FrState::Started;
+    e.time_discovered_started_ns = now;
+  });
 }
 
 void FlightRecorder::mark_completed(uint64_t id, bool failed, int64_t now_ns) {
   if (id == 0) return;
   const int64_t now = now_ns != 0 ? now_ns : clock_->mono_ns();
-  std::lock_guard<std::mutex> lk(mu_);
-  if (FrEntry* e = slot_for(id)) {
-    if (e->time_discovered_started_ns == 0) e->time_discovered_started_ns = now;
-    e->state = FrState::Completed;
-    e->time_discovered_completed_ns = now;
-    e->retired = true;
-    e->failed = failed;
-  }
+  mark(id, [&](FrMarks& e) {
+    if (e.time_discovered_started_ns == 0) e.time_discovered_started_ns = now;
+    e.state = FrState::Completed;
+    e.time_discovered_completed_ns = now;
+    e.retired = true;
+    e.failed = failed;
+  });
 }
 
 uint64_t FlightRecorder::total_recorded() const {
-  std::lock_guard<std::mutex> lk(mu_);
-  return next_id_ - 1;
+  return next_id_.load(std::memory_order_relaxed) - 1;
 }
 
 std::vector<FrEntry> FlightRecorder::snapshot(int64_t* time_ns) const {
   std::vector<FrEntry> out;
-  out.reserve(slots_.size());
-  int64_t mono = 0, wall = 0;
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    mono = clock_->mono_ns();
-    wall = clock_->wall_ns();
-    for (const FrEntry& e : slots_) {
-      if (e.record_id != 0) out.push_back(e);
-    }
+  out.reserve(capacity_);
+  for (size_t i = 0; i < capacity_; ++i) {
+    if (slots_[i].record_id() == 0) continue;
+    FrEntry e = slots_[i].read();
+    if (e.record_id != 0) out.push_back(e);
   }
+  // Read after the copy, so no entry was created after the snapshot's time.
+  const int64_t mono = clock_->mono_ns();
+  const int64_t wall = clock_->wall_ns();
   // One offset for the whole snapshot: ages (dump time - creation) are monotonic differences.
   const int64_t offset = wall - mono;
   for (FrEntry& e : out) {
@@ -321,10 +424,10 @@ std::string FlightRecorder::dump_json(int rank, const std::string& reason, const
   j["reason"] = reason;
   j["trigger"] = dump_trigger_name(trigger);
   j["dump_time_ns"] = snap.time_ns != 0 ? snap.time_ns : clock_->wall_ns();
-  j["buffer_size"] = slots_.size();
+  j["buffer_size"] = capacity_;
   const uint64_t total = total_recorded();
   j["total_recorded"] = total;
-  j["wrapped"] = total > slots_.size() || cut;
+  j["wrapped"] = total > capacity_ || cut;
   int world = 0;
   nlohmann::json config = nlohmann::json::object();
   nlohmann::json status = nlohmann::json::object();

@@ -2,9 +2,12 @@
 // FlightRecorder: an always-on, per-process ring buffer of the last N operations of every
 // group (torch's "flight recorder"), dumped as JSON when something goes wrong.
 //
-// Hot path (record / mark_started / mark_completed): no allocation and no I/O; a mutex is held
-// only while copying a fixed-size entry into a preallocated slot. JSON is built at dump time
-// from a snapshot, outside that lock.
+// Hot path (record / mark_started / mark_completed): no allocation, no I/O and no lock shared
+// between threads: the record id comes from an atomic counter and each ring slot is a seqlock
+// (a version word and the entry as atomic words), so a writer only ever waits for the other
+// writer of the same slot (an op's submitting and completing threads) and a dump never blocks an
+// op: it copies each slot, retrying a slot that was being written. JSON is built at dump time
+// from that snapshot.
 // Field names follow torch's dump (REFERENCE.md) so its users and tools read collie's dumps.
 //
 // Ownership: FlightRecorder::global() lives for the whole process; GroupTrace objects are shared
@@ -64,13 +67,14 @@ struct FrEntry {
   OpType op = OpType::Barrier;
   char profiling_name[kNameLen] = {};  // "gloo:all_reduce", "gloo:send 1->2"
   int64_t time_created_ns = 0;
+  // What mark_started / mark_completed change, side by side so a mark rewrites a few words.
   int64_t time_discovered_started_ns = 0;
   int64_t time_discovered_completed_ns = 0;
-  Sizes input;
-  Sizes output;
   FrState state = FrState::Scheduled;
   bool retired = false;
   bool failed = false;
+  Sizes input;
+  Sizes output;
   int64_t timeout_ms = 0;
   bool is_p2p = false;
   int root = -1;  // global rank, ops with a root
@@ -145,7 +149,7 @@ class FlightRecorder {
   void mark_started(uint64_t id);
   void mark_completed(uint64_t id, bool failed, int64_t now_ns = 0);
 
-  size_t capacity() const { return slots_.size(); }
+  size_t capacity() const { return capacity_; }
   uint64_t total_recorded() const;
   // Entries oldest first (a copy; the recorder keeps running), their times converted to the wall
   // clock as FrSnapshot says; *time_ns (when given) receives the snapshot's wall-clock time.
@@ -175,11 +179,17 @@ class FlightRecorder {
   }
 
  private:
-  FrEntry* slot_for(uint64_t id);
-  std::vector<FrEntry> slots_;
+  struct Slot;  // flight_recorder.cpp
+  struct SlotDeleter {
+    void operator()(Slot* s) const;
+  };
+  // Applies `mark` to the entry `id` (under its slot's seqlock) unless the slot was reused.
+  template <typename F>
+  void mark(uint64_t id, F&& fn);
+  std::unique_ptr<Slot[], SlotDeleter> slots_;
+  size_t capacity_ = 0;
   Clock* clock_;
-  mutable std::mutex mu_;  // guards slots_ and next_id_; never held across I/O
-  uint64_t next_id_ = 1;
+  std::atomic<uint64_t> next_id_{1};
   mutable std::mutex groups_mu_;
   std::vector<std::shared_ptr<GroupTrace>> groups_;
 };

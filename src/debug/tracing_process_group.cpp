@@ -83,40 +83,39 @@ void TracingProcessGroup::before(const OpCall& call) {
 std::shared_ptr<Work> TracingProcessGroup::after(const OpCall& call, std::shared_ptr<Work> work) {
   GroupTrace& t = *shared_->trace;
   if (!is_p2p(call.type)) raise_max(t.last_started_collective, call.seq, std::memory_order_relaxed);
-  Done d{shared_,          current_,       call.type, call.seq, call.input.nbytes(),
-         call.input.dtype, call.in_metrics};
+  const Done d{current_,         call.type,      call.seq, call.input.nbytes(),
+               call.input.dtype, call.in_metrics};
   if (work->is_completed()) {
     // An inline op (the backend ran it to the end): completion marks it started too, and there
-    // is no Work to hand the watchdog nor a callback to keep.
-    d.finish(work->exception());
+    // is no Work to hand the watchdog nor a callback to keep (nor a reference to count).
+    d.finish(*shared_, work->exception());
     return work;
   }
   shared_->fr->mark_started(current_.record);
   shared_->watchdog->attach(current_.token, work);
-  work->on_complete([d](Work& w) { d.finish(w.exception()); });
+  work->on_complete([shared = shared_, d](Work& w) { d.finish(*shared, w.exception()); });
   return work;
 }
 
 void TracingProcessGroup::failed(const OpCall& call, std::exception_ptr error) {
-  Done{shared_,          current_,       call.type, call.seq, call.input.nbytes(),
-       call.input.dtype, call.in_metrics}
-      .finish(error);
+  Done{current_, call.type, call.seq, call.input.nbytes(), call.input.dtype, call.in_metrics}
+      .finish(*shared_, error);
 }
 
-void TracingProcessGroup::Done::finish(std::exception_ptr error) const {
-  GroupTrace& t = *shared->trace;
+void TracingProcessGroup::Done::finish(Shared& shared, std::exception_ptr error) const {
+  GroupTrace& t = *shared.trace;
   const bool failed = error != nullptr;
   if (is_p2p(op)) {
     raise_max(t.last_completed_p2p, seq, std::memory_order_relaxed);
   } else if (!failed) {
     raise_max(t.last_completed_collective, seq, std::memory_order_relaxed);
   }
-  const int64_t done_ns = shared->fr->clock().mono_ns();  // one read for the record and observers
-  shared->fr->mark_completed(f.record, failed, done_ns);
-  shared->watchdog->unwatch(f.token);
-  if (!shared->observers.empty()) {
+  const int64_t done_ns = shared.fr->clock().mono_ns();  // one read for the record and observers
+  shared.fr->mark_completed(f.record, failed, done_ns);
+  shared.watchdog->unwatch(f.token);
+  if (!shared.observers.empty()) {
     OpEvent e{&t, nullptr, op, seq, bytes, dtype, f.created_ns, done_ns, failed, error, in_metrics};
-    for (const auto& o : shared->observers) o->on_op_completed(e);
+    for (const auto& o : shared.observers) o->on_op_completed(e);
   }
   if (failed) {
     DumpService::global().request_dump(

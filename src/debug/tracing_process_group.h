@@ -48,14 +48,13 @@ class TracingProcessGroup : public ProcessGroupWrapper {
     std::shared_ptr<GroupTrace> trace;
   };
   struct Done {
-    std::shared_ptr<Shared> shared;
     InFlight f;
     OpType op;
     uint64_t seq;
     size_t bytes;
     DType dtype;
     bool in_metrics;
-    void finish(std::exception_ptr error) const;
+    void finish(Shared& shared, std::exception_ptr error) const;
   };
   std::shared_ptr<Shared> shared_;
   uint64_t op_id_ = 0;

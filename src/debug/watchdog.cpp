@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -38,8 +39,25 @@ std::string watchdog_message(const GroupTrace& g, OpType op, uint64_t seq, Milli
       progress);
 }
 
-Watchdog::Watchdog(Clock& clock, bool start_thread) : clock_(clock), handler_(default_handler) {
-  pending_.reserve(64);
+namespace {
+int64_t ns_of(Clock::TimePoint t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
+Clock::TimePoint time_of(int64_t ns) { return Clock::TimePoint(std::chrono::nanoseconds(ns)); }
+// Where this thread last found a free slot: an op thread reuses the same slot op after op.
+thread_local unsigned t_slot_hint = 0;
+template <typename V>
+auto find_token(V& v, uint64_t token) {
+  return std::find_if(v.begin(), v.end(), [&](const auto& p) { return p.token == token; });
+}
+}  // namespace
+
+// Without a thread nothing is woken (next_wake_ns_ = the earliest time: no deadline is earlier).
+Watchdog::Watchdog(Clock& clock, bool start_thread)
+    : clock_(clock),
+      next_wake_ns_(start_thread ? std::numeric_limits<int64_t>::max()
+                                 : std::numeric_limits<int64_t>::min()),
+      handler_(default_handler) {
   if (start_thread) {
     thread_.start(
         "collie-watchdog", [this] { loop(); }, set_and_notify(mu_, stop_, cv_));
@@ -58,59 +76,137 @@ void Watchdog::set_timeout_handler(TimeoutHandler h) {
   handler_ = std::move(h);
 }
 
-uint64_t Watchdog::watch(std::shared_ptr<GroupTrace> group, OpType op, uint64_t seq, Millis timeout,
-                         std::optional<Clock::TimePoint> now) {
-  Pending p;
-  p.deadline = now.value_or(clock_.now()) + timeout;
-  p.group = std::move(group);
+uint64_t Watchdog::watch(const std::shared_ptr<GroupTrace>& group, OpType op, uint64_t seq,
+                         Millis timeout, std::optional<Clock::TimePoint> now) {
+  const Clock::TimePoint deadline = now.value_or(clock_.now()) + timeout;
+  for (unsigned k = 0; k < kSlots; ++k) {
+    const unsigned i = (t_slot_hint + k) % kSlots;
+    Slot& s = slots_[i];
+    uint64_t free = 0;
+    if (s.token.load(std::memory_order_relaxed) != 0 ||
+        !s.token.compare_exchange_strong(free, kBusy, std::memory_order_acquire,
+                                         std::memory_order_relaxed))
+      continue;
+    t_slot_hint = i;
+    if (s.p.group != group) s.p.group = group;
+    s.p.op = op;
+    s.p.seq = seq;
+    s.p.timeout = timeout;
+    s.p.deadline = deadline;
+    s.deadline_ns.store(ns_of(deadline), std::memory_order_relaxed);
+    const uint64_t token = (++s.generation << 8) | i;
+    s.p.token = token;
+    // seq_cst: either the thread's next look at the slots sees this op, or this thread sees the
+    // wake time the thread published before that look (loop()).
+    s.token.store(token, std::memory_order_seq_cst);
+    wake_if_earlier(deadline);
+    return token;
+  }
+  Pending p;  // more than kSlots ops in flight: the locked list
+  p.deadline = deadline;
+  p.group = group;
   p.op = op;
   p.seq = seq;
   p.timeout = timeout;
   uint64_t token;
-  bool wake;
   {
     std::lock_guard<std::mutex> lk(mu_);
-    token = p.token = next_token_++;
-    // The thread wakes at next_wake_ anyway; a futex wake per op would cost microseconds.
-    wake = p.deadline < next_wake_;
+    token = p.token = kOverflowBit | next_token_++;
     pending_.push_back(std::move(p));
   }
-  if (wake) cv_.notify_all();
+  wake_if_earlier(deadline);
   return token;
 }
 
-void Watchdog::attach(uint64_t token, const std::shared_ptr<Work>& work) {
-  std::lock_guard<std::mutex> lk(mu_);
-  for (Pending& p : pending_) {
-    if (p.token == token) {
-      p.work = work;
-      return;
-    }
+void Watchdog::wake_if_earlier(Clock::TimePoint deadline) {
+  // The thread wakes at next_wake_ns_ anyway; a futex wake per op would cost microseconds.
+  if (ns_of(deadline) >= next_wake_ns_.load(std::memory_order_seq_cst)) return;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    kicked_ = true;
   }
+  cv_.notify_all();
+}
+
+void Watchdog::attach(uint64_t token, const std::shared_ptr<Work>& work) {
+  if (token == 0) return;  // never a token watch() gave
+  if (token & kOverflowBit) {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (auto it = find_token(pending_, token); it != pending_.end()) it->work = work;
+    return;
+  }
+  Slot& s = slots_[token & 0xff];
+  uint64_t mine = token;
+  // Fails when the op already expired (the watchdog took it), as a late attach did before.
+  if (!s.token.compare_exchange_strong(mine, kBusy, std::memory_order_acquire,
+                                       std::memory_order_relaxed))
+    return;
+  s.p.work = work;
+  s.token.store(token, std::memory_order_release);
 }
 
 void Watchdog::unwatch(uint64_t token) {
-  std::lock_guard<std::mutex> lk(mu_);
-  for (size_t i = 0; i < pending_.size(); ++i) {
-    if (pending_[i].token == token) {
-      pending_[i] = std::move(pending_.back());
+  if (token == 0) return;  // never a token watch() gave
+  if (token & kOverflowBit) {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (auto it = find_token(pending_, token); it != pending_.end()) {
+      *it = std::move(pending_.back());
       pending_.pop_back();
-      return;
     }
+    return;
   }
+  Slot& s = slots_[token & 0xff];
+  uint64_t mine = token;
+  if (!s.token.compare_exchange_strong(mine, kBusy, std::memory_order_acquire,
+                                       std::memory_order_relaxed))
+    return;
+  s.p.work.reset();
+  s.token.store(0, std::memory_order_release);
+}
+
+uint64_t Watchdog::settled_token(const Slot& s) {
+  uint64_t t = s.token.load(std::memory_order_seq_cst);
+  while (t == kBusy) {  // held for a few stores; yield in case its thread was preempted
+    std::this_thread::yield();
+    t = s.token.load(std::memory_order_seq_cst);
+  }
+  return t;
 }
 
 size_t Watchdog::pending() const {
+  size_t n = 0;
+  for (const Slot& s : slots_) n += settled_token(s) != 0;
   std::lock_guard<std::mutex> lk(mu_);
-  return pending_.size();
+  return n + pending_.size();
+}
+
+Clock::TimePoint Watchdog::earliest_deadline() const {
+  auto earliest = Clock::TimePoint::max();
+  for (const Slot& s : slots_) {
+    if (settled_token(s) != 0)
+      earliest = std::min(earliest, time_of(s.deadline_ns.load(std::memory_order_relaxed)));
+  }
+  for (const Pending& p : pending_) earliest = std::min(earliest, p.deadline);
+  return earliest;
 }
 
 int Watchdog::check_now() {
   std::vector<Pending> expired;
+  const auto now = clock_.now();  // no lock held: a slow clock never stalls an op
+  for (Slot& s : slots_) {
+    const uint64_t t = settled_token(s);
+    if (t == 0 || time_of(s.deadline_ns.load(std::memory_order_relaxed)) > now) continue;
+    uint64_t mine = t;
+    if (!s.token.compare_exchange_strong(mine, kBusy, std::memory_order_acquire,
+                                         std::memory_order_relaxed))
+      continue;  // unwatched (or reused) meanwhile
+    expired.push_back(s.p);
+    s.p.work.reset();
+    s.token.store(0, std::memory_order_release);
+  }
   TimeoutHandler handler;
   {
     std::lock_guard<std::mutex> lk(mu_);
-    const auto now = clock_.now();
     for (size_t i = 0; i < pending_.size();) {
       if (pending_[i].deadline <= now) {
         expired.push_back(std::move(pending_[i]));
@@ -142,19 +238,23 @@ int Watchdog::check_now() {
 void Watchdog::loop() {
   std::unique_lock<std::mutex> lk(mu_);
   while (!stop_) {
-    const auto now = clock_.now();
-    auto earliest = Clock::TimePoint::max();
-    for (const Pending& p : pending_) earliest = std::min(earliest, p.deadline);
+    kicked_ = false;
+    // Publish the wake time, then look at the slots again (watch() stores its token, then reads
+    // the wake time): an op watched meanwhile is either seen here or wakes the thread.
+    auto earliest = earliest_deadline();
+    next_wake_ns_.store(ns_of(earliest), std::memory_order_seq_cst);
+    earliest = std::min(earliest, earliest_deadline());
+    next_wake_ns_.store(ns_of(earliest), std::memory_order_seq_cst);
+    const auto woken = [&] { return stop_ || kicked_; };
     if (earliest == Clock::TimePoint::max()) {
-      next_wake_ = earliest;
-      cv_.wait(lk, [&] { return stop_ || !pending_.empty(); });
+      cv_.wait(lk, woken);
     } else {
+      const auto now = clock_.now();
       const auto sleep =
           std::min(clock_.longest_real_wait(),
                    std::max(std::chrono::nanoseconds(0),
                             std::chrono::duration_cast<std::chrono::nanoseconds>(earliest - now)));
-      next_wake_ = now + sleep;
-      cv_.wait_for(lk, sleep);
+      cv_.wait_for(lk, sleep, woken);
     }
     if (stop_) return;
     lk.unlock();

@@ -8,9 +8,15 @@
 //
 // Time comes from a Clock, so tests drive it with FakeClock and check_now().
 // Ownership: global() lives for the process. watch() keeps a weak reference to the Work.
-// Thread safety: all methods may be called from any thread. watch/attach/unwatch take a short
-// lock and do no I/O; the timeout handler runs on the watchdog thread without the lock.
+// Thread safety: all methods may be called from any thread. watch/attach/unwatch (an op's path)
+// take no lock shared with other threads and neither allocate nor make a system call: an op
+// claims one of kSlots fixed slots by compare-and-swap and publishes its deadline there; only
+// when more than kSlots ops are in flight does the rest go to a vector under the watchdog's
+// mutex. watch() wakes the thread (mutex + futex) only when its deadline is earlier than the one
+// the thread sleeps towards. The timeout handler runs on the watchdog thread without the lock.
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <condition_variable>
 #include <functional>
 #include <memory>
@@ -52,7 +58,7 @@ class Watchdog {
 
   // Starts watching an op; returns a token for attach/unwatch. The deadline is now + timeout,
   // `now` being the caller's reading of clock() when given (one clock read per op, not two).
-  uint64_t watch(std::shared_ptr<GroupTrace> group, OpType op, uint64_t seq, Millis timeout,
+  uint64_t watch(const std::shared_ptr<GroupTrace>& group, OpType op, uint64_t seq, Millis timeout,
                  std::optional<Clock::TimePoint> now = std::nullopt);
   Clock& clock() const { return clock_; }
   // Gives the watchdog the op's Work once the backend returned it.
@@ -73,13 +79,30 @@ class Watchdog {
     uint64_t seq = 0;
     Millis timeout{0};
   };
+  static constexpr int kSlots = 256;
+  // A slot's token: 0 free, kBusy while one thread rewrites it, else (generation << 8) | index.
+  static constexpr uint64_t kBusy = ~uint64_t{0};
+  static constexpr uint64_t kOverflowBit = uint64_t{1} << 63;  // tokens of pending_
+  struct alignas(64) Slot {
+    std::atomic<uint64_t> token{0};
+    std::atomic<int64_t> deadline_ns{0};  // read by the thread before it owns the slot
+    uint64_t generation = 0;              // the rest: only by the thread that set kBusy
+    Pending p;                            // p.group stays between ops (no refcount per op)
+  };
   void loop();
+  void wake_if_earlier(Clock::TimePoint deadline);
+  // The token of slot s once no thread is rewriting it.
+  static uint64_t settled_token(const Slot& s);
+  Clock::TimePoint earliest_deadline() const;  // REQUIRES: mu_ held
   Clock& clock_;
-  mutable std::mutex mu_;
+  std::array<Slot, kSlots> slots_;
+  mutable std::mutex mu_;  // pending_, handler_, the thread's sleep; not on an op's fast path
   std::condition_variable cv_;
-  std::vector<Pending> pending_;
+  std::vector<Pending> pending_;  // ops beyond the slots
   uint64_t next_token_ = 1;
-  Clock::TimePoint next_wake_{};  // when the thread will next look at pending_
+  // When the thread will next look (steady ns); watch() wakes it for an earlier deadline.
+  std::atomic<int64_t> next_wake_ns_;
+  bool kicked_ = false;
   bool stop_ = false;
   TimeoutHandler handler_;
   WorkerThread thread_;

@@ -11,8 +11,15 @@ int MetricsObserver::slot_of(const GroupTrace& g) {
   const int slot = live_.find_group(g);
   if (slot >= 0) return slot;
   if (g.pg_id == "0" || metrics_.rank() < 0) metrics_.set_rank(g.global_rank);
-  metrics_.backend_index(g.backend);
-  return live_.add_group(g);
+  const int backend = metrics_.backend_index(g.backend);
+  const int added = live_.add_group(g);
+  if (added >= 0) backend_plus_1_[added].store(backend + 1, std::memory_order_relaxed);
+  return added;
+}
+
+int MetricsObserver::backend_of(int slot, const GroupTrace& g) const {
+  const int b = slot >= 0 ? backend_plus_1_[slot].load(std::memory_order_relaxed) - 1 : -1;
+  return b >= 0 ? b : metrics_.find_backend(g.backend);
 }
 
 void MetricsObserver::on_op_scheduled(const OpEvent& e) {
@@ -23,7 +30,7 @@ void MetricsObserver::on_op_scheduled(const OpEvent& e) {
 void MetricsObserver::on_op_completed(const OpEvent& e) {
   if (e.group == nullptr) return;
   const int slot = slot_of(*e.group);
-  const int backend = metrics_.find_backend(e.group->backend);
+  const int backend = backend_of(slot, *e.group);
   if (!e.in_metrics) {
     // A tool's own coordination: live status only (what the rank is in), no counters.
   } else if (e.failed) {

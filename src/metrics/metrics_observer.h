@@ -7,6 +7,8 @@
 // collie_desync_detected_total.
 // Thread safety: as OpObserver. After a group's first op, callbacks are lock-free and
 // allocation-free on success (a failure may lock to count a desync).
+#include <array>
+#include <atomic>
 #include <memory>
 
 #include "debug/op_observer.h"
@@ -28,9 +30,13 @@ class MetricsObserver : public OpObserver {
  private:
   // Registers the group on first sight (locks and allocates once per group).
   int slot_of(const GroupTrace& g);
+  // The group's backend index, so an op compares no strings.
+  int backend_of(int slot, const GroupTrace& g) const;
   Metrics& metrics_;
   LiveStatus& live_;
   InspectorMetrics* inspector_;
+  // By LiveStatus slot: backend index + 1 (0: not stored yet, look it up by name).
+  std::array<std::atomic<int>, LiveStatus::kMaxGroups> backend_plus_1_{};
 };
 
 // The process's observer (Metrics::global(), LiveStatus::global(), InspectorMetrics::global()),

@@ -1,0 +1,226 @@
+// The always-on layers on an op's path (issue 38): no allocation, and no lock shared with the
+// threads that read them. The lock checks park a reader (a flight-recorder dump, the watchdog's
+// scan) inside its clock read on another thread: with a lock held around that read, the op path
+// waits for the reader; without, it runs on.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <future>
+#include <mutex>
+#include <thread>
+
+#include "debug/flight_recorder.h"
+#include "debug/tracing_process_group.h"
+#include "debug/watchdog.h"
+#include "metrics/alloc_counter.h"
+#include "metrics/inspector_metrics.h"
+#include "metrics/live_status.h"
+#include "metrics/metrics.h"
+#include "metrics/metrics_observer.h"
+
+namespace collie {
+namespace {
+
+using namespace std::chrono_literals;
+
+// A FakeClock whose reads from one chosen thread block until open() (the reader parked inside
+// its clock read); every other thread reads it freely.
+class GateClock : public FakeClock {
+ public:
+  TimePoint now() const override {
+    if (std::this_thread::get_id() == parked_) {
+      std::unique_lock<std::mutex> lk(mu_);
+      entered_ = true;
+      cv_.notify_all();
+      cv_.wait(lk, [&] { return open_; });
+    }
+    return FakeClock::now();
+  }
+  int64_t wall_ns() const override { return now().time_since_epoch().count(); }
+  void park(std::thread::id t) { parked_ = t; }
+  bool wait_entered() {
+    std::unique_lock<std::mutex> lk(mu_);
+    return cv_.wait_for(lk, 10s, [&] { return entered_; });
+  }
+  void open() {
+    std::lock_guard<std::mutex> lk(mu_);
+    open_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  std::atomic<std::thread::id> parked_{};
+  mutable std::mutex mu_;
+  mutable std::condition_variable cv_;
+  mutable bool entered_ = false;
+  bool open_ = false;
+};
+
+// Runs `reader` on a thread parked in its first clock read, then `ops` on this thread's helper;
+// true when `ops` finished while the reader was still parked.
+bool ops_run_beside_parked_reader(GateClock& clock, const std::function<void()>& reader,
+                                  const std::function<void()>& ops) {
+  std::promise<std::thread::id> id;
+  std::thread r([&] {
+    clock.park(std::this_thread::get_id());
+    id.set_value(std::this_thread::get_id());
+    reader();
+  });
+  id.get_future().wait();
+  EXPECT_TRUE(clock.wait_entered()) << "the reader never read the clock";
+  auto done = std::async(std::launch::async, ops);
+  const bool ran = done.wait_for(5s) == std::future_status::ready;
+  clock.open();
+  done.wait();
+  r.join();
+  return ran;
+}
+
+OpCall call_of(uint64_t seq, float* buf) {
+  OpCall c;
+  c.type = OpType::AllReduce;
+  c.input = TensorView::cpu(buf, 2, DType::Float32);
+  c.output = c.input;
+  c.timeout = Millis(60000);
+  c.seq = seq;
+  return c;
+}
+
+std::shared_ptr<GroupTrace> group_trace() {
+  auto g = std::make_shared<GroupTrace>();
+  g->pg_id = "0";
+  g->backend = "fake";
+  g->global_ranks = {0, 1};
+  return g;
+}
+
+TEST(FastPath, ADumpInProgressNeverBlocksTheRecorder) {
+  GateClock clock;
+  FlightRecorder fr(64, &clock);
+  auto g = group_trace();
+  fr.add_group(g);
+  float buf[2] = {};
+  const uint64_t first = fr.record(*g, 1, call_of(1, buf), 5);
+  size_t seen = 0;
+  const bool ran = ops_run_beside_parked_reader(
+      clock, [&] { seen = fr.snapshot().size(); },
+      [&] {
+        for (uint64_t seq = 2; seq < 200; ++seq) {
+          const uint64_t id = fr.record(*g, seq, call_of(seq, buf), 10);
+          fr.mark_completed(id, false, 20);
+        }
+      });
+  EXPECT_TRUE(ran) << "record/mark_completed waited for a dump that was reading its clock";
+  EXPECT_GE(seen, 1u);
+  fr.mark_completed(first, false, 30);
+  const auto snap = fr.snapshot();
+  ASSERT_EQ(snap.size(), 64u);
+  EXPECT_EQ(snap.back().record_id, 199u);
+  EXPECT_EQ(snap.back().state, FrState::Completed);
+  EXPECT_EQ(fr.total_recorded(), 199u);
+}
+
+TEST(FastPath, AWatchdogScanNeverBlocksWatchAndUnwatch) {
+  GateClock clock;
+  Watchdog wd(clock, /*start_thread=*/false);
+  wd.set_timeout_handler([](const Watchdog::Expired&) {});
+  auto g = group_trace();
+  const auto now = clock.now();
+  int expired = -1;
+  const bool ran = ops_run_beside_parked_reader(
+      clock, [&] { expired = wd.check_now(); },
+      [&] {
+        auto work = std::make_shared<Work>(OpType::AllReduce, 1, Millis(1000));
+        for (uint64_t seq = 1; seq < 200; ++seq) {
+          const uint64_t t = wd.watch(g, OpType::AllReduce, seq, Millis(1000), now);
+          wd.attach(t, work);
+          wd.unwatch(t);
+        }
+      });
+  EXPECT_TRUE(ran) << "watch/attach/unwatch waited for a scan that was reading its clock";
+  EXPECT_EQ(expired, 0);
+  EXPECT_EQ(wd.pending(), 0u);
+}
+
+// More ops in flight than the watchdog has slots: the rest are still watched and expire.
+TEST(FastPath, WatchdogBeyondItsSlotsStillExpiresEveryOp) {
+  FakeClock clock;
+  Watchdog wd(clock, /*start_thread=*/false);
+  std::atomic<int> fired{0};
+  wd.set_timeout_handler([&](const Watchdog::Expired&) { ++fired; });
+  auto g = group_trace();
+  std::vector<std::shared_ptr<Work>> works;
+  std::vector<uint64_t> tokens;
+  for (uint64_t seq = 1; seq <= 300; ++seq) {
+    works.push_back(std::make_shared<Work>(OpType::AllReduce, seq, Millis(100)));
+    tokens.push_back(wd.watch(g, OpType::AllReduce, seq, Millis(100)));
+    wd.attach(tokens.back(), works.back());
+  }
+  for (size_t i = 0; i < tokens.size(); i += 2) wd.unwatch(tokens[i]);  // half complete
+  EXPECT_EQ(wd.pending(), 150u);
+  EXPECT_EQ(wd.check_now(), 0);
+  clock.advance(Millis(101));
+  EXPECT_EQ(wd.check_now(), 150);
+  EXPECT_EQ(fired.load(), 150);
+  for (size_t i = 0; i < works.size(); ++i)
+    EXPECT_EQ(works[i]->is_completed(), i % 2 == 1) << "op " << i + 1;
+  EXPECT_EQ(wd.pending(), 0u);
+}
+
+// A backend whose ops cost nothing: the same completed Work every time (an inline op).
+class InlineBackend : public ProcessGroup {
+ public:
+  InlineBackend() : ProcessGroup(info()) {
+    caps_.backend = "fake";
+    for (auto& o : caps_.ops) o = OpCapability{true, false, kAllDTypeBits, kAllReduceOpBits};
+    done_->complete();
+  }
+  const Capabilities& capabilities() const override { return caps_; }
+
+ protected:
+  std::shared_ptr<Work> run(const OpCall&) override { return done_; }
+
+ private:
+  static GroupInfo info() {
+    GroupInfo i;
+    i.backend = "fake";
+    i.size = 2;
+    i.global_ranks = {0, 1};
+    return i;
+  }
+  Capabilities caps_;
+  std::shared_ptr<Work> done_ = std::make_shared<Work>(OpType::AllReduce, 0, Millis(1));
+};
+
+// An inline op through the whole tracing layer (recorder, watchdog with its thread running,
+// metrics, live status, Inspector series) allocates nothing once the group has seen its first op.
+TEST(FastPath, TracedInlineOpsDoNotAllocate) {
+  FlightRecorder fr(64);
+  Watchdog wd(Clock::system());
+  Metrics m;
+  LiveStatus live;
+  InspectorMetrics inspector(InspectorMetrics::Options{});
+  auto obs = std::make_shared<MetricsObserver>(m, live, &inspector);
+  auto pg = std::make_shared<TracingProcessGroup>(std::make_shared<InlineBackend>(), &fr, &wd,
+                                                  std::vector<std::shared_ptr<OpObserver>>{obs});
+  float buf[2] = {};
+  const auto t = TensorView::cpu(buf, 2, DType::Float32);
+  for (int i = 0; i < 3; ++i) pg->all_reduce(t);  // first sight of the group may allocate
+  {
+    testing::AllocationCounter allocs;
+    for (int i = 0; i < 2000; ++i) pg->all_reduce(t);
+    EXPECT_EQ(allocs.count(), 0);
+  }
+  EXPECT_EQ(fr.total_recorded(), 2003u);
+  EXPECT_EQ(pg->trace()->last_completed_collective.load(), 2003u);
+  EXPECT_EQ(wd.pending(), 0u);
+  EXPECT_NE(
+      m.serialize(&live).find("collie_last_completed_seq{backend=\"fake\",pg=\"0\",rank=\"0\"} "
+                              "2003"),
+      std::string::npos);
+}
+
+}  // namespace
+}  // namespace collie
