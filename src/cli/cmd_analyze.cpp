@@ -90,7 +90,9 @@ int run_live(const AnalyzeArgs& f) {
     } catch (const TimeoutError&) {
     }
     // Ranks publish debug_server/0..N-1; count until the first gap.
-    while (world < 65536 && store.check({fmt::format("debug_server/{}", world)})) ++world;
+    while (world < kMaxAnalyzeWorld && store.check({fmt::format("debug_server/{}", world)})) {
+      ++world;
+    }
   }
   if (world == 0) {
     throw InvalidArgument(
@@ -104,8 +106,9 @@ int run_live(const AnalyzeArgs& f) {
 
 int run_analyze(const AnalyzeArgs& a) {
   std::vector<std::string> errors;
-  const std::vector<RankDump> dumps = load_dump_dir(a.dir, errors);
-  if (dumps.empty() && !errors.empty()) {
+  DumpFold fold;
+  fold_dump_dir(a.dir, fold, errors);
+  if (fold.size() == 0 && !errors.empty()) {
     // Every dump was unusable: say why, one line per file, and nothing else.
     for (const auto& e : errors) {
       std::fprintf(stderr, "collie analyze: %s\n", printable(e).c_str());
@@ -115,7 +118,7 @@ int run_analyze(const AnalyzeArgs& a) {
   for (const auto& e : errors) {
     std::fprintf(stderr, "collie analyze: skipped %s\n", printable(e).c_str());
   }
-  if (dumps.empty()) {
+  if (fold.size() == 0) {
     std::fprintf(
         stderr,
         "collie analyze: no collie_fr_rank_*.json nor PyTorch dump (nccl_trace_rank_<rank>) "
@@ -127,7 +130,7 @@ int run_analyze(const AnalyzeArgs& a) {
   AnalyzeOptions o;
   o.expected_world = a.world;
   o.stall_after_s = stall_of(a);
-  return report(analyze(dumps, o), a.json);
+  return report(fold.analyze(o), a.json);
 }
 
 const Command kCommand{
