@@ -95,7 +95,7 @@ void fold_entry(DumpFold::State& s, SeqAgg& a, int rank, int64_t dump_time, cons
   v->ranks.add(rank);
   const double age = age_s(dump_time, e);
   a.max_age = std::max(a.max_age, age);
-  if (e.state != "completed") a.max_open_age = std::max(a.max_open_age, age);
+  if (e.failed || e.state != "completed") a.max_open_age = std::max(a.max_open_age, age);
   if (e.time_created_ns > 0 && (a.first_created == 0 || e.time_created_ns < a.first_created))
     a.first_created = e.time_created_ns;
   const SeqAgg::Arrival arrival{rank, e.time_created_ns, e.time_completed_ns};
@@ -222,7 +222,9 @@ bool DumpFold::add(const RankDump& d) {
       if (hint == g.seqs.end() || hint->first != seq)
         hint = g.seqs.emplace_hint(hint, seq, SeqAgg{});
       fold_entry(s, hint->second, d.rank, d.dump_time_ns, e);
-      const uint32_t state = s.strings.id(e.state);
+      // A failed op is one the rank gave up waiting in: as if still in flight (PyTorch's dumps,
+      // which record no failure, show it so), named "failed".
+      const uint32_t state = s.strings.id(e.failed ? "failed" : e.state);
       m.has_coll = true;
       m.last_seq = seq;
       m.last_op = s.strings.id(e.op);

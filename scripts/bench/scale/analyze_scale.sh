@@ -6,7 +6,7 @@
 #   ENTRIES=2000        ops in each rank's ring (a real recorder's default)
 #   HANG=frozen-rank    none | frozen-rank | frozen-host | never-joined | opposite-order
 #   FORMAT=json         json | torch (PyTorch's pickles)
-#   BUILD=build         the build whose collie and analyze_gen run
+#   BUILD=build         the build whose collie and analyze_gen run (COLLIE=PATH: another collie)
 #   WORK=/tmp/collie_analyze_scale   dumps are generated once per (N, ENTRIES, HANG, FORMAT) and
 #                                    kept there (16,384 x 2,000 JSON dumps: ~20 GB); CLEAN=1
 #                                    removes each N's dumps after its runs
@@ -26,7 +26,7 @@ BEFORE=${BEFORE:-}
 LOCK=${LOCK:-/work/.bench.lock}
 sizes=("$@")
 [ ${#sizes[@]} -gt 0 ] || sizes=(256 1024 4096 16384)
-collie="$BUILD/src/cli/collie"
+collie="${COLLIE:-$BUILD/src/cli/collie}"
 gen="$BUILD/scripts/bench/analyze_gen"
 for b in "$collie" "$gen"; do
   [ -x "$b" ] || { echo "analyze_scale: $b is missing (cmake --build $BUILD --target collie_cli analyze_gen)" >&2; exit 2; }
@@ -63,6 +63,7 @@ for n in "${sizes[@]}"; do
       wall=$(sed -n 's/.*Elapsed (wall clock) time (h:mm:ss or m:ss): //p' "$out.time" |
         awk -F: '{ s = 0; for (i = 1; i <= NF; i++) s = s * 60 + $i; print s }')
       rss=$(sed -n 's/.*Maximum resident set size (kbytes): //p' "$out.time")
+      cpu=$(sed -n 's/.*\(User\|System\) time (seconds): //p' "$out.time" | awk '{ s += $1 } END { print s }')
       named=$(python3 - "$out" <<'EOF'
 import json, sys
 try:
@@ -83,8 +84,8 @@ EOF
 )
       ok=no
       [ "$named" = "$expect" ] && ok=yes
-      echo "$n $side $bytes $wall $rss $ok" >> "$results"
-      echo "N=$n $side: ${wall} s, $((rss / 1024)) MB, culprit named: $ok" >&2
+      echo "$n $side $bytes $wall $rss $ok $cpu" >> "$results"
+      echo "N=$n $side: ${wall} s (cpu ${cpu} s), $((rss / 1024)) MB, culprit named: $ok" >&2
       rm -f "$out" "$out.time"
     done
   done
@@ -96,21 +97,22 @@ import math, sys
 from collections import defaultdict
 rows = defaultdict(list)
 for line in open(sys.argv[1]):
-    n, side, b, wall, rss, ok = line.split()
-    rows[(side, int(n))].append((int(b), float(wall), int(rss), ok))
+    n, side, b, wall, rss, ok, cpu = line.split()
+    rows[(side, int(n))].append((int(b), float(wall), int(rss), ok, float(cpu)))
 print(f"collie analyze: {sys.argv[2]} job, {sys.argv[3]} entries per dump, {sys.argv[4]} dumps "
       f"(median of rounds)")
-print(f"{'side':>6} {'N':>7} {'dumps GB':>9} {'wall s':>8} {'peak MB':>8} {'culprit':>8}")
+print(f"{'side':>6} {'N':>7} {'dumps GB':>9} {'wall s':>8} {'cpu s':>8} {'peak MB':>8} "
+      f"{'culprit':>8}")
 fits = defaultdict(list)
 for (side, n) in sorted(rows, key=lambda k: (k[0] != "before", k[1])):
     r = sorted(rows[(side, n)], key=lambda x: x[1])
-    b, wall, rss, ok = r[len(r) // 2]
-    print(f"{side:>6} {n:>7} {b / 1e9:>9.2f} {wall:>8.2f} {rss / 1024:>8.0f} {ok:>8}")
-    fits[side].append((n, wall, rss))
+    b, wall, rss, ok, cpu = r[len(r) // 2]
+    print(f"{side:>6} {n:>7} {b / 1e9:>9.2f} {wall:>8.2f} {cpu:>8.2f} {rss / 1024:>8.0f} {ok:>8}")
+    fits[side].append((n, wall, rss, cpu))
 for side, pts in fits.items():
     if len(pts) < 2:
         continue
-    for name, k in (("wall time", 1), ("peak memory", 2)):
+    for name, k in (("wall time", 1), ("cpu time", 3), ("peak memory", 2)):
         xs = [math.log(p[0]) for p in pts]
         ys = [math.log(max(p[k], 1e-3)) for p in pts]
         mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
