@@ -56,6 +56,10 @@ void report_not_all_joined(const Ctx& c, const GroupAgg& g, uint64_t s, const Se
                            std::vector<Finding>& out) {
   if (!c.old_enough(agg.max_age)) return;
   std::vector<int> idle, moving, blocked;
+  // The ranks blamed, by their newest op anywhere (what they last did before going idle), with
+  // the longest any of them had been idle.
+  using Newest = std::tuple<uint32_t, uint32_t, uint64_t>;
+  std::map<Newest, std::pair<std::vector<int>, double>> idle_at;
   // Where the absent ranks are: in this group (last op, state), or busy in another group.
   using Place = std::tuple<bool, uint64_t, uint64_t, uint32_t, uint32_t>;
   std::map<Place, std::vector<int>> places;
@@ -72,6 +76,11 @@ void report_not_all_joined(const Ctx& c, const GroupAgg& g, uint64_t s, const Se
       continue;
     } else if (c.idle_rank(m.rank)) {
       idle.push_back(m.rank);
+      if (info != nullptr) {
+        auto& [ranks, idle_s] = idle_at[{info->newest_group, info->newest_op, info->newest_seq}];
+        ranks.push_back(m.rank);
+        if (std::isfinite(info->idle_s)) idle_s = std::max(idle_s, info->idle_s);
+      }
     } else {
       moving.push_back(m.rank);
       continue;
@@ -109,6 +118,27 @@ void report_not_all_joined(const Ctx& c, const GroupAgg& g, uint64_t s, const Se
           s, set_text(ranks_of(agg)), c.str(agg.first().op),
           waited > 0 && std::isfinite(waited) ? " and waited" + age_text(waited) : "",
           who_text(c.a, named), detail)};
+  f.facts = {{"op", c.str(agg.first().op)},
+             {"joined", ranks_of(agg)},
+             {"waited_s", std::isfinite(waited) ? waited : -1},
+             {"idle", nlohmann::json::array()},
+             {"blocked_here", blocked},
+             {"elsewhere", nlohmann::json::array()},
+             {"moving", moving}};
+  for (const auto& [at, x] : idle_at) {
+    f.facts["idle"].push_back({{"ranks", x.first},
+                               {"group", c.str(std::get<0>(at))},
+                               {"op", c.str(std::get<1>(at))},
+                               {"seq", std::get<2>(at)},
+                               {"idle_s", x.second > 0 ? x.second : -1}});
+  }
+  for (const auto& [where, ranks] : elsewhere) {
+    f.facts["elsewhere"].push_back({{"ranks", ranks},
+                                    {"group", c.str(std::get<0>(where))},
+                                    {"op", c.str(std::get<1>(where))},
+                                    {"seq", std::get<2>(where)},
+                                    {"state", c.str(std::get<3>(where))}});
+  }
   if (!blocked.empty()) {
     f.message += fmt::format("\n  {} blocked in an earlier op of this group (not blamed)",
                              rank_word(blocked));
@@ -189,7 +219,9 @@ bool report_late_arrivals(const Ctx& c, const GroupAgg& g, uint64_t s, const Seq
       .message = fmt::format(
           "Not all ranks joining collective, sequence number: {}\n  {} reached {} #{} {:.1f} s "
           "after the first rank, when {} had already failed it (the late rank held them up){}",
-          s, who_text(c.a, late), c.str(agg.first().op), s, by_s, set_text(gave_up), more)});
+          s, who_text(c.a, late), c.str(agg.first().op), s, by_s, set_text(gave_up), more),
+      .facts = {
+          {"op", c.str(agg.first().op)}, {"late", late}, {"by_s", by_s}, {"gave_up", gave_up}}});
   return true;
 }
 
@@ -232,7 +264,13 @@ void compare_field(const Ctx& c, const GroupAgg& g, uint64_t s, const SeqAgg& ag
                     "Culprit {}; Error type: {}, Expected {}: '{}' does not match found {}: '{}' "
                     "(collective sequence number {}; {} called '{}'{})",
                     rank_word(x.ranks), kind, what, best->first, what, val, s,
-                    set_text(best->second.ranks), best->first, host_note(c.a, x.ranks))});
+                    set_text(best->second.ranks), best->first, host_note(c.a, x.ranks)),
+                .facts = {{"field", what},
+                          {"op", c.str(agg.first().op)},
+                          {"expected", best->first},
+                          {"found", val},
+                          {"expected_ranks", best->second.ranks},
+                          {"found_ranks", x.ranks}}});
   }
 }
 
@@ -346,7 +384,13 @@ void analyze_p2p(const Ctx& c, const GroupAgg& g, std::vector<Finding>& out) {
       for (const P2p& p : peer->p2p) {
         if (!p.send && p.peer == m.rank) rs.push_back(&p);
       }
-      if (auto f = first_p2p_problem(c, g, m.rank, q, ss, rs)) out.push_back(std::move(*f));
+      if (auto f = first_p2p_problem(c, g, m.rank, q, ss, rs)) {
+        f->facts = {{"field", f->kind == "P2P_MISMATCH" ? "sizes" : "peer"},
+                    {"op", "send/recv"},
+                    {"from", m.rank},
+                    {"to", q}};
+        out.push_back(std::move(*f));
+      }
     }
   }
 }
@@ -366,6 +410,8 @@ void analyze_stuck(const Ctx& c, const GroupAgg& g, std::vector<Finding>& out) {
     x.min_age = std::min(x.min_age, m.open_age);
     x.max_age = std::max(x.max_age, m.open_age);
   }
+  uint64_t min_last = UINT64_MAX;
+  for (const Member& m : g.members) min_last = std::min(min_last, m.has_coll ? m.last_seq : 0);
   for (const auto& [key, x] : by) {
     const auto& [seq, op, state] = key;
     std::string age = age_text(x.max_age);
@@ -381,8 +427,55 @@ void analyze_stuck(const Ctx& c, const GroupAgg& g, std::vector<Finding>& out) {
                 .seq = seq,
                 .message = fmt::format("{} {} in {} #{} of group {} (state {}){}",
                                        who_text(c.a, x.ranks), x.ranks.size() == 1 ? "is" : "are",
-                                       c.str(op), seq, g.pg_id, c.str(state), age)});
+                                       c.str(op), seq, g.pg_id, c.str(state), age),
+                .facts = {{"op", c.str(op)},
+                          {"state", c.str(state)},
+                          {"min_age_s", std::isfinite(x.min_age) ? x.min_age : -1},
+                          {"max_age_s", std::isfinite(x.max_age) ? x.max_age : -1},
+                          {"all_joined", seq <= min_last && g.members.size() >= g.size},
+                          {"members_without_dump", g.members.size() < g.size}}});
   }
+}
+
+// Who arrived last at each collective two or more ranks recorded, from each op's latest arrivals
+// (SeqAgg::latest); each rank's share of the collectives it was in comes from the runs of ranks
+// that recorded them.
+void note_last_arrivals(const DumpFold::State& s, Analysis& a) {
+  struct Last {
+    size_t count = 0;
+    std::vector<double> margins_ms;
+  };
+  std::map<int, Last> last;
+  std::vector<int64_t> in_ops(a.rank_host.size() + 1, 0);  // difference array over ranks
+  for (const auto& [id, g] : s.groups) {
+    for (const auto& [seq, agg] : g.seqs) {
+      if (agg.count() < 2 || agg.latest.size() < 2) continue;
+      std::vector<SeqAgg::Arrival> top = agg.latest;
+      std::partial_sort(top.begin(), top.begin() + 2, top.end(),
+                        [](const auto& x, const auto& y) { return x.created > y.created; });
+      Last& l = last[top[0].rank];
+      ++l.count;
+      l.margins_ms.push_back(static_cast<double>(top[0].created - top[1].created) / 1e6);
+      for (const SeqAgg::Variant& v : agg.variants) {
+        for (const auto& [lo, hi] : v.ranks.runs()) {
+          if (static_cast<size_t>(hi) + 1 >= in_ops.size()) continue;
+          ++in_ops[lo];
+          --in_ops[hi + 1];
+        }
+      }
+    }
+  }
+  for (size_t r = 1; r < in_ops.size(); ++r) in_ops[r] += in_ops[r - 1];
+  for (auto& [rank, l] : last) {
+    std::sort(l.margins_ms.begin(), l.margins_ms.end());
+    a.last_arrivals.push_back({.rank = rank,
+                               .last = l.count,
+                               .ops = static_cast<size_t>(in_ops[rank]),
+                               .median_margin_ms = l.margins_ms[l.margins_ms.size() / 2],
+                               .max_margin_ms = l.margins_ms.back()});
+  }
+  std::sort(a.last_arrivals.begin(), a.last_arrivals.end(),
+            [](const auto& x, const auto& y) { return x.last > y.last; });
 }
 
 double automatic_stall_s(const std::vector<RankInfo>& ranks, bool live) {
@@ -430,6 +523,7 @@ Analysis DumpFold::analyze(const AnalyzeOptions& opts) {
     analyze_p2p(c, g, a.findings);
     analyze_stuck(c, g, a.findings);
   }
+  note_last_arrivals(s, a);
   s_ = std::make_unique<State>();
   return a;
 }

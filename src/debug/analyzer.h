@@ -95,6 +95,17 @@ struct Finding {
   std::vector<int> ranks{};     // world ranks the finding is about (culprits included), sorted
   uint64_t seq = 0;
   std::string message{};  // names sets of ranks as ranges, never one line per rank
+  // What the message says, as data, for the typed verdicts (src/diagnose); not in to_json.
+  // NOT_ALL_JOINED: op, joined (ranks), waited_s (-1 unknown), idle: [{ranks, group, op, seq,
+  //   idle_s}] (the ranks blamed: nothing in flight, their newest op), blocked_here (ranks),
+  //   elsewhere: [{ranks, group, op, seq, state}], moving (ranks); or, for late arrivals,
+  //   late (ranks), by_s, gave_up (ranks).
+  // *_MISMATCH: field, expected, found, expected_ranks, found_ranks.
+  // P2P_MISMATCH / UNMATCHED_P2P: field ("sizes" | "peer"), from, to.
+  // STUCK: op, state, min_age_s, max_age_s (-1 unknown), all_joined (every member of the group
+  //   recorded this seq, and every rank of the group left a dump: stuck inside the collective, not
+  //   waiting for a rank), members_without_dump.
+  nlohmann::json facts{};
 };
 
 // A rank whose debug server did not answer the fan-out (live analysis only).
@@ -144,6 +155,16 @@ struct Analysis {
   std::vector<int> ranks_with_dumps;
   std::vector<UnreachableRank> unreachable;
   std::vector<Finding> findings;
+  // Who arrived last at each collective (entry times of the ranks that recorded it, each rank's
+  // own wall clock), over every collective at least two ranks recorded: per rank that was last
+  // at least once, how often and by how much after the one before it.
+  struct LastArrivals {
+    int rank = 0;
+    size_t last = 0;  // collectives it arrived last at
+    size_t ops = 0;   // collectives it recorded that at least two ranks recorded
+    double median_margin_ms = 0, max_margin_ms = 0;
+  };
+  std::vector<LastArrivals> last_arrivals;  // most often last first
   // The host each rank's dump named: host_names[rank_host[r]], -1 (or r past the end) unknown.
   std::vector<std::string> host_names;
   std::vector<int32_t> rank_host;
@@ -157,6 +178,13 @@ struct Analysis {
   // The hosts of `ranks` as a Slurm hostlist ("node[517-520]"); "" when none is known.
   std::string hosts_of(const std::vector<int>& ranks) const;
 };
+
+// How the reports name counts and sets of ranks (text): "16,352"; "rank 2" / "ranks 0-3, 5"
+// (a list cut after about 200 characters ends "... (8,192 ranks)"); the same with the hosts the
+// dumps named, " on host node7" / " on hosts node[517-520]".
+std::string count_text(size_t n);
+std::string rank_word(const std::vector<int>& sorted_ranks);
+std::string who_text(const Analysis& a, const std::vector<int>& sorted_ranks);
 
 // Folds dumps into the analyzer's summary one at a time, so the dumps need not be held
 // together: per collective (group, seq) the distinct (op, sizes, dtypes, root) with the ranks

@@ -136,7 +136,13 @@ RankInfo rank_info(DumpFold::State& s, const RankDump& d) {
       info.stepped_by_ns = std::max(info.stepped_by_ns, e.time_created_ns - d.dump_time_ns);
     }
   }
-  if (!info.busy && !d.entries.empty() && d.entries.back().failed) busy_in(d.entries.back());
+  if (!d.entries.empty()) {
+    const DumpEntry& e = d.entries.back();
+    if (!info.busy && e.failed) busy_in(e);
+    info.newest_group = s.strings.id(e.pg_id);
+    info.newest_op = s.strings.id(e.op);
+    info.newest_seq = e.is_p2p ? e.p2p_seq_id : e.collective_seq_id;
+  }
   if (d.dump_time_ns != 0 && last != 0 && last <= d.dump_time_ns)
     info.idle_s = static_cast<double>(d.dump_time_ns - last) / 1e9;
   if (!d.host.empty()) {
@@ -177,6 +183,7 @@ bool DumpFold::add(const RankDump& d) {
     if (agg.pg_id.empty()) {
       agg.pg_id = id;
       agg.desc = g.desc;
+      agg.size = g.ranks.size();
     }
     agg.members.push_back(
         Member{.rank = d.rank, .wrapped = d.wrapped, .last_completed = g.last_completed});

@@ -42,6 +42,7 @@ class RankRuns {
   int lowest() const { return runs_.empty() ? -1 : runs_.front().first; }
   std::vector<int> ranks() const;
   void append_to(std::vector<int>& out) const;
+  const std::vector<std::pair<int, int>>& runs() const { return runs_; }
 
  private:
   std::vector<std::pair<int, int>> runs_;  // [lo, hi]
@@ -97,8 +98,9 @@ struct Member {
 
 struct GroupAgg {
   std::string pg_id, desc;
-  std::map<uint64_t, SeqAgg> seqs;       // collectives by seq
-  std::vector<Member> members;           // ranks whose dump names the group; sorted by analyze
+  size_t size = 0;                  // ranks in the group (pg_config of the first dump naming it)
+  std::map<uint64_t, SeqAgg> seqs;  // collectives by seq
+  std::vector<Member> members;      // ranks whose dump names the group; sorted by analyze
   const Member* member(int rank) const;  // after sorting; nullptr when absent
 };
 
@@ -115,10 +117,13 @@ struct RankInfo {
   int64_t stepped_by_ns = 0;
   int32_t host = -1;  // index into State::hosts
   // Busy in a collective: an op still in flight (the oldest one), or its newest op failed (it
-  // gave up waiting). A rank that is busy is blocked, never "idle outside collectives".
+  // gave up waiting there). A rank that is busy is blocked, never "idle outside collectives".
   bool busy = false;
   uint32_t busy_group = 0, busy_op = 0, busy_state = 0;  // strings
   uint64_t busy_seq = 0;
+  // Its newest op (the ring's last entry): what a rank idle outside collectives last did.
+  uint32_t newest_group = 0, newest_op = 0;  // strings; 0 ("") when it recorded none
+  uint64_t newest_seq = 0;
 };
 
 }  // namespace collie::fold

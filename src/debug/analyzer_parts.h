@@ -10,17 +10,11 @@
 
 namespace collie {
 
-// "16,352".
-std::string count_text(size_t n);
 // The ranks as format_ranks writes them ("0-3, 5"), cut after about 200 characters (", ...").
 std::string capped_ranks(const std::vector<int>& sorted_ranks);
-// "rank 2" / "ranks 0-3, 5"; a list cut short ends "... (8,192 ranks)".
-std::string rank_word(const std::vector<int>& sorted_ranks);
 // rank_word while the list is short, else "16,352 ranks": for sets a message names for context
 // (who joined, who called the majority's op), never the set it blames.
 std::string set_text(const std::vector<int>& sorted_ranks);
-// rank_word and, where the dumps named them, " on host node7" / " on hosts node[517-520]".
-std::string who_text(const Analysis& a, const std::vector<int>& sorted_ranks);
 // "; rank 2 is on host node7" (or "ranks ... are on hosts ..."), "" when no host is known: the
 // host of a culprit named in a one-line message shaped as torch's.
 std::string host_note(const Analysis& a, const std::vector<int>& sorted_ranks);

@@ -16,6 +16,7 @@
 #include "cli/cli_run.h"
 #include "debug/analyzer.h"
 #include "debug/rank_ranges.h"
+#include "diagnose/dump_verdicts.h"
 #include "discovery/hostlist.h"
 #include "support/synthetic_job.h"
 
@@ -28,7 +29,7 @@ using testing::SyntheticJob;
 
 struct Report {
   int code = -1;
-  json j;
+  json j;  // what `collie analyze --json` prints: the analysis and its verdicts
   size_t text_lines = 0;
   std::string text;
 };
@@ -51,10 +52,12 @@ Report analyze_job(const SyntheticJob& job, bool torch) {
   fold_dump_dir(dir.string(), fold, errors);
   EXPECT_TRUE(errors.empty()) << errors.front();
   const Analysis a = fold.analyze(AnalyzeOptions{});
+  const Diagnosis d = diagnose(a, "flight-recorder dumps");
   Report r;
-  r.code = a.findings.empty() ? 0 : 1;
+  r.code = a.findings.empty() && d.verdicts.empty() ? 0 : 1;
   r.j = to_json_value(a);
-  r.text = to_text(a);
+  r.j.update(to_json_value(d));
+  r.text = to_text(d) + to_text(a);
   r.text_lines = static_cast<size_t>(std::count(r.text.begin(), r.text.end(), '\n'));
   if (job.options().ranks == 64) {
     const testing::CliRun cli = testing::run_collie({"analyze", dir.string(), "--json"});
@@ -81,6 +84,14 @@ std::vector<int> ranks_of(const json& v) {
   return parse_rank_ranges(v.get<std::string>(), 1 << 20, 1 << 20);
 }
 
+// The verdicts as (kind, ranks): what each size must name alike.
+std::map<std::string, std::string> verdicts(const json& j) {
+  std::map<std::string, std::string> out;
+  for (const json& v : j["verdicts"])
+    out[v["kind"].get<std::string>()] += v["ranks"].get<std::string>();
+  return out;
+}
+
 // What every size must show for the hang.
 void expect_named(const SyntheticJob& job, bool torch, const Report& r) {
   SCOPED_TRACE(fmt::format("{} at {} ranks ({})", testing::hang_name(job.options().hang),
@@ -96,6 +107,25 @@ void expect_named(const SyntheticJob& job, bool torch, const Report& r) {
       << r.text;
   const std::multiset<std::string> kinds = shape(r.j);
   const int n = job.options().ranks;
+  std::vector<int> even, odd;
+  for (int x = 0; x < n; ++x) (x / job.per_host() % 2 == 0 ? even : odd).push_back(x);
+  // The typed verdict, and nothing else: the waiting ranks are evidence, not verdicts.
+  const std::map<std::string, std::string> want =
+      job.options().hang == Hang::None ? std::map<std::string, std::string>{}
+      : job.options().hang == Hang::NeverJoined
+          ? std::map<std::string, std::string>{{"RANK_DEAD", rank_ranges(culprits)}}
+      : job.options().hang == Hang::OppositeOrder
+          ? std::map<std::string, std::string>{{"DEADLOCK", rank_ranges([&] {
+                                                  std::vector<int> all = even;
+                                                  all.insert(all.end(), odd.begin(), odd.end());
+                                                  std::sort(all.begin(), all.end());
+                                                  return all;
+                                                }())}}
+          : std::map<std::string, std::string>{{"NOT_JOINED", rank_ranges(culprits)}};
+  EXPECT_EQ(verdicts(r.j), want) << r.text;
+  if (job.options().hang != Hang::None) {
+    EXPECT_NE(r.j["first_hung_group"], "") << r.text;
+  }
   switch (job.options().hang) {
     case Hang::None:
       EXPECT_EQ(r.code, 0) << r.text;
@@ -121,8 +151,6 @@ void expect_named(const SyntheticJob& job, bool torch, const Report& r) {
       // Each half waits in one group for the other half, blocked in the other group: no rank
       // is blamed, and each group names the other half.
       EXPECT_EQ(r.code, 1) << r.text;
-      std::vector<int> even, odd;
-      for (int x = 0; x < n; ++x) (x / job.per_host() % 2 == 0 ? even : odd).push_back(x);
       std::map<std::string, std::string> named;
       for (const json& f : r.j["findings"]) {
         if (f["kind"] == "NOT_ALL_JOINED") named[f["pg_id"]] = f["ranks"];
@@ -148,6 +176,7 @@ TEST_P(AnalyzeAtScale, NamesTheSameCulpritAt4And64And4096Ranks) {
   }
   // 8 ranks per host at 64 and 4,096: the same findings in the same groups, as many lines.
   EXPECT_EQ(shape(by_size[64].j), shape(by_size[4096].j)) << by_size[4096].text;
+  EXPECT_EQ(by_size[64].j["first_hung_group"], by_size[4096].j["first_hung_group"]);
   EXPECT_EQ(by_size[64].text_lines, by_size[4096].text_lines) << by_size[64].text << "\n----\n"
                                                               << by_size[4096].text;
   EXPECT_LE(by_size[4096].text_lines, 80u) << by_size[4096].text;
