@@ -1,6 +1,8 @@
 find_package(Threads REQUIRED)
 find_package(fmt REQUIRED)
 find_package(nlohmann_json REQUIRED)
+# collie analyze parses tens of GB of JSON dumps at 16,384 ranks (libsimdjson-dev).
+find_package(simdjson REQUIRED)
 find_package(Gloo REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(yaml-cpp REQUIRED)  # YAML acceptance specs (libyaml-cpp-dev)

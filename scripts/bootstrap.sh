@@ -8,6 +8,7 @@ PKGS=(
   build-essential cmake ninja-build pkg-config git
   libgloo-dev libopenmpi-dev openmpi-bin
   libcli11-dev libyaml-cpp-dev prometheus-cpp-dev libcpp-httplib-dev nlohmann-json3-dev
+  libsimdjson-dev              # collie analyze: JSON dumps at GB/s (src/debug/dump_reader.cpp)
   libgtest-dev libgmock-dev libuv1-dev libfmt-dev libspdlog-dev libbackward-cpp-dev libdw-dev
   prometheus chromium iproute2 procps curl python3 libxml2-utils
   clang libclang-rt-dev llvm   # sanitizer + libFuzzer stage: runtimes, llvm-symbolizer

@@ -1,4 +1,5 @@
-// `collie analyze DUMP_DIR [--json]`: explains a hang from the ranks' flight-recorder dumps.
+// `collie analyze DUMP_DIR [--json]`: explains a hang from the ranks' flight-recorder dumps:
+// typed verdicts (src/diagnose) first, then the per-group findings they rest on.
 // `collie analyze --live STORE_HOST:PORT`: the same analysis and report from a running job, on
 // the flight recorders of every rank's debug server (addresses in the job's store under
 // debug_server/<rank>; per-rank timeout), plus the ranks that did not answer.
@@ -18,6 +19,7 @@
 #include "debug/analyzer.h"
 #include "debug_server/cluster.h"
 #include "debug_server/server.h"
+#include "diagnose/dump_verdicts.h"
 #include "store/local_secret.h"
 #include "store/store_secret.h"
 #include "store/tcp_store.h"
@@ -40,11 +42,20 @@ double stall_of(const AnalyzeArgs& a) {
   return a.stall.empty() ? -1 : parse_duration(a.stall).count() / 1000.0;
 }
 
-// Prints the report; exit status 0 when nothing was found, 1 otherwise.
-int report(const Analysis& res, bool json) {
-  const std::string out = json ? to_json(res) + "\n" : to_text(res);
+// Prints the verdicts and the analysis they rest on; exit status 0 when nothing was found, 1
+// otherwise.
+int report(const Analysis& res, const std::string& source, bool json) {
+  const Diagnosis d = diagnose(res, source);
+  std::string out;
+  if (json) {
+    nlohmann::json j = to_json_value(res);
+    j.update(to_json_value(d));
+    out = j.dump(2) + "\n";
+  } else {
+    out = to_text(d) + to_text(res);
+  }
   std::fwrite(out.data(), 1, out.size(), stdout);
-  return res.findings.empty() ? kExitOk : kExitFailure;
+  return res.findings.empty() && d.verdicts.empty() ? kExitOk : kExitFailure;
 }
 
 // --live: the same analysis on dumps fetched from every rank's debug server (what
@@ -90,7 +101,9 @@ int run_live(const AnalyzeArgs& f) {
     } catch (const TimeoutError&) {
     }
     // Ranks publish debug_server/0..N-1; count until the first gap.
-    while (world < 65536 && store.check({fmt::format("debug_server/{}", world)})) ++world;
+    while (world < kMaxAnalyzeWorld && store.check({fmt::format("debug_server/{}", world)})) {
+      ++world;
+    }
   }
   if (world == 0) {
     throw InvalidArgument(
@@ -99,13 +112,14 @@ int run_live(const AnalyzeArgs& f) {
                     live));
   }
   const ClusterView view = fetch_cluster(store, world, timeout, f.token, nullptr);
-  return report(analyze_cluster(view, stall_s), f.json);
+  return report(analyze_cluster(view, stall_s), "live ranks", f.json);
 }
 
 int run_analyze(const AnalyzeArgs& a) {
   std::vector<std::string> errors;
-  const std::vector<RankDump> dumps = load_dump_dir(a.dir, errors);
-  if (dumps.empty() && !errors.empty()) {
+  DumpFold fold;
+  fold_dump_dir(a.dir, fold, errors);
+  if (fold.size() == 0 && !errors.empty()) {
     // Every dump was unusable: say why, one line per file, and nothing else.
     for (const auto& e : errors) {
       std::fprintf(stderr, "collie analyze: %s\n", printable(e).c_str());
@@ -115,7 +129,7 @@ int run_analyze(const AnalyzeArgs& a) {
   for (const auto& e : errors) {
     std::fprintf(stderr, "collie analyze: skipped %s\n", printable(e).c_str());
   }
-  if (dumps.empty()) {
+  if (fold.size() == 0) {
     std::fprintf(
         stderr,
         "collie analyze: no collie_fr_rank_*.json nor PyTorch dump (nccl_trace_rank_<rank>) "
@@ -127,7 +141,7 @@ int run_analyze(const AnalyzeArgs& a) {
   AnalyzeOptions o;
   o.expected_world = a.world;
   o.stall_after_s = stall_of(a);
-  return report(analyze(dumps, o), a.json);
+  return report(fold.analyze(o), "flight-recorder dumps", a.json);
 }
 
 const Command kCommand{

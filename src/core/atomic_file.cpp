@@ -83,4 +83,23 @@ void write_file_atomic(const std::string& path, std::string_view bytes) {
   }
 }
 
+bool link_file_atomic(const std::string& existing, const std::string& path) {
+  namespace fs = std::filesystem;
+  const fs::path target(path);
+  for (int i = 0; i < 16; ++i) {
+    const fs::path tmp =
+        target.parent_path() / fmt::format(".{}.{}.tmp", target.filename().string(), random_tag());
+    if (::link(existing.c_str(), tmp.c_str()) != 0) {
+      if (errno == EEXIST) continue;
+      return false;
+    }
+    std::error_code ec;
+    fs::rename(tmp, target, ec);
+    if (!ec) return true;
+    ::unlink(tmp.c_str());
+    return false;
+  }
+  return false;
+}
+
 }  // namespace collie

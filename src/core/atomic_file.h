@@ -17,4 +17,11 @@ namespace collie {
 // or read-only directory, full disk) or renamed; the temporary file is removed then.
 void write_file_atomic(const std::string& path, std::string_view bytes);
 
+// Gives the file `existing` a second name, `path`, as atomically: a hard link under a hidden
+// temporary name beside `path` (created by link(2), which never overwrites or follows what is
+// there), renamed over `path`. The bytes are written once and a later rename over `existing`
+// leaves `path` as it was. Returns false, leaving nothing behind, when it cannot (a file system
+// without hard links, another device, a missing directory): the caller writes the bytes instead.
+bool link_file_atomic(const std::string& existing, const std::string& path);
+
 }  // namespace collie

@@ -29,9 +29,10 @@ inline constexpr size_t kMaxDumpEntryValues = 65536;
 
 InputBudget dump_budget(size_t dump_bytes, const std::string& what);
 
-// Everything of a dump but its entries: rank, world_size, reason, times, ring, pg_config and
-// pg_status. Throws InvalidArgument ("invalid flight-recorder dump: ...").
-void read_dump_header(const nlohmann::json& top, RankDump* out);
+// Everything of a dump but its entries: rank, world_size, reason, times, host, ring, pg_config
+// and pg_status; group ranks given as ranges ("0-4095", version 2) are charged to `budget` as
+// they expand. Throws InvalidArgument ("invalid flight-recorder dump: ...").
+void read_dump_header(const nlohmann::json& top, RankDump* out, InputBudget& budget);
 // One entry (`index` names it in errors).
 DumpEntry read_dump_entry(const nlohmann::json& e, size_t index);
 // Appends `e` to d->entries, charging its memory (and the vector's growth) to `budget`.

@@ -8,7 +8,8 @@
 // the first failing rank claims `dump_request/failure` and bumps; the others see it claimed.
 // Every request (SIGUSR1, POST /v1/dump, a tool's dump_request, dump_now) writes a fresh dump of
 // that moment. Failures are different: the first failure's dump is written to the folder and
-// kept in <folder>/first-failure/, and the failures that follow it (errors cascade) are not
+// kept in <folder>/first-failure/ (a hard link to the same file: one file per rank, written
+// once; FlightRecorder::dump_to_dir), and the failures that follow it (errors cascade) are not
 // dumped again, so its evidence is never buried. Every rank has a thread (`collie-dump-req`) parked
 // in a store wait for the next such key on a store connection of its own, so all ranks dump the
 // same moment. A bump without its key (a tool that only adds to the counter) is still seen when

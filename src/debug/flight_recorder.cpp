@@ -23,6 +23,7 @@
 #include "core/env.h"
 #include "core/error.h"
 #include "core/printable.h"
+#include "debug/rank_ranges.h"
 #include "debug/torch_dump.h"
 
 namespace collie {
@@ -106,6 +107,12 @@ nlohmann::json entry_json(const FrEntry& e) {
   j["thread_id"] = e.thread_id;
   j["thread_name"] = std::string(e.thread_name);
   return j;
+}
+
+// gethostname, "" when it cannot be read.
+std::string this_host() {
+  char host[256] = {};
+  return gethostname(host, sizeof host - 1) == 0 ? host : "";
 }
 
 // Writes <dir>/<name> atomically (core/atomic_file.h), so a reader never sees half a dump.
@@ -386,7 +393,8 @@ std::string FlightRecorder::dump_json(int rank, const std::string& reason,
   std::vector<FrEntry> entries = snapshot(&time_ns);
   const bool cut = entries.size() > max_entries;
   if (cut) entries.erase(entries.begin(), entries.end() - static_cast<ptrdiff_t>(max_entries));
-  return dump_json(rank, reason, FrSnapshot{std::move(entries), groups_snapshot(), time_ns}, cut);
+  return dump_json(rank, reason,
+                   FrSnapshot{std::move(entries), groups_snapshot(), time_ns, this_host()}, cut);
 }
 
 std::vector<FrGroupSnapshot> FlightRecorder::groups_snapshot() const {
@@ -408,6 +416,7 @@ FrSnapshot FlightRecorder::full_snapshot() const {
   FrSnapshot s;
   s.entries = snapshot(&s.time_ns);
   s.groups = groups_snapshot();
+  s.host = this_host();
   return s;
 }
 
@@ -424,6 +433,8 @@ std::string FlightRecorder::dump_json(int rank, const std::string& reason, const
   j["reason"] = reason;
   j["trigger"] = dump_trigger_name(trigger);
   j["dump_time_ns"] = snap.time_ns != 0 ? snap.time_ns : clock_->wall_ns();
+  // Where the rank ran: collie analyze names the hosts of the ranks it blames.
+  if (!snap.host.empty()) j["hostname"] = snap.host;
   j["buffer_size"] = capacity_;
   const uint64_t total = total_recorded();
   j["total_recorded"] = total;
@@ -433,8 +444,11 @@ std::string FlightRecorder::dump_json(int rank, const std::string& reason, const
   nlohmann::json status = nlohmann::json::object();
   for (const FrGroupSnapshot& gs : snap.groups) {
     const GroupTrace* g = gs.group.get();
-    config[g->pg_id] = {
-        {"name", g->pg_id}, {"desc", g->desc}, {"backend", g->backend}, {"ranks", g->global_ranks}};
+    // Ranges ("0-4095"): a list of numbers made every dump of an N-rank job O(N).
+    config[g->pg_id] = {{"name", g->pg_id},
+                        {"desc", g->desc},
+                        {"backend", g->backend},
+                        {"ranks", rank_ranges(g->global_ranks)}};
     status[g->pg_id] = {
         {"last_enqueued_collective", gs.last_enqueued_collective},
         {"last_started_collective", gs.last_started_collective},
@@ -462,12 +476,20 @@ std::string FlightRecorder::dump_to_dir(const std::vector<std::string>& dirs, in
   const FrSnapshot snap = full_snapshot();
   const std::string json = format.json ? dump_json(rank, reason, snap, false, trigger) : "";
   const std::string torch = format.torch ? torch_dump_pickle(snap, format.torch_backend) : "";
-  for (const std::string& dir : dirs) {
+  // Written once, into the first folder; the others get hard links to those files (one file,
+  // several names), or a copy where the file system cannot link.
+  std::vector<std::pair<std::string, const std::string*>> files;
+  if (format.json) files.emplace_back(fr_dump_file_name(rank), &json);
+  if (format.torch) files.emplace_back(fmt::format("{}{}", format.torch_prefix, rank), &torch);
+  for (size_t d = 0; d < dirs.size(); ++d) {
     std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    if (format.json) add(write_atomically(dir, fr_dump_file_name(rank), json, rank));
-    if (format.torch)
-      add(write_atomically(dir, fmt::format("{}{}", format.torch_prefix, rank), torch, rank));
+    std::filesystem::create_directories(dirs[d], ec);
+    for (const auto& [name, bytes] : files) {
+      const std::string path = (std::filesystem::path(dirs[d]) / name).string();
+      const std::string first = (std::filesystem::path(dirs[0]) / name).string();
+      add(d > 0 && link_file_atomic(first, path) ? path
+                                                 : write_atomically(dirs[d], name, *bytes, rank));
+    }
   }
   return paths;
 }

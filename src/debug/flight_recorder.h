@@ -101,6 +101,7 @@ struct FrSnapshot {
   std::vector<FrEntry> entries;  // oldest first
   std::vector<FrGroupSnapshot> groups;
   int64_t time_ns = 0;  // wall clock when the snapshot was taken (the dump time)
+  std::string host;     // this machine's name (gethostname), written as the dump's "hostname"
 };
 
 // Why a dump was taken. Request: a person or a tool asked (SIGUSR1, POST /v1/dump, a store
@@ -166,9 +167,10 @@ class FlightRecorder {
   // The same of a snapshot taken earlier; `cut`: older entries were left out.
   std::string dump_json(int rank, const std::string& reason, const FrSnapshot& snap, bool cut,
                         DumpTrigger trigger = DumpTrigger::Request) const;
-  // Writes the dump in each format of `format` into each of `dirs` (the same snapshot), each
-  // file atomically (temp file + rename). Returns the paths written, joined by " and ". Throws
-  // Error when a directory cannot be written.
+  // Writes the dump in each format of `format` into the first of `dirs`, each file atomically
+  // (temp file + rename), and gives the others hard links to those files (the same bytes, never
+  // written twice; written again only where the file system cannot link). Returns the paths,
+  // joined by " and ". Throws Error when a directory cannot be written.
   std::string dump_to_dir(const std::vector<std::string>& dirs, int rank, const std::string& reason,
                           const FrDumpFormat& format = {},
                           DumpTrigger trigger = DumpTrigger::Request) const;
@@ -196,6 +198,7 @@ class FlightRecorder {
 
 // File name of a rank's dump inside the dump directory.
 std::string fr_dump_file_name(int rank);
-inline constexpr int kFrDumpVersion = 1;
+// 2: pg_config ranks are a rank_ranges string ("0-4095"; a list of numbers in 1).
+inline constexpr int kFrDumpVersion = 2;
 
 }  // namespace collie

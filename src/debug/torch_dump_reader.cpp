@@ -14,6 +14,7 @@
 #include "core/printable.h"
 #include "debug/dump_parse.h"
 #include "debug/pickle.h"
+#include "debug/rank_ranges.h"
 #include "debug/torch_dump.h"
 
 namespace collie {
@@ -30,12 +31,21 @@ std::string brief(const json& v) {
   return printable(s.size() > 60 ? s.substr(0, 57) + "..." : s);
 }
 
-// pg_config ranks: torch writes the str "[0, 1]"; its tests sometimes a list.
-json ranks_list(const json& v, const std::string& where) {
-  if (v.is_array()) return v;
+// pg_config ranks: torch writes the str "[0, 1]" (a list of numbers, so O(N) per dump and read
+// here without a tree of its own); its tests sometimes a list. A str becomes collie's ranges
+// ("0-4095", rank_ranges.h), a list stays one: read_dump_header checks either.
+json ranks_of(const json& v, const std::string& where, std::vector<int>* sorted) {
+  if (v.is_array()) {
+    for (const json& r : v) {
+      if (r.is_number_integer() && r.get<int64_t>() >= 0 && r.get<int64_t>() < kMaxAnalyzeWorld)
+        sorted->push_back(r.get<int>());
+    }
+    std::sort(sorted->begin(), sorted->end());
+    return v;
+  }
   if (!v.is_string()) bad(fmt::format("{}ranks is {}, not \"[0, 1, ...]\"", where, brief(v)));
   const std::string& s = v.get_ref<const std::string&>();
-  json out = json::array();
+  std::vector<int> list;
   size_t i = 0;
   auto skip = [&] {
     while (i < s.size() && s[i] == ' ') ++i;
@@ -45,10 +55,12 @@ json ranks_list(const json& v, const std::string& where) {
   ++i;
   skip();
   while (i < s.size() && s[i] != ']') {
-    size_t start = i;
-    while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i])) && i - start < 9) ++i;
+    const size_t start = i;
+    int r = 0;
+    while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i])) && i - start < 9)
+      r = r * 10 + (s[i++] - '0');
     if (i == start) bad(fmt::format("{}ranks '{}' holds a non-rank", where, brief(v)));
-    out.push_back(std::stoi(s.substr(start, i - start)));
+    list.push_back(r);
     skip();
     if (i < s.size() && s[i] == ',') {
       ++i;
@@ -58,7 +70,11 @@ json ranks_list(const json& v, const std::string& where) {
     }
   }
   if (i >= s.size()) bad(fmt::format("{}ranks '{}' has no closing ]", where, brief(v)));
-  return out;
+  for (int r : list) {
+    if (r < kMaxAnalyzeWorld) sorted->push_back(r);
+  }
+  std::sort(sorted->begin(), sorted->end());
+  return rank_ranges(list);
 }
 
 // A seq id: an int, or (torch's test fixtures) its decimal text.
@@ -158,7 +174,7 @@ class Converter {
     {
       InputBudget head = scratch();
       scratch_ = &head;
-      read_dump_header(header(root, rank), &d);
+      read_dump_header(header(root, rank), &d, budget_);
     }
     i = 0;
     if (entries) {
@@ -202,6 +218,8 @@ class Converter {
     const std::optional<Ref> version = doc_.get(root, "version", &steps_);
     out["reason"] = fmt::format("PyTorch flight-recorder dump (version {})",
                                 version ? brief(to_json(*version)) : "unknown");
+    // torch writes no host; a writer that adds one ("hostname", as collie's JSON) is read.
+    if (json host = field(root, "hostname"); host.is_string()) out["hostname"] = std::move(host);
     // Groups: their global ranks, sorted as fr_trace reads them.
     const json pg_config = field(root, "pg_config");
     if (!pg_config.is_object()) bad("pg_config is not a dict");
@@ -210,14 +228,8 @@ class Converter {
     for (const auto& [name, c] : pg_config.items()) {
       const std::string where = fmt::format("pg_config[{}]: ", printable(name));
       if (!c.is_object()) bad(where + "not a dict");
-      json ranks = ranks_list(c.value("ranks", json()), where);
       std::vector<int> sorted;
-      for (const json& r : ranks) {
-        if (r.is_number_integer() && r.get<int64_t>() >= 0 && r.get<int64_t>() < kMaxAnalyzeWorld) {
-          sorted.push_back(r.get<int>());
-        }
-      }
-      std::sort(sorted.begin(), sorted.end());
+      json ranks = ranks_of(c.value("ranks", json()), where, &sorted);
       if (!sorted.empty()) world = std::max(world, sorted.back() + 1);
       members_[name] = sorted;
       config[name] = {{"desc", c.value("desc", json(""))}, {"ranks", std::move(ranks)}};

@@ -93,7 +93,11 @@ void entry(PickleWriter& w, const FrEntry& e, int64_t pg_uid, const std::string&
   w.str(profiling_name(e, backend));
   key("time_created_ns");
   w.integer(e.time_created_ns);
-  if (e.state == FrState::Completed && e.time_discovered_completed_ns != 0) {
+  // torch retires an entry only when its work completes: one that failed (timed out, errored)
+  // is still in flight in torch's dumps, and written so here (collie's JSON says "failed").
+  const bool completed = e.state == FrState::Completed && !e.failed;
+  const FrState state = completed || !e.failed ? e.state : FrState::Started;
+  if (completed && e.time_discovered_completed_ns != 0) {
     key("duration_ms");
     w.real(static_cast<double>(e.time_discovered_completed_ns - e.time_created_ns) / 1e6);
   }
@@ -106,13 +110,13 @@ void entry(PickleWriter& w, const FrEntry& e, int64_t pg_uid, const std::string&
   key("output_dtypes");
   dtypes(w, e.output);
   key("state");
-  w.str(fr_state_name(e.state));
+  w.str(fr_state_name(state));
   key("time_discovered_started_ns");
   ns_or_none(w, e.time_discovered_started_ns);
   key("time_discovered_completed_ns");
-  ns_or_none(w, e.time_discovered_completed_ns);
+  ns_or_none(w, completed ? e.time_discovered_completed_ns : 0);
   key("retired");
-  w.boolean(e.retired);
+  w.boolean(e.retired && !e.failed);
   key("timeout_ms");
   w.integer(e.timeout_ms);
   key("is_p2p");

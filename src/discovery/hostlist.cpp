@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
+#include <map>
 
 #include "core/error.h"
 #include "core/printable.h"
@@ -99,6 +101,68 @@ std::vector<std::string> expand_hostlist(std::string_view expr) {
     }
   }
   if (depth != 0) bad(expr, "unbalanced '['");
+  return out;
+}
+
+namespace {
+
+// A host name split before its trailing number: "node0517" -> {"node", "0517", 517}.
+struct NumberedHost {
+  std::string digits;
+  unsigned long long value = 0;
+};
+
+// The text a number has inside a bracket whose range starts at `lo` (its zero padding).
+std::string padded_like(const std::string& lo, unsigned long long v) {
+  const int width = lo.size() > 1 && lo[0] == '0' ? static_cast<int>(lo.size()) : 0;
+  return fmt::format("{:0{}}", v, width);
+}
+
+}  // namespace
+
+std::string compress_hostlist(std::vector<std::string> hosts) {
+  std::sort(hosts.begin(), hosts.end());
+  hosts.erase(std::unique(hosts.begin(), hosts.end()), hosts.end());
+  std::map<std::string, std::vector<NumberedHost>> by_prefix;
+  std::vector<std::string> plain;
+  for (const std::string& h : hosts) {
+    size_t cut = h.size();
+    while (cut > 0 && std::isdigit(static_cast<unsigned char>(h[cut - 1]))) --cut;
+    const bool special = h.find_first_of("[],") != std::string::npos;
+    if (special || cut == h.size() || h.size() - cut > 18 || cut == 0) {
+      plain.push_back(h);
+      continue;
+    }
+    NumberedHost n{h.substr(cut), 0};
+    n.value = std::stoull(n.digits);
+    by_prefix[h.substr(0, cut)].push_back(std::move(n));
+  }
+  std::vector<std::string> parts = plain;
+  for (auto& [prefix, nums] : by_prefix) {
+    std::sort(nums.begin(), nums.end(), [](const NumberedHost& a, const NumberedHost& b) {
+      return a.value != b.value ? a.value < b.value : a.digits < b.digits;
+    });
+    std::string items;
+    size_t count = 0;
+    for (size_t i = 0; i < nums.size();) {
+      // A range runs while the next number is one more and reads as the range's padding says.
+      size_t j = i;
+      while (j + 1 < nums.size() && nums[j + 1].value == nums[j].value + 1 &&
+             nums[j + 1].digits == padded_like(nums[i].digits, nums[j + 1].value)) {
+        ++j;
+      }
+      if (!items.empty()) items += ',';
+      items += nums[i].digits;
+      if (j > i) items += fmt::format("-{}", padded_like(nums[i].digits, nums[j].value));
+      ++count;
+      i = j + 1;
+    }
+    const bool single = count == 1 && items.find('-') == std::string::npos;
+    parts.push_back(single ? prefix + items : prefix + "[" + items + "]");
+  }
+  std::sort(parts.begin(), parts.end());
+  std::string out;
+  for (const std::string& p : parts) out += (out.empty() ? "" : ",") + p;
   return out;
 }
 

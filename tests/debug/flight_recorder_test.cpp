@@ -173,6 +173,45 @@ TEST(FlightRecorder, DumpToDirIsAtomicAndParsable) {
   std::filesystem::remove_all(dir);
 }
 
+// A dump into several folders (the first failure's: the folder and first-failure/) is written
+// once: the second name is a hard link to the same file, and a later dump that replaces the
+// folder's file leaves first-failure/'s as it was. The dump names its host and lists a group's
+// ranks as ranges.
+TEST(FlightRecorder, ADumpIntoTwoFoldersIsOneFile) {
+  namespace fs = std::filesystem;
+  FlightRecorder fr(4);
+  auto g = trace();
+  fr.add_group(g);
+  std::vector<float> buf(1);
+  fr.record(*g, 1, call(OpType::Barrier, 1, buf));
+  const fs::path dir = fs::temp_directory_path() / ("collie_fr_link_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  FrDumpFormat both;
+  both.torch = true;
+  fr.dump_to_dir({dir.string(), (dir / "first-failure").string()}, 3, "first", both,
+                 DumpTrigger::Failure);
+  for (const char* name : {"collie_fr_rank_3.json", "nccl_trace_rank_3"}) {
+    EXPECT_TRUE(fs::equivalent(dir / name, dir / "first-failure" / name)) << name;
+    EXPECT_EQ(fs::hard_link_count(dir / name), 2u) << name;
+  }
+  fr.dump_to_dir(dir.string(), 3, "later", both, DumpTrigger::Request);
+  const auto reason = [](const fs::path& p) {
+    std::ifstream f(p);
+    return nlohmann::json::parse(f)["reason"].get<std::string>();
+  };
+  EXPECT_EQ(reason(dir / "collie_fr_rank_3.json"), "later");
+  EXPECT_EQ(reason(dir / "first-failure" / "collie_fr_rank_3.json"), "first");
+  EXPECT_EQ(fs::hard_link_count(dir / "first-failure" / "collie_fr_rank_3.json"), 1u);
+  int files = 0;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) files += e.is_regular_file();
+  EXPECT_EQ(files, 4);  // no temporary name left behind
+  std::ifstream f(dir / "collie_fr_rank_3.json");
+  const auto j = nlohmann::json::parse(f);
+  EXPECT_EQ(j["pg_config"]["0"]["ranks"], "0-2");
+  EXPECT_FALSE(j["hostname"].get<std::string>().empty());
+  fs::remove_all(dir);
+}
+
 TEST(FlightRecorder, CapacityFromEnv) {
   EXPECT_EQ(FlightRecorder::capacity_from_env(MapEnv(MapEnv::Map{})), 2000u);
   EXPECT_EQ(FlightRecorder::capacity_from_env(MapEnv(MapEnv::Map{{"COLLIE_FR_BUFFER_SIZE", "0"}})),

@@ -118,6 +118,24 @@ TEST(TorchDump, WritesTorchsLayoutAndTypes) {
   EXPECT_TRUE(barrier["time_discovered_started_ns"].is_null());
 }
 
+// An op that failed (its timeout fired) is still in flight in torch's dumps, which retire an
+// entry only when its work completes: written as started, not as a completed op (which made the
+// rank that gave up look idle outside collectives to an analyzer).
+TEST(TorchDump, AFailedOpIsWrittenAsStillInFlight) {
+  Recorded r;
+  const uint64_t id = r.fr.record(*r.g, 5, r.call(OpType::AllReduce, 4));
+  r.fr.mark_started(id);
+  r.clock.advance(std::chrono::seconds(30));
+  r.fr.mark_completed(id, /*failed=*/true);
+  const json j = parse_pickle(torch_dump_pickle(r.fr));
+  const json& e = j["entries"].back();
+  EXPECT_EQ(e["state"], "started");
+  EXPECT_TRUE(e["time_discovered_completed_ns"].is_null());
+  EXPECT_FALSE(e.contains("duration_ms"));
+  EXPECT_EQ(e["retired"], false);
+  EXPECT_EQ(j["entries"][0]["state"], "completed");  // one that completed stays so
+}
+
 TEST(TorchDump, BackendsTorchDoesNotKnowAreWrittenAsGlooOrAsConfigured) {
   Recorded mpi("mpi");
   EXPECT_EQ(parse_pickle(torch_dump_pickle(mpi.fr))["entries"][0]["profiling_name"],

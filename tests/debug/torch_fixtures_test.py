@@ -132,7 +132,7 @@ def main():
                 d = os.path.join(tmp, f"healthy_p{protocol}_w{world}")
                 write(healthy(world), d, protocol)
                 code, out, err = analyze(collie, d)
-                check(code == 0 and out is not None and out["culprits"] == [] and
+                check(code == 0 and out is not None and out["culprits"] == "" and
                       out["findings"] == [] and out["world_size"] == world,
                       f"healthy {world} ranks (protocol {protocol}): "
                       f"[{code}] {out['summary'] if out else err}")
@@ -143,9 +143,9 @@ def main():
                 write(skipped(world, culprit), d, protocol)
                 code, out, err = analyze(collie, d)
                 kinds = {f["kind"] for f in out["findings"]} if out else set()
-                states = {v["rank"]: v["state"] for v in out["ranks"]} if out else {}
-                check(code == 1 and out["culprits"] == [culprit] and "NOT_ALL_JOINED" in kinds and
-                      states.get(culprit) == "straggler",
+                states = {v["ranks"]: v["state"] for v in out["states"]} if out else {}
+                check(code == 1 and out["culprits"] == str(culprit) and "NOT_ALL_JOINED" in kinds and
+                      states.get(str(culprit)) == "straggler",
                       f"rank {culprit} of {world} skipped all_reduce #3 (protocol {protocol}): "
                       f"named [{code}] {out['summary'] if out else err}")
 
@@ -154,7 +154,7 @@ def main():
                 code, out, err = analyze(collie, d)
                 kinds = {f["kind"] for f in out["findings"]} if out else set()
                 if world > 2:  # with 2 ranks there is no majority to tell the culprit by
-                    check(code == 1 and out["culprits"] == [culprit] and
+                    check(code == 1 and out["culprits"] == str(culprit) and
                           "COLLECTIVE_TYPE_MISMATCH" in kinds,
                           f"rank {culprit} of {world} called broadcast for all_reduce #2 "
                           f"(protocol {protocol}): named [{code}] {out['summary'] if out else err}")

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "core/env.h"
 #include "core/error.h"
 #include "discovery/hostlist.h"
@@ -21,6 +23,29 @@ TEST(Hostlist, ExpandsRangesListsAndPadding) {
   EXPECT_EQ(expand_hostlist("n[08-10]"), (V{"n08", "n09", "n10"}));
   EXPECT_EQ(expand_hostlist("r[1-2]n[1-2]"), (V{"r1n1", "r1n2", "r2n1", "r2n2"}));
   EXPECT_EQ(expand_hostlist("x,y[3],z"), (V{"x", "y3", "z"}));
+}
+
+// Compressed as Slurm writes hostlists; expanding the result gives the names back (sorted, once).
+TEST(Hostlist, CompressesAsSlurmAndExpandsBack) {
+  EXPECT_EQ(compress_hostlist({}), "");
+  EXPECT_EQ(compress_hostlist({"node7"}), "node7");
+  EXPECT_EQ(compress_hostlist({"node520", "node517", "node518", "node519", "node517"}),
+            "node[517-520]");
+  EXPECT_EQ(compress_hostlist({"n10", "n08", "n09", "n12"}), "n[08-10,12]");
+  EXPECT_EQ(compress_hostlist({"n9", "n10", "gpu-a2", "gpu-a1", "login"}),
+            "gpu-a[1-2],login,n[9-10]");
+  EXPECT_EQ(compress_hostlist({"a1-ib", "a2-ib"}), "a1-ib,a2-ib");
+  EXPECT_EQ(compress_hostlist({"n01", "n1", "n2"}), "n[01,1-2]");
+  for (const V& hosts : {V{"node0001", "node0002", "node0010", "node0009", "x", "gpu3"},
+                         V{"r1n1", "r1n2", "r2n1"}, V{"n099", "n100", "n101"}}) {
+    V want = hosts;
+    std::sort(want.begin(), want.end());
+    const std::string list = compress_hostlist(hosts);
+    V got = expand_hostlist(list);
+    std::sort(got.begin(), got.end());
+    EXPECT_EQ(got, want) << list;
+  }
+  EXPECT_EQ(compress_hostlist({"a[1]"}), "a[1]");  // not a host name: listed as it is
 }
 
 TEST(Hostlist, MalformedIsInvalidArgumentNamingTheExpression) {

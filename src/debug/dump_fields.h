@@ -1,0 +1,135 @@
+#pragma once
+// The checks of a dump's fields (dump_reader.cpp), written once over any JSON tree: nlohmann's
+// (a header, a PyTorch dump converted entry by entry) and simdjson's (collie's JSON dumps, read
+// at the speed a folder of 16,384 dumps needs). A tree is seen through two small views:
+//   V, a value: is_null, is_bool/boolean, is_int/i64 (fits int64), is_uint/u64 (a non-negative
+//     integer), is_number/dbl, is_string/str, text (compact JSON, for messages and sizes);
+//   O, an object: std::optional<V> get(const char* key), nullopt when absent or null.
+// Every number is range-checked, every string kept is made printable. Internal to src/debug.
+// Thread safety: pure functions.
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+
+#include "core/error.h"
+#include "core/printable.h"
+#include "debug/analyzer.h"
+
+namespace collie::dump_fields {
+
+[[noreturn]] inline void bad(const std::string& what) {
+  throw InvalidArgument(fmt::format("invalid flight-recorder dump: {}", what));
+}
+
+// "gloo:send 0->1" -> "send".
+inline std::string op_of(const std::string& profiling_name) {
+  auto colon = profiling_name.find(':');
+  std::string op = colon == std::string::npos ? profiling_name : profiling_name.substr(colon + 1);
+  auto space = op.find(' ');
+  return space == std::string::npos ? op : op.substr(0, space);
+}
+
+template <class O>
+uint64_t get_u64(const O& o, const char* key, const std::string& where) {
+  const auto v = o.get(key);
+  if (!v) return 0;
+  if (v->is_uint()) return v->u64();
+  if (v->is_int()) bad(fmt::format("{}{} {} is negative", where, key, v->text()));
+  bad(fmt::format("{}{} is {}, not a non-negative integer", where, key, v->text()));
+}
+
+template <class O>
+int64_t get_i64(const O& o, const char* key, const std::string& where) {
+  const auto v = o.get(key);
+  if (!v) return 0;
+  if (v->is_int()) return v->i64();
+  if (v->is_uint()) bad(fmt::format("{}{} {} is out of range", where, key, v->text()));
+  bad(fmt::format("{}{} is {}, not an integer", where, key, v->text()));
+}
+
+// An integer in [lo, hi], or nullopt (not an integer, or out of range).
+template <class V>
+std::optional<int64_t> int_in(const V& v, int64_t lo, int64_t hi) {
+  if (v.is_int()) {
+    const int64_t i = v.i64();
+    if (i < lo || i > hi) return std::nullopt;
+    return i;
+  }
+  return std::nullopt;  // not an integer, or above int64's range
+}
+
+// A rank: an integer in [lo, kMaxAnalyzeWorld).
+template <class V>
+int get_rank(const V& v, const std::string& what, int lo) {
+  const auto r = int_in(v, lo, kMaxAnalyzeWorld - 1);
+  if (!r)
+    bad(fmt::format("{} {} is not a rank in {}..{}", what, v.text(), lo, kMaxAnalyzeWorld - 1));
+  return static_cast<int>(*r);
+}
+
+template <class O>
+int get_rank_or(const O& o, const char* key, int def, int lo, const std::string& where) {
+  const auto v = o.get(key);
+  return v ? get_rank(*v, where + key, lo) : def;
+}
+
+template <class O>
+bool get_bool(const O& o, const char* key) {
+  const auto v = o.get(key);
+  if (!v) return false;
+  if (!v->is_bool()) bad(fmt::format("{} is {}, not true/false", key, v->text()));
+  return v->boolean();
+}
+
+template <class O>
+std::string get_str(const O& o, const char* key, const std::string& where, bool required) {
+  const auto v = o.get(key);
+  if (!v) {
+    if (required) bad(fmt::format("{}{} is missing", where, key));
+    return "";
+  }
+  if (!v->is_string()) bad(fmt::format("{}{} is {}, not a string", where, key, v->text()));
+  return printable(v->str());
+}
+
+// One entry of a dump (`index` names it in errors).
+template <class O>
+DumpEntry read_entry(const O& e, size_t index) {
+  const std::string where = fmt::format("entry {}: ", index);
+  DumpEntry x;
+  x.record_id = get_u64(e, "record_id", where);
+  x.pg_id = get_str(e, "pg_id", where, true);
+  x.collective_seq_id = get_u64(e, "collective_seq_id", where);
+  x.p2p_seq_id = get_u64(e, "p2p_seq_id", where);
+  x.profiling_name = get_str(e, "profiling_name", where, true);
+  x.op = op_of(x.profiling_name);
+  auto text = [&](const char* key) {
+    const auto v = e.get(key);
+    return v ? printable(v->text()) : std::string("[]");
+  };
+  x.sizes = text("input_sizes");
+  x.dtypes = text("input_dtypes");
+  x.output_sizes = text("output_sizes");
+  x.output_dtypes = text("output_dtypes");
+  x.reduce_op = get_str(e, "reduce_op", where, false);
+  if (const auto d = e.get("duration_ms")) {
+    if (!d->is_number() || !(d->dbl() >= 0 && d->dbl() < 1e12))
+      bad(fmt::format("{}duration_ms {} is not a duration in ms", where, printable(d->text())));
+    x.duration_ms = d->dbl();
+  }
+  x.state = get_str(e, "state", where, true);
+  x.failed = get_bool(e, "failed");
+  x.is_p2p = get_bool(e, "is_p2p");
+  x.root = get_rank_or(e, "root", -1, -1, where);
+  x.peer = get_rank_or(e, "peer", -1, -1, where);
+  // PyTorch and collie write null for "not yet" (get() reads null as absent: 0).
+  x.time_created_ns = get_i64(e, "time_created_ns", where);
+  x.time_started_ns = get_i64(e, "time_discovered_started_ns", where);
+  x.time_completed_ns = get_i64(e, "time_discovered_completed_ns", where);
+  return x;
+}
+
+}  // namespace collie::dump_fields
