@@ -266,9 +266,10 @@ void add_stuck(std::vector<Stuck>& all, std::vector<LiveFinding>& out) {
             "{}: every answering member ({}) waits in {} #{} for up to {:.1f} s "
             "and none is behind{}",
             groups_name(gs), with_commas(u.ranks.count()), std::get<1>(key), std::get<2>(key), age,
-            std::get<3>(key)
-                ? fmt::format("; {} members did not answer: look at them", with_commas(absent))
-                : ": look at the network or the backend (/v1/stacks)")});
+            std::get<3>(key) ? fmt::format("; {} {} not answer: look at {}", with_commas(absent),
+                                           absent == 1 ? "member did" : "members did",
+                                           absent == 1 ? "it" : "them")
+                             : ": look at the network or the backend (/v1/stacks)")});
   }
 }
 
