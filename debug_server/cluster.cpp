@@ -3,14 +3,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cctype>
 #include <charconv>
 #include <chrono>
-#include <condition_variable>
+#include <map>
 #include <memory>
-#include <mutex>
-#include <thread>
+#include <numeric>
+#include <ranges>
 
 #include "core/json_input.h"
 #include "core/printable.h"
@@ -21,55 +20,37 @@
 namespace collie {
 namespace {
 
-struct Pending {
-  std::mutex mu;
-  std::condition_variable cv;
-  int remaining = 0;
-  std::vector<RankView> results;
-  std::atomic<bool> ended{false};  // the request that started the fetches has returned
-};
+using Steady = std::chrono::steady_clock;
 
+// One rank's two GETs, and what it is missing.
 struct Fetch {
   int rank = 0;
   std::string url;
-  MemberAddress at;
-  std::chrono::steady_clock::time_point deadline;
-  std::string token;       // "" = send none
-  std::string token_note;  // why a token was not sent, for a 401
-  const std::atomic<bool>* ended = nullptr;
+  std::unique_ptr<http::Exchange> status, dump;
 };
 
-// GET `target` of a rank; returns the body of a 200 or throws with the reason.
-std::string get_body(const Fetch& f, const std::string& target, size_t max_body) {
-  http::GetRequest r;
-  r.host = f.at.host;
-  r.port = f.at.port;
-  r.target = target;
-  if (!f.token.empty()) r.headers.emplace_back("Authorization", "Bearer " + f.token);
-  r.deadline = f.deadline;
-  r.max_body_bytes = max_body;
-  r.cancel = f.ended;
-  const http::Reply res = http::get(r);
-  if (res.status != 200) {
-    throw std::runtime_error(fmt::format("HTTP {} from {}{}{}", res.status, f.url, target,
-                                         res.status == 401 ? f.token_note : ""));
+// The body of a 200 or throws with the reason.
+std::string body_of(http::Exchange& x, const std::string& token_note) {
+  if (!x.ok()) throw std::runtime_error(x.error());
+  if (x.reply().status != 200) {
+    throw std::runtime_error(fmt::format("HTTP {} from {}{}", x.reply().status, x.url(),
+                                         x.reply().status == 401 ? token_note : ""));
   }
-  return res.body;
+  return x.take_reply().body;
 }
 
-RankView fetch_one(const Fetch& f) {
-  RankView v;
-  v.rank = f.rank;
-  v.url = f.url;
+void read_fetch(Fetch& f, const std::string& token_note, RankView& v) {
   try {
     // Depth-limited: the status is embedded in the cluster view's own JSON, whose writer
     // recurses (a rank's status nests 4 deep).
-    v.status = parse_json_input(get_body(f, "/v1/status", kMaxFanoutStatusBytes), 32);
-    v.dump =
-        parse_dump(get_body(f, fmt::format("/v1/flight_recorder?entries={}", kClusterViewEntries),
-                            kMaxFanoutDumpBytes));
-    if (v.dump->rank != f.rank) {
-      throw std::runtime_error(fmt::format("{} served the dump of rank {}", f.url, v.dump->rank));
+    v.status = parse_json_input(body_of(*f.status, token_note), 32);
+    if (f.dump) {
+      v.dump = parse_dump(body_of(*f.dump, token_note));
+      if (v.dump->rank != f.rank) {
+        throw std::runtime_error(fmt::format("{} served the dump of rank {}", f.url, v.dump->rank));
+      }
+    } else if (!v.status.is_object() || !v.status.contains("rank") || v.status["rank"] != f.rank) {
+      throw std::runtime_error(fmt::format("{} served the status of another rank", f.url));
     }
     v.reachable = true;
   } catch (const std::exception& e) {
@@ -77,7 +58,15 @@ RankView fetch_one(const Fetch& f) {
     v.dump.reset();
     v.error = printable(e.what());
   }
-  return v;
+}
+
+std::string token_note_for(Store& store, const std::string& token) {
+  return token.empty() || store.members_only()
+             ? ""
+             : fmt::format(
+                   "; the bearer token was not sent: the store serves anyone who reaches it, "
+                   "so this address may be planted (give the job a {})",
+                   kStoreSecretEnv);
 }
 
 }  // namespace
@@ -127,92 +116,173 @@ std::optional<MemberAddress> member_address(const std::string& url, std::string*
   return MemberAddress{std::string(host), p};
 }
 
-ClusterView fetch_cluster(Store& store, int world_size, Millis per_rank_timeout,
-                          const std::string& token, const SelfData* self) {
-  const auto t0 = std::chrono::steady_clock::now();
+ClusterView fetch_ranks(Store& store, int world_size, const std::vector<int>& ranks, bool dumps,
+                        Millis per_rank_timeout, const std::string& token, const SelfData* self) {
+  const auto t0 = Steady::now();
   ClusterView view;
   view.world_size = world_size;
-  auto pending = std::make_shared<Pending>();
-  pending->results.resize(world_size);
-  std::vector<Fetch> targets;
   // The token goes only to addresses that members of the job wrote.
   const bool send_token = !token.empty() && store.members_only();
-  const std::string token_note =
-      token.empty() || send_token
-          ? ""
-          : fmt::format(
-                "; the bearer token was not sent: the store serves anyone who reaches it, "
-                "so this address may be planted (give the job a {})",
-                kStoreSecretEnv);
-  for (int r = 0; r < world_size; ++r) {
-    RankView& v = pending->results[r];
+  const std::string token_note = token_note_for(store, token);
+  std::vector<int> others;
+  for (int r : ranks) {
+    if (self == nullptr || r != self->rank) others.push_back(r);
+  }
+  // One batched read of the addresses, before any deadline starts.
+  std::shared_ptr<Store> borrowed(&store, [](Store*) {});
+  StoreAddresses book(borrowed);
+  std::vector<RankAddress> at;
+  std::string lookup_error;
+  try {
+    at = book.addresses(others);
+  } catch (const std::exception& e) {
+    lookup_error = printable(e.what());
+    at = book.cached(others);
+  }
+  const auto deadline = Steady::now() + per_rank_timeout;
+  std::vector<Fetch> fetches;
+  std::vector<http::Exchange*> xs;
+  std::map<int, RankView> views;
+  for (size_t i = 0; i < others.size(); ++i) {
+    const int r = others[i];
+    RankView& v = views[r];
     v.rank = r;
-    if (self != nullptr && r == self->rank) {
-      v.status = self->status;
-      v.url = v.status.value("url", "");
-      try {
-        v.dump = parse_dump(self->flight_recorder);
-        v.reachable = true;
-      } catch (const std::exception& e) {
-        v.error = e.what();
-      }
+    const RankAddress& a = at[i];
+    if (a.state != RankAddress::State::kKnown) {
+      v.error = a.state == RankAddress::State::kNone
+                    ? "no address in the store (debug server not started on that rank?)"
+                : !a.why.empty()
+                    ? a.why
+                    : fmt::format("store lookup of debug_server/{} failed: {}", r, lookup_error);
       continue;
     }
-    const std::string key = fmt::format("debug_server/{}", r);
+    v.url = a.url;
+    auto get = [&](std::string target, size_t max_body) {
+      http::GetRequest g;
+      g.host = a.host;
+      g.port = a.port;
+      g.target = std::move(target);
+      if (send_token) g.headers.emplace_back("Authorization", "Bearer " + token);
+      g.deadline = deadline;
+      g.max_body_bytes = max_body;
+      return std::make_unique<http::Exchange>(std::move(g));
+    };
+    Fetch f;
+    f.rank = r;
+    f.url = a.url;
+    f.status = get("/v1/status", kMaxFanoutStatusBytes);
+    xs.push_back(f.status.get());
+    if (dumps) {
+      f.dump = get(fmt::format("/v1/flight_recorder?entries={}", kClusterViewEntries),
+                   kMaxFanoutDumpBytes);
+      xs.push_back(f.dump.get());
+    }
+    fetches.push_back(std::move(f));
+  }
+  http::run_all(xs);
+  for (Fetch& f : fetches) read_fetch(f, token_note, views[f.rank]);
+  for (RankView& v : views | std::views::values) {
+    if (!v.reachable && v.error.rfind("no answer by the deadline", 0) == 0) {
+      v.error = fmt::format("no answer from {} within {} ms ({})", v.url, per_rank_timeout.count(),
+                            v.error);
+    }
+  }
+  if (self != nullptr && std::find(ranks.begin(), ranks.end(), self->rank) != ranks.end()) {
+    RankView& v = views[self->rank];
+    v.rank = self->rank;
+    v.status = self->status;
+    v.url = v.status.value("url", "");
     try {
-      // check() never waits, so a rank that never started its server costs nothing.
-      if (!store.check({key})) {
-        v.error = "no address in the store (debug server not started on that rank?)";
-        continue;
-      }
-      std::string url = store.get_string(key);
-      std::string why;
-      const std::optional<MemberAddress> at = member_address(url, &why);
-      if (!at) {
-        // Never contact (or send the token to) something that is not a rank's debug server.
-        v.url = printable(url.substr(0, 120));
-        v.error = fmt::format(
-            "{} = '{}' is not a debug server address http://HOST:PORT ({}); "
-            "not contacted",
-            key, v.url, why);
-        continue;
-      }
-      targets.push_back(Fetch{.rank = r,
-                              .url = std::move(url),
-                              .at = *at,
-                              .deadline = t0 + per_rank_timeout,
-                              .token = send_token ? token : "",
-                              .token_note = token_note,
-                              .ended = &pending->ended});
+      if (dumps) v.dump = parse_dump(self->flight_recorder);
+      v.reachable = true;
     } catch (const std::exception& e) {
-      v.error = fmt::format("store lookup of {} failed: {}", key, e.what());
+      v.error = e.what();
     }
   }
-  pending->remaining = static_cast<int>(targets.size());
-  for (Fetch& f : targets) {
-    pending->results[f.rank].url = f.url;
-    std::thread([pending, f = std::move(f)] {
-      RankView v = fetch_one(f);
-      std::lock_guard<std::mutex> lock(pending->mu);
-      if (pending->results[f.rank].error.empty()) pending->results[f.rank] = std::move(v);
-      --pending->remaining;
-      pending->cv.notify_all();
-    }).detach();
-  }
-  {
-    std::unique_lock<std::mutex> lock(pending->mu);
-    const auto deadline = t0 + per_rank_timeout + std::chrono::milliseconds(200);
-    pending->cv.wait_until(lock, deadline, [&] { return pending->remaining == 0; });
-    for (auto& v : pending->results) {
-      if (!v.reachable && v.error.empty()) {
-        v.error = fmt::format("no answer from {} within {} ms", v.url, per_rank_timeout.count());
-      }
-    }
-    view.ranks = pending->results;  // copy: late workers may still write into pending
-  }
-  pending->ended = true;  // late fetches stop reading within 50 ms
-  view.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  for (auto& [r, v] : views) view.ranks.push_back(std::move(v));
+  view.elapsed_s = std::chrono::duration<double>(Steady::now() - t0).count();
   return view;
+}
+
+ClusterView fetch_cluster(Store& store, int world_size, Millis per_rank_timeout,
+                          const std::string& token, const SelfData* self) {
+  std::vector<int> all(static_cast<size_t>(std::max(world_size, 0)));
+  std::iota(all.begin(), all.end(), 0);
+  return fetch_ranks(store, world_size, all, true, per_rank_timeout, token, self);
+}
+
+TreeQueryOptions tree_options(Store& store, int world_size, Millis level,
+                              const std::string& token) {
+  TreeQueryOptions o;
+  o.world_size = world_size;
+  o.level = level;
+  if (store.members_only()) o.token = token;
+  o.token_note = token_note_for(store, token);
+  return o;
+}
+
+std::vector<int> named_ranks(const LiveReport& r, const LiveSummary& s, size_t max) {
+  std::vector<int> out;
+  auto take = [&](const RankRanges& set, size_t n) {
+    for (int x : set.first_ranks(n)) {
+      if (out.size() >= max) return;
+      if (s.answered.lists(x) && std::find(out.begin(), out.end(), x) == out.end())
+        out.push_back(x);
+    }
+  };
+  for (const LiveFinding& f : r.findings) {
+    if (f.culprit) take(f.ranks, max);
+  }
+  for (const LiveFinding& f : r.findings) {
+    if (!f.culprit) take(f.ranks, 4);
+  }
+  for (const LiveGroup& g : s.groups) {
+    for (const LiveBucket& b : g.buckets) take(b.ranks, 1);
+    break;
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string detail_line(const RankView& v) {
+  if (!v.reachable) return fmt::format("rank {}: {}", v.rank, v.error);
+  const nlohmann::json& s = v.status;
+  std::string out = fmt::format("rank {} on {} (pid {})", v.rank, s.value("host", std::string("?")),
+                                s.value("pid", int64_t{0}));
+  const nlohmann::json groups = s.value("groups", nlohmann::json::array());
+  for (const auto& g : groups) {
+    if (!g.is_object()) continue;
+    out += fmt::format("; group {}:", g.value("pg", std::string("?")));
+    const nlohmann::json inflight = g.value("inflight", nlohmann::json::array());
+    for (const auto& op : inflight) {
+      if (!op.is_object()) continue;
+      out += fmt::format(" in {} #{} for {:.1f} s,", op.value("op", std::string("?")),
+                         op.value("seq", uint64_t{0}), op.value("age_s", 0.0));
+    }
+    out += fmt::format(" last completed {} #{}, last progress {:.1f} s ago",
+                       g.value("last_completed_op", std::string("-")),
+                       g.value("last_completed_seq", uint64_t{0}),
+                       g.value("since_last_progress_s", 0.0));
+  }
+  return printable(out);
+}
+
+LiveView live_view(Store& store, TreeQuery& tree, int world_size, Millis level,
+                   double stall_after_s, const std::string& token, const SelfData* self) {
+  const auto t0 = Steady::now();
+  LiveView v;
+  v.summary = run_tree_query(tree);
+  v.report = judge_live(v.summary, stall_after_s);
+  v.report.elapsed_s = std::chrono::duration<double>(Steady::now() - t0).count();
+  if (world_size <= kFullViewRanks) {
+    v.details = fetch_cluster(store, world_size, level, token, self);
+    v.analysis = analyze_cluster(v.details, stall_after_s);
+  } else {
+    v.details = fetch_ranks(store, world_size, named_ranks(v.report, v.summary, kDetailRanks),
+                            false, level, token, self);
+  }
+  v.elapsed_s = std::chrono::duration<double>(Steady::now() - t0).count();
+  return v;
 }
 
 Analysis analyze_cluster(const ClusterView& view, double stall_after_s) {
@@ -231,17 +301,35 @@ Analysis analyze_cluster(const ClusterView& view, double stall_after_s) {
   return analyze(dumps, o);
 }
 
-nlohmann::json cluster_json(const ClusterView& view, const Analysis& analysis) {
-  const std::vector<RankVerdict> verdicts = analysis.verdicts();
+nlohmann::json cluster_json(const LiveView& lv) {
+  const ClusterView& view = lv.details;
+  const std::vector<RankVerdict> verdicts =
+      lv.analysis ? lv.analysis->verdicts() : std::vector<RankVerdict>{};
   nlohmann::json ranks = nlohmann::json::array();
   for (const auto& v : view.ranks) {
     const bool judged = v.rank >= 0 && v.rank < static_cast<int>(verdicts.size());
-    nlohmann::json r = {
-        {"rank", v.rank},
-        {"reachable", v.reachable},
-        {"url", v.url},
-        {"state", judged ? verdicts[v.rank].state : "ok"},
-        {"reasons", judged ? verdicts[v.rank].reasons : std::vector<std::string>{}}};
+    std::string state = judged ? verdicts[v.rank].state : "ok";
+    std::vector<std::string> reasons =
+        judged ? verdicts[v.rank].reasons : std::vector<std::string>{};
+    if (!judged) {
+      // Without the analyzer (a large world), the live findings that name the rank.
+      for (const LiveFinding& f : lv.report.findings) {
+        if (!f.ranks.lists(v.rank)) continue;
+        reasons.push_back(f.message);
+        if (state == "ok") {
+          state = f.kind == "NOT_JOINED"                        ? "straggler"
+                  : f.kind == "COLLECTIVE_TYPE_MISMATCH"        ? "culprit"
+                  : f.kind == "STUCK" || f.kind == "STRAGGLING" ? "stalled"
+                                                                : "ok";
+        }
+      }
+      if (!v.reachable) state = "unreachable";
+    }
+    nlohmann::json r = {{"rank", v.rank},
+                        {"reachable", v.reachable},
+                        {"url", v.url},
+                        {"state", state},
+                        {"reasons", reasons}};
     if (v.reachable) {
       r["status"] = v.status;
     } else {
@@ -250,9 +338,10 @@ nlohmann::json cluster_json(const ClusterView& view, const Analysis& analysis) {
     ranks.push_back(std::move(r));
   }
   return {{"world_size", view.world_size},
-          {"elapsed_s", view.elapsed_s},
+          {"elapsed_s", lv.elapsed_s},
+          {"live", live_json(lv.report, lv.summary)},
           {"ranks", std::move(ranks)},
-          {"analysis", to_json_value(analysis)}};
+          {"analysis", lv.analysis ? to_json_value(*lv.analysis) : nlohmann::json(nullptr)}};
 }
 
 }  // namespace collie

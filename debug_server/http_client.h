@@ -1,13 +1,23 @@
 #pragma once
-// The cluster fan-out's HTTP client: one GET to an address read from the store, whose other end
-// is not trusted (a rank that hangs, or whatever is listening where a planted address points).
-// Everything is bounded by the caller: the whole exchange (resolve, connect, request, head and
-// body) by one deadline, the head by http::kMaxHeadBytes and kMaxHeaderCount, the body by
-// max_body_bytes, and it stops within 50 ms once `cancel` is set (the request it served ended).
-// One connection per call ("Connection: close"); no redirects, no chunked bodies.
-// Thread safety: reentrant; `cancel` may be set from any thread.
+// The debug servers' HTTP client: GETs to addresses read from the store, whose other end is not
+// trusted (a rank that hangs, or whatever is listening where a planted address points), many at
+// once on one thread. Each GET is an Exchange, a non-blocking state machine (connect, send the
+// request, read the head, read the body) that any event loop can drive through fd(), wants() and
+// on_ready(): run_all() drives a batch with poll(2) (the live-status tree's nodes, the cluster
+// view's detail fetches), the scale benchmark drives thousands from its own epoll loop.
+// Everything is bounded by the caller: the whole exchange by one deadline, the head by
+// http::kMaxHeadBytes and kMaxHeaderCount, the body by max_body_bytes, and run_all stops within
+// 50 ms once `cancel` is set (the request it served ended). One connection per GET
+// ("Connection: close"); no redirects, no chunked bodies. The response parser is
+// http_request.h's, fuzzed by tests/fuzz/fuzz_http.cpp.
+// Thread safety: an Exchange belongs to one thread at a time; get/get_many/run_all are
+// reentrant; `cancel` may be set from any thread.
+#include <sys/socket.h>
+
 #include <atomic>
 #include <chrono>
+#include <functional>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -26,9 +36,74 @@ struct GetRequest {
   const std::atomic<bool>* cancel = nullptr;
 };
 
-// The response (status, body). Throws std::runtime_error, one line naming http://host:port/target
-// and why: cannot resolve, refused, no answer by the deadline, cancelled, a head or body above
-// its limit, a malformed or truncated response.
+class Exchange {
+ public:
+  explicit Exchange(GetRequest req);
+  ~Exchange();
+  Exchange(const Exchange&) = delete;
+  Exchange& operator=(const Exchange&) = delete;
+
+  // Resolves the host (an IP literal at once; a name through the system resolver, bounded by
+  // its own timeouts) and starts connecting. Afterwards either done() or fd() >= 0.
+  void start();
+  int fd() const { return fd_; }
+  // POLLIN or POLLOUT: what fd() must be ready for before on_ready(); 0 once done().
+  short wants() const;
+  // fd() is ready (or in error): makes what progress it can without blocking.
+  void on_ready();
+  // Ends it unless done: "no answer by the deadline while <step>" (or `why` instead).
+  void expire(const std::string& why = "");
+  bool done() const { return state_ == State::kDone; }
+  bool ok() const { return done() && error_.empty(); }
+  // Ended by its deadline (expire() without a reason), not by an error or an answer.
+  bool timed_out() const { return timed_out_; }
+  // When done: the response (status, headers, body) or, when !ok(), one line naming
+  // http://host:port/target and why (cannot resolve, refused, no answer by the deadline,
+  // cancelled, a head or body above its limit, a malformed or truncated response).
+  const Reply& reply() const { return reply_; }
+  Reply take_reply() { return std::move(reply_); }
+  const std::string& error() const { return error_; }
+  const GetRequest& request() const { return req_; }
+  const std::string& url() const { return url_; }
+
+ private:
+  enum class State { kIdle, kConnecting, kSending, kHead, kBody, kDone };
+  void fail(const std::string& why);
+  void connect_next();
+  void send_some();
+  void read_some();
+  bool head_complete();
+  void finish_body(bool closed);
+  const char* doing() const;
+  void close_fd();
+
+  GetRequest req_;
+  std::string url_;
+  State state_ = State::kIdle;
+  int fd_ = -1;
+  std::vector<sockaddr_storage> addrs_;
+  std::vector<socklen_t> addr_lens_;
+  size_t next_addr_ = 0;
+  std::string last_connect_error_ = "no address";
+  std::string out_;
+  size_t sent_ = 0;
+  std::string in_;
+  Reply reply_;
+  std::string error_;
+  bool timed_out_ = false;
+};
+
+// Drives every exchange (started or not) until each is done: its deadline passed, `cancel`
+// (from its request) set, or its answer read. One thread, one poll(2) over all of them.
+// `on_done`, when given, is called once for each exchange as it ends and may return more to
+// drive alongside (a tree node asking a silent child's children).
+using OnDone = std::function<std::vector<Exchange*>(Exchange*)>;
+void run_all(std::vector<Exchange*> exchanges, const OnDone& on_done = {});
+
+// One GET per request, all at once (run_all); one result per request, in order.
+std::vector<std::unique_ptr<Exchange>> get_many(std::vector<GetRequest> reqs);
+
+// One GET. Throws std::runtime_error with the exchange's error line.
 Reply get(const GetRequest& req);
 
 }  // namespace collie::http

@@ -1,5 +1,7 @@
-// The cluster page served at "/". One renderer (the inline script) draws the table both from
-// the data embedded at serve time and from each refresh, so the two cannot disagree.
+// The cluster page served at "/". One renderer (the inline script) draws the summary and the
+// table both from the data embedded at serve time and from each refresh, so the two cannot
+// disagree. The summary is the live-status tree's (any world size); the table lists the ranks
+// fetched in detail (every rank of a small world, the ranks the summary names otherwise).
 #include <fmt/format.h>
 
 #include "debug_server/cluster.h"
@@ -18,11 +20,12 @@ tr.ok td.state {{ color: #2a7d2a; }}
 tr.stalled {{ background: #fff7d6; }}
 tr.straggler, tr.culprit {{ background: #ffd9d6; font-weight: bold; }}
 tr.unreachable {{ background: #e4e4e4; color: #777; }}
-#findings li {{ color: #a00; }}
+#findings li, #live li.finding {{ color: #a00; }}
 </style></head>
 <body>
 <h1>collie cluster view</h1>
 <p id="summary"></p>
+<ul id="live"></ul>
 <table id="cluster"><thead><tr><th>rank</th><th>host</th><th>state</th>
 <th>last completed</th><th>in flight</th><th>details</th></tr></thead><tbody></tbody></table>
 <ul id="findings"></ul>
@@ -54,11 +57,18 @@ function render(data) {{
               td(r.reachable ? r.reasons.join('; ') : r.error));
     body.append(tr);
   }}
+  const live = data.live;
   document.getElementById('summary').textContent =
-      data.analysis.summary + ' (fetched in ' + data.elapsed_s.toFixed(2) + ' s)';
+      (data.analysis ? data.analysis.summary : live.summary) + ' (' + live.answered.count +
+      ' of ' + live.world_size + ' ranks answered; fetched in ' + data.elapsed_s.toFixed(2) + ' s)';
+  const item = (text, cls) => {{
+    const li = document.createElement('li'); li.textContent = text; li.className = cls || '';
+    return li; }};
+  document.getElementById('live').replaceChildren(
+      ...live.groups.map(g => item(g.text)),
+      ...live.findings.map(x => item(x.kind + ': ' + x.message, 'finding')));
   const f = document.getElementById('findings');
-  f.replaceChildren(...data.analysis.findings.map(x => {{
-    const li = document.createElement('li'); li.textContent = x.message; return li; }}));
+  f.replaceChildren(...(data.analysis ? data.analysis.findings : []).map(x => item(x.message)));
 }}
 render({data});
 setInterval(() => fetch('/v1/cluster/status' + location.search).then(r => r.json()).then(render)
@@ -71,9 +81,8 @@ setInterval(() => fetch('/v1/cluster/status' + location.search).then(r => r.json
 
 }  // namespace
 
-std::string render_cluster_page(const ClusterView& view, const Analysis& analysis, int self_rank,
-                                int refresh_ms) {
-  std::string data = cluster_json(view, analysis).dump();
+std::string render_cluster_page(const LiveView& v, int self_rank, int refresh_ms) {
+  std::string data = cluster_json(v).dump();
   // Inside <script>, "</script>" in a string would end the element; escape every '<'.
   std::string escaped;
   escaped.reserve(data.size());

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 
 #include "core/clock.h"
 #include "core/error.h"
@@ -13,6 +14,7 @@
 #include "debug/flight_recorder.h"
 #include "debug_server/cluster.h"
 #include "debug_server/http_server.h"
+#include "debug_server/live_tree.h"
 #include "debug_server/stacks.h"
 #include "debug_server/status_json.h"
 #include "metrics/inspector_metrics.h"
@@ -144,13 +146,26 @@ std::unique_ptr<DebugServer> DebugServer::start(DebugServerOptions opts) {
   s->http_->start();
   if (s->opts_.store) {
     s->opts_.store->set(fmt::format("debug_server/{}", s->opts_.rank), s->url_);
+    // The addresses its tree node will ask, read now, not while a query waits.
+    if (s->opts_.world_size > 1) {
+      try {
+        s->resolver_ = std::make_unique<TreeAddressResolver>(s->opts_.store->clone(), s->opts_.rank,
+                                                             s->opts_.world_size);
+      } catch (const std::exception& e) {
+        log(LogLevel::Warning,
+            "debug server for rank {}: its live-status tree node cannot read addresses ({}); "
+            "the ranks below it will show as not reached",
+            s->opts_.rank, e.what());
+      }
+    }
   }
   log(LogLevel::Info, "debug server for rank {} at {}", s->opts_.rank, s->url_);
   return s;
 }
 
 void DebugServer::stop() {
-  if (http_) http_->stop();
+  if (http_) http_->stop();  // first: its handlers use the resolver
+  if (resolver_) resolver_->stop();
 }
 
 void DebugServer::install_routes() {
@@ -158,6 +173,7 @@ void DebugServer::install_routes() {
   install_error_handler();
   install_rank_routes();
   install_dump_route();
+  install_tree_route();
   install_cluster_routes();
 }
 
@@ -208,7 +224,8 @@ void DebugServer::install_error_handler() {
           send_error(res, 404,
                      fmt::format("no endpoint {} {}; try /, /healthz, /v1/status, /v1/config, "
                                  "/v1/flight_recorder, /v1/stacks, /metrics, /metrics/inspector, "
-                                 "/v1/cluster/status, /v1/cluster/analyze, POST /v1/dump",
+                                 "/v1/cluster/status, /v1/cluster/analyze, /v1/tree/status, "
+                                 "POST /v1/dump",
                                  req.method, req.path));
         } else {
           send_error(res, res.status, fmt::format("request rejected (HTTP {})", res.status));
@@ -278,13 +295,48 @@ void DebugServer::install_dump_route() {
   });
 }
 
-// The cluster view behind /, /v1/cluster/status and /v1/cluster/analyze: fan out to every
-// rank's server, then the shared hang analyzer on the live dumps.
+// GET /v1/tree/status?rank=R&world=N&level_ms=L: this rank's node of the live-status tree
+// (live_tree.h): its own status merged with its subtree's, as a LiveSummary. `rank` and `world`
+// say what the asker expects, so a stale or planted address cannot answer for another rank.
+void DebugServer::install_tree_route() {
+  const LiveStatus& live = opts_.live ? *opts_.live : LiveStatus::global();
+  http_->route(
+      "GET", "/v1/tree/status", [this, &live](const http::ServerRequest& req, http::Response& res) {
+        long rank = -1, world = -1, level_ms = opts_.fanout_timeout.count();
+        if (!int_param(req, res, "rank", 0, INT32_MAX, &rank)) return;
+        if (!int_param(req, res, "world", 1, INT32_MAX, &world)) return;
+        if (!int_param(req, res, "level_ms", 1, kMaxFanoutMs, &level_ms)) return;
+        if (rank != opts_.rank || world != opts_.world_size) {
+          send_error(res, 409,
+                     fmt::format("this is rank {} of {}, not rank {} of {} (a stale "
+                                 "address in the store?)",
+                                 opts_.rank, opts_.world_size, rank, world));
+          return;
+        }
+        LiveSummary local =
+            local_summary(opts_.rank, opts_.world_size, host_name(), live.snapshot());
+        NoAddresses none;
+        AddressSource& addrs = resolver_ ? static_cast<AddressSource&>(*resolver_) : none;
+        TreeQueryOptions o;
+        if (opts_.store) {
+          o = tree_options(*opts_.store, opts_.world_size, Millis(level_ms), opts_.token);
+        }
+        o.world_size = opts_.world_size;
+        o.level = Millis(level_ms);
+        TreeQuery q(tree_span_of(opts_.rank, opts_.world_size), std::move(local), addrs, o);
+        res.status = 200;
+        res.set_content(summary_json(run_tree_query(q)).dump() + "\n", kJson);
+      });
+}
+
+// The cluster view behind /, /v1/cluster/status and /v1/cluster/analyze: the live-status tree's
+// summary of the world, then the ranks it names (every rank of a small world, with the hang
+// analyzer on their flight recorders).
 void DebugServer::install_cluster_routes() {
   http::Server& h = *http_;
   const LiveStatus& live = opts_.live ? *opts_.live : LiveStatus::global();
   auto cluster = [this, &live](const http::ServerRequest& req, http::Response& res,
-                               ClusterView* view, Analysis* analysis) {
+                               LiveView* view) {
     long timeout_ms = opts_.fanout_timeout.count();
     long stall_ms = static_cast<long>(opts_.stall_after_s * 1000);
     if (!int_param(req, res, "timeout_ms", 1, kMaxFanoutMs, &timeout_ms)) return false;
@@ -294,30 +346,44 @@ void DebugServer::install_cluster_routes() {
       return false;
     }
     const SelfData self{opts_.rank, status_json(opts_, live, url_),
-                        flight_recorder_json(kClusterViewEntries)};
-    *view = fetch_cluster(*opts_.store, opts_.world_size, Millis(timeout_ms), opts_.token, &self);
-    *analysis = analyze_cluster(*view, stall_ms / 1000.0);
+                        opts_.world_size <= kFullViewRanks
+                            ? flight_recorder_json(kClusterViewEntries)
+                            : std::string()};
+    const TreeQueryOptions o =
+        tree_options(*opts_.store, opts_.world_size, Millis(timeout_ms), opts_.token);
+    // Rank 0 is the tree's root: it answers with its own node. Any other rank asks rank 0,
+    // reading the addresses it needs from the store before the deadlines start.
+    StoreAddresses store_addrs(opts_.store);
+    std::optional<LiveSummary> local;
+    AddressSource* addrs = &store_addrs;
+    if (opts_.rank == 0) {
+      local = local_summary(0, opts_.world_size, host_name(), live.snapshot());
+      if (resolver_) addrs = resolver_.get();
+    }
+    TreeQuery q({0, opts_.world_size}, std::move(local), *addrs, o);
+    *view = live_view(*opts_.store, q, opts_.world_size, Millis(timeout_ms), stall_ms / 1000.0,
+                      opts_.token, &self);
     return true;
   };
   h.route("GET", "/v1/cluster/status",
           [cluster](const http::ServerRequest& req, http::Response& res) {
-            ClusterView v;
-            Analysis a;
-            if (cluster(req, res, &v, &a)) send_json(res, cluster_json(v, a));
+            LiveView v;
+            if (cluster(req, res, &v)) send_json(res, cluster_json(v));
           });
-  h.route("GET", "/v1/cluster/analyze",
-          [cluster](const http::ServerRequest& req, http::Response& res) {
-            ClusterView v;
-            Analysis a;
-            if (cluster(req, res, &v, &a)) send_json(res, to_json_value(a));
-          });
+  h.route(
+      "GET", "/v1/cluster/analyze", [cluster](const http::ServerRequest& req, http::Response& res) {
+        LiveView v;
+        if (!cluster(req, res, &v)) return;
+        // The analyzer's report where every rank's flight recorder was read; the live
+        // verdicts otherwise.
+        send_json(res, v.analysis ? to_json_value(*v.analysis) : live_json(v.report, v.summary));
+      });
   h.route("GET", "/", [this, cluster](const http::ServerRequest& req, http::Response& res) {
-    ClusterView v;
-    Analysis a;
+    LiveView v;
     long refresh = 2000;
     if (!int_param(req, res, "refresh_ms", 200, 600000, &refresh)) return;
-    if (cluster(req, res, &v, &a)) {
-      res.set_content(render_cluster_page(v, a, opts_.rank, static_cast<int>(refresh)),
+    if (cluster(req, res, &v)) {
+      res.set_content(render_cluster_page(v, opts_.rank, static_cast<int>(refresh)),
                       "text/html; charset=utf-8");
     }
   });

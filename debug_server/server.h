@@ -1,8 +1,10 @@
 #pragma once
 // DebugServer: one HTTP server per rank (debug_server/http_server.h) serving live status, flight
 // recorder, thread stacks, config, Prometheus /metrics (NCCL Inspector-compatible series at
-// /metrics/inspector), a dump trigger, and a cluster view that fans out to every rank's server
-// (addresses from the store key debug_server/<rank>).
+// /metrics/inspector), a dump trigger, its node of the live-status tree (/v1/tree/status,
+// live_tree.h), and a cluster view: the tree's summary of the world, plus the status and flight
+// recorder of the ranks it names (of every rank in a small world), addresses from the store
+// key debug_server/<rank>.
 //
 // Safety: binds 127.0.0.1 unless told otherwise; any other address requires a bearer token
 // (start() throws InvalidArgument without one). Every request's Host must be one of this
@@ -30,6 +32,7 @@ class Server;
 namespace collie {
 
 class Store;
+class TreeAddressResolver;
 class Metrics;
 class LiveStatus;
 class InspectorMetrics;
@@ -55,7 +58,9 @@ struct DebugServerOptions {
   InspectorMetrics* inspector = nullptr;  // /metrics/inspector; null = InspectorMetrics::global()
   // Flight-recorder dump as JSON, newest `max_entries` entries; unset = FlightRecorder::global()'s.
   std::function<std::string(size_t max_entries)> flight_recorder_json;
-  Millis fanout_timeout = std::chrono::milliseconds(2000);  // per rank, cluster view
+  // Cluster view: per level of the live-status tree (live_tree.h), and per rank for the ranks
+  // whose status and flight recorder it fetches.
+  Millis fanout_timeout = std::chrono::milliseconds(2000);
   // Cluster view: ranks must have waited this long in an op before it counts as a problem
   // (stalled op, collective not every rank joined); younger differences are normal skew.
   double stall_after_s = 10.0;
@@ -91,10 +96,13 @@ class DebugServer {
   void install_rank_routes();
   void install_dump_route();
   void install_cluster_routes();
+  void install_tree_route();
   std::string flight_recorder_json(size_t max_entries) const;
   DebugServerOptions opts_;
   bool host_allowed(const std::string& host_header) const;
   std::unique_ptr<http::Server> http_;
+  // Reads the addresses this rank's tree node asks (started once the address is published).
+  std::unique_ptr<TreeAddressResolver> resolver_;
   int port_ = 0;
   std::string url_;
 };

@@ -17,10 +17,9 @@ std::string host_name() {
   return buf;
 }
 
-nlohmann::json status_json(const DebugServerOptions& opts, const LiveStatus& live,
-                           const std::string& url) {
+nlohmann::json groups_json(const std::vector<LiveStatus::GroupSnapshot>& snapshot) {
   nlohmann::json groups = nlohmann::json::array();
-  for (const auto& g : live.snapshot()) {
+  for (const auto& g : snapshot) {
     nlohmann::json inflight = nlohmann::json::array();
     for (const auto& op : g.inflight_ops) {
       inflight.push_back({{"op", op_name(op.op)},
@@ -46,6 +45,11 @@ nlohmann::json status_json(const DebugServerOptions& opts, const LiveStatus& liv
                       {"since_last_progress_s", g.since_last_progress_s},
                       {"inflight", std::move(inflight)}});
   }
+  return groups;
+}
+
+nlohmann::json status_json(const DebugServerOptions& opts, const LiveStatus& live,
+                           const std::string& url) {
   return {{"rank", opts.rank},
           {"world_size", opts.world_size},
           {"local_rank", opts.local_rank},
@@ -53,7 +57,7 @@ nlohmann::json status_json(const DebugServerOptions& opts, const LiveStatus& liv
           {"pid", static_cast<int64_t>(getpid())},
           {"backend", opts.backend},
           {"url", url},
-          {"groups", std::move(groups)}};
+          {"groups", groups_json(live.snapshot())}};
 }
 
 nlohmann::json config_json(const DebugServerOptions& opts) {

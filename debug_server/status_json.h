@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "debug_server/server.h"
+#include "metrics/live_status.h"
 
 namespace collie {
 
@@ -12,6 +13,8 @@ namespace collie {
 //  inflight: [{op, seq, p2p, bytes, age_s}]}]}
 nlohmann::json status_json(const DebugServerOptions& opts, const LiveStatus& live,
                            const std::string& url);
+// The "groups" of /v1/status from a LiveStatus snapshot.
+nlohmann::json groups_json(const std::vector<LiveStatus::GroupSnapshot>& groups);
 
 // {version, backends: [{name, version}], debug_level, log_level, group_timeout_ms,
 //  network: {rendezvous|store_bind|gloo: {value, reason}}, env: {...}}

@@ -1,10 +1,14 @@
 // `collie analyze DUMP_DIR [--json]`: explains a hang from the ranks' flight-recorder dumps:
 // typed verdicts (src/diagnose) first, then the per-group findings they rest on.
-// `collie analyze --live STORE_HOST:PORT`: the same analysis and report from a running job, on
-// the flight recorders of every rank's debug server (addresses in the job's store under
-// debug_server/<rank>; per-rank timeout), plus the ranks that did not answer.
+// `collie analyze --live STORE_HOST:PORT`: a running job's live status through the tree of its
+// ranks' debug servers (debug_server/live_tree.h: O(log N) levels, a summary whose size does not
+// grow with N, verdicts as rank ranges and hosts), then the ranks it names in detail; in a world
+// of at most 64 ranks, the same analysis as for dumps on every rank's live flight recorder.
+// Addresses are read from the job's store (debug_server/<rank>) before any deadline starts.
 // Exit status: 0 no problem found, 1 problems found (culprits named), 2 no usable dump.
 #include <fmt/format.h>
+
+#include <optional>
 
 #include <charconv>
 #include <cstdio>
@@ -15,9 +19,13 @@
 #include "cli/command.h"
 #include "core/env.h"
 #include "core/error.h"
+#include "core/json_input.h"
 #include "core/printable.h"
 #include "debug/analyzer.h"
 #include "debug_server/cluster.h"
+#include "debug_server/http_client.h"
+#include "debug_server/live_tree.h"
+#include "debug_server/live_verdict.h"
 #include "debug_server/server.h"
 #include "diagnose/dump_verdicts.h"
 #include "store/local_secret.h"
@@ -58,8 +66,57 @@ int report(const Analysis& res, const std::string& source, bool json) {
   return res.findings.empty() && d.verdicts.empty() ? kExitOk : kExitFailure;
 }
 
-// --live: the same analysis on dumps fetched from every rank's debug server (what
-// /v1/cluster/analyze serves).
+// The job's world size: what rank 0's /v1/status says; when rank 0 does not answer, the first
+// gap in the store's debug_server/<rank> keys, found in O(log N) checks (and *note says so).
+int live_world_size(StoreAddresses& addrs, Millis timeout, const std::string& token,
+                    std::string* note) {
+  const RankAddress a = addrs.addresses({0}).front();
+  std::string why = a.why;
+  if (a.state == RankAddress::State::kKnown) {
+    http::GetRequest r;
+    r.host = a.host;
+    r.port = a.port;
+    r.target = "/v1/status";
+    if (!token.empty() && addrs.store().members_only()) {
+      r.headers.emplace_back("Authorization", "Bearer " + token);
+    }
+    r.deadline = std::chrono::steady_clock::now() + timeout;
+    r.max_body_bytes = kMaxFanoutStatusBytes;
+    http::Exchange x(std::move(r));
+    http::run_all({&x});
+    try {
+      if (!x.ok()) throw std::runtime_error(x.error());
+      if (x.reply().status != 200)
+        throw std::runtime_error(fmt::format("HTTP {}", x.reply().status));
+      const nlohmann::json j = parse_json_input(x.reply().body, 32);
+      const int64_t n = j.at("world_size").get<int64_t>();
+      if (n >= 1 && n <= (int64_t{1} << 24)) return static_cast<int>(n);
+      throw std::runtime_error(fmt::format("world_size {}", n));
+    } catch (const std::exception& e) {
+      why = printable(std::string(e.what()).substr(0, 200));
+    }
+  }
+  Store& store = addrs.store();
+  auto has = [&store](int64_t r) { return store.check({fmt::format("debug_server/{}", r)}); };
+  if (!has(0)) return 0;
+  int64_t lo = 0, hi = 1;  // has(lo), hi: not known
+  while (hi < (int64_t{1} << 24) && has(hi)) {
+    lo = hi;
+    hi *= 2;
+  }
+  while (hi - lo > 1) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    (has(mid) ? lo : hi) = mid;
+  }
+  *note = fmt::format(
+      "world size {} from the store's debug_server/<rank> keys: rank 0 did not say ({}); "
+      "--world-size N to give it",
+      lo + 1, why);
+  return static_cast<int>(lo + 1);
+}
+
+// --live: the live-status tree's summary and verdicts, then the ranks it names (what
+// /v1/cluster/status serves).
 int run_live(const AnalyzeArgs& f) {
   // Every flag is checked before anything connects. A URL's scheme (tcp://, http://, as a
   // user may paste an address) and a trailing '/' are dropped.
@@ -81,7 +138,7 @@ int run_live(const AnalyzeArgs& f) {
         quote(f.live)));
   }
   const Millis timeout = parse_duration(f.timeout);
-  const double stall_s = stall_of(f);
+  const double stall_s = stall_of(f) < 0 ? kAutoStallLiveS : stall_of(f);
   TcpStoreOptions o;
   o.host = live.substr(0, colon);
   o.port = static_cast<uint16_t>(port);
@@ -91,28 +148,54 @@ int run_live(const AnalyzeArgs& f) {
   if (store_secret_from_env().empty() && is_loopback_host(o.host)) {
     if (std::string s = read_local_secret(o.port); !s.empty()) o.secret = std::move(s);
   }
-  TcpStore store(o);
-  int world = f.world > 0 ? f.world : 0;
-  if (world <= 0) {
-    // A job that is still starting (its launcher printed this command before the ranks ran):
-    // rank 0's address within --timeout.
-    try {
-      store.wait({"debug_server/0"}, timeout);
-    } catch (const TimeoutError&) {
-    }
-    // Ranks publish debug_server/0..N-1; count until the first gap.
-    while (world < kMaxAnalyzeWorld && store.check({fmt::format("debug_server/{}", world)})) {
-      ++world;
-    }
+  auto store = std::make_shared<TcpStore>(o);
+  // A job that is still starting (its launcher printed this command before the ranks ran):
+  // rank 0's address within --timeout.
+  try {
+    store->wait({"debug_server/0"}, timeout);
+  } catch (const Error&) {
   }
+  StoreAddresses addrs(store);
+  std::string world_note;
+  const int world = f.world > 0 ? f.world : live_world_size(addrs, timeout, f.token, &world_note);
   if (world == 0) {
     throw InvalidArgument(
         fmt::format("no debug_server/<rank> keys in the store at {}; start the job with "
                     "COLLIE_DEBUG_PORT set or --debug-port",
                     live));
   }
-  const ClusterView view = fetch_cluster(store, world, timeout, f.token, nullptr);
-  return report(analyze_cluster(view, stall_s), "live ranks", f.json);
+  TreeQuery tree({0, world}, std::nullopt, addrs, tree_options(*store, world, timeout, f.token));
+  const LiveView v = live_view(*store, tree, world, timeout, stall_s, f.token, nullptr);
+  std::optional<Diagnosis> d;
+  if (v.analysis) d = diagnose(*v.analysis, "live ranks");
+  const bool found = !v.report.findings.empty() ||
+                     (v.analysis && !v.analysis->findings.empty()) || (d && !d->verdicts.empty());
+  if (f.json) {
+    nlohmann::json j = live_json(v.report, v.summary);
+    if (!world_note.empty()) j["notes"] = {world_note};
+    j["details"] = nlohmann::json::array();
+    for (const RankView& r : v.details.ranks) {
+      j["details"].push_back(r.reachable ? nlohmann::json{{"rank", r.rank}, {"status", r.status}}
+                                         : nlohmann::json{{"rank", r.rank}, {"error", r.error}});
+    }
+    j["analysis"] = v.analysis ? to_json_value(*v.analysis) : nlohmann::json(nullptr);
+    if (d) j.update(to_json_value(*d));
+    const std::string out = j.dump(2) + "\n";
+    std::fwrite(out.data(), 1, out.size(), stdout);
+    return found ? kExitFailure : kExitOk;
+  }
+  std::string out = live_text(v.report, v.summary);
+  if (!world_note.empty()) out += "Note: " + world_note + "\n";
+  if (v.analysis) {
+    out += "\nFlight recorders of every rank (the report collie analyze DUMP_DIR prints):\n" +
+           to_text(*d) + to_text(*v.analysis);
+  } else if (!v.details.ranks.empty()) {
+    out += fmt::format("\nStatus of {} rank{} named above:\n", v.details.ranks.size(),
+                       v.details.ranks.size() == 1 ? "" : "s");
+    for (const RankView& r : v.details.ranks) out += "- " + detail_line(r) + "\n";
+  }
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return found ? kExitFailure : kExitOk;
 }
 
 int run_analyze(const AnalyzeArgs& a) {
@@ -154,7 +237,10 @@ const Command kCommand{
           "analyze a running job instead: its store HOST:PORT, as collie perf -np prints it "
           "(MASTER_ADDR:MASTER_PORT; ranks started with --debug-port)");
       live->excludes(dir);
-      sub.add_option("--timeout", args->timeout, "--live: per-rank timeout")->capture_default_str();
+      sub.add_option("--timeout", args->timeout,
+                     "--live: how long a rank may take to answer, per level of the tree (and per "
+                     "rank for the ranks fetched in detail)")
+          ->capture_default_str();
       sub.add_option("--stall", args->stall,
                      "how long an op must have been in flight (and a rank idle) before it is a "
                      "problem; default: 10s live, 1s for dumps requested from a running job "
