@@ -17,4 +17,12 @@ namespace collie {
 // or read-only directory, full disk) or renamed; the temporary file is removed then.
 void write_file_atomic(const std::string& path, std::string_view bytes);
 
+namespace testing {
+// Test seam: where the temporary names' 16-hex-digit tags come from (nullptr: getrandom), so a
+// test can plant a symlink or FIFO under the exact name the next write will try. Not
+// thread-safe: set it only while no write is running.
+using TemporaryTagSource = std::string (*)();
+void set_temporary_tag_source(TemporaryTagSource source);
+}  // namespace testing
+
 }  // namespace collie
