@@ -283,7 +283,7 @@ void Engine::conclude(Track& t, bool unit, int* named, int* cleared) {
   f.a = t.a;
   f.b = t.b;
   f.confirmations = bad;
-  f.remeasured = n;
+  f.remeasured = judged;  // the starved ones are counted in the reason
   f.noise_gbps = rep_.reference.noise_gbps;
   int failed = 0;
   for (int i = 0; i < n; ++i) {
@@ -293,9 +293,9 @@ void Engine::conclude(Track& t, bool unit, int* named, int* cleared) {
   }
   if (!confirmed) {
     f.fault = unit ? Fault::HostInconclusive : Fault::LinkInconclusive;
-  } else if (bad < n) {
+  } else if (bad < judged) {  // starved ones decided nothing: they make no flapping
     f.fault = unit ? Fault::HostFlapping : Fault::LinkFlapping;
-  } else if (failed == n) {
+  } else if (failed == judged) {
     f.fault = unit ? Fault::HostDown : Fault::LinkDown;
   } else {
     f.fault = unit ? Fault::HostSlow : Fault::LinkSlow;
@@ -401,9 +401,10 @@ void Engine::describe(IsolationFinding& f, const Track& t, bool unit) const {
                           n - starved, o_.confirm, starved, wait * 100)
             : std::string("bad in most re-measurements, yet not beyond chance"),
         chance_ * 100, tracks_);
-  f.reason =
-      fmt::format("{}; bad in {} of {} re-measurements {}{}{}", what, bad, n, against,
-                  failed > 0 && failed < bad ? fmt::format(" ({} failed)", failed) : "", extra);
+  f.reason = fmt::format(
+      "{}; bad in {} of {} re-measurements {}{}{}{}", what, bad, n - starved, against,
+      failed > 0 && failed < bad ? fmt::format(" ({} failed)", failed) : "",
+      starved > 0 ? fmt::format(" (and {} CPU-starved, not judged)", starved) : "", extra);
   f.next_step = fault_next_step(f.fault);
   if (!f.separated) {
     const std::string a = o_.thresholds.name(f.a), b = o_.thresholds.name(f.b);

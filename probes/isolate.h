@@ -90,7 +90,7 @@ struct IsolationFinding {
   double effect = 0;       // (reference - value) / reference, 1 = nothing got through
   double noise_gbps = 0;   // the reference noise it was judged against
   int confirmations = 0;   // bad re-measurements
-  int remeasured = 0;      // re-measurements
+  int remeasured = 0;      // re-measurements judged (CPU-starved ones decide nothing)
   bool absolute = false;   // an absolute floor / ceiling was broken
   Rule rule = Rule::None;  // the rule the first bad measurement with a rate broke
   int from = -1, to = -1;  // the slow direction, when every bad measurement agreed on one

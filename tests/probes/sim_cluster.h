@@ -29,6 +29,7 @@ struct SimCluster {
   double timeout_s = 5;              // a failed measurement costs the step deadline
   std::map<int, double> slow_hosts;  // host -> speed factor
   int slow_until = 0;  // > 0: slow_hosts apply only in rounds <= slow_until (a passing fault)
+  std::set<int> slow_off_rounds;                     // rounds in which slow_hosts do not apply
   std::map<std::pair<int, int>, double> slow_links;  // (a < b) -> speed factor
   std::set<std::pair<int, int>> flapping;            // down in every other round, from round 1
   // Down in every other measurement *of the link* (its 1st, 3rd, ...), whichever rounds those
@@ -74,7 +75,7 @@ struct SimCluster {
       return s;
     }
     double speed = nic_gbps * static_factor(a, b);
-    if (slow_until == 0 || rounds <= slow_until) {
+    if ((slow_until == 0 || rounds <= slow_until) && !slow_off_rounds.count(rounds)) {
       if (slow_hosts.count(a)) speed *= slow_hosts.at(a);
       if (slow_hosts.count(b)) speed *= slow_hosts.at(b);
     }
