@@ -28,6 +28,11 @@ struct Track {
   int bad() const {
     return static_cast<int>(std::count_if(obs.begin(), obs.end(), [](auto& o) { return o.bad; }));
   }
+  int starved() const {
+    return static_cast<int>(
+        std::count_if(obs.begin(), obs.end(), [](auto& o) { return o.starved; }));
+  }
+  int judged() const { return static_cast<int>(obs.size()) - starved(); }
 };
 
 class Engine {
@@ -177,6 +182,8 @@ Observation Engine::observe(const LinkSample& s, int self, bool* absolute) {
   ob.lat_us = s.lat_us;
   ob.ref_gbps = ref.gbps;
   ob.bad = j.bad;
+  ob.starved = j.starved;
+  ob.cpu_wait = s.cpu_wait;
   ob.rule = j.rule;
   ob.expected_gbps = j.expected_gbps;
   ob.from = j.from;
@@ -191,11 +198,13 @@ bool Engine::significant(int b, int n) const {
 }
 
 bool Engine::pending(const Track& t) const {
-  const int n = static_cast<int>(t.obs.size()), bad = t.bad();
+  const int n = static_cast<int>(t.obs.size()), bad = t.bad(), judged = t.judged();
   if (n < o_.confirm) return true;
-  if (bad == 0 || significant(bad, n)) return false;
+  // Starved ones decide nothing: a few more tries for `confirm` judged ones (a load burst ends).
+  if (judged < o_.confirm && n < 2 * o_.confirm) return true;
+  if (bad == 0 || significant(bad, judged)) return false;
   if (n >= o_.confirm + o_.max_extra) return false;
-  return bad * 3 >= n;  // still plausibly bad (slow or flapping): measure again
+  return bad * 3 >= judged;  // still plausibly bad (slow or flapping): measure again
 }
 
 void Engine::measure_rounds(std::vector<Track>& tracks, int limit, const PickPartner& pick) {
@@ -261,11 +270,12 @@ void Engine::remeasure_links(std::vector<Track>& tracks) {
 }
 
 void Engine::conclude(Track& t, bool unit, int* named, int* cleared) {
-  const int n = static_cast<int>(t.obs.size()), bad = t.bad();
-  const bool confirmed = n >= o_.confirm && significant(bad, n);
-  // Not beyond chance: cleared, unless most of its re-measurements were bad (or too few could
-  // be made), which chance does not explain either: inconclusive.
-  if (bad == 0 || (!confirmed && n >= o_.confirm && bad * 2 <= n)) {
+  const int n = static_cast<int>(t.obs.size()), bad = t.bad(), judged = t.judged();
+  const bool confirmed = judged >= o_.confirm && significant(bad, judged);
+  // Not beyond chance: cleared, unless most of its judged re-measurements were bad (or too few
+  // could be made or judged: CPU-starved), which chance does not explain either: inconclusive.
+  if ((bad == 0 && judged >= std::min(n, o_.confirm)) ||
+      (!confirmed && judged >= o_.confirm && bad * 2 <= judged)) {
     ++*cleared;
     return;
   }
@@ -273,7 +283,7 @@ void Engine::conclude(Track& t, bool unit, int* named, int* cleared) {
   f.a = t.a;
   f.b = t.b;
   f.confirmations = bad;
-  f.remeasured = n;
+  f.remeasured = judged;  // the starved ones are counted in the reason
   f.noise_gbps = rep_.reference.noise_gbps;
   int failed = 0;
   for (int i = 0; i < n; ++i) {
@@ -283,9 +293,9 @@ void Engine::conclude(Track& t, bool unit, int* named, int* cleared) {
   }
   if (!confirmed) {
     f.fault = unit ? Fault::HostInconclusive : Fault::LinkInconclusive;
-  } else if (bad < n) {
+  } else if (bad < judged) {  // starved ones decided nothing: they make no flapping
     f.fault = unit ? Fault::HostFlapping : Fault::LinkFlapping;
-  } else if (failed == n) {
+  } else if (failed == judged) {
     f.fault = unit ? Fault::HostDown : Fault::LinkDown;
   } else {
     f.fault = unit ? Fault::HostSlow : Fault::LinkSlow;
@@ -325,6 +335,31 @@ void Engine::describe(IsolationFinding& f, const Track& t, bool unit) const {
     if (ob.expected_gbps > 0) effects.push_back((ob.expected_gbps - ob.gbps) / ob.expected_gbps);
   }
   const double ref = rep_.reference.gbps;
+  // Starved re-measurements: the most CPU wait among them, and the first one (its rule, rate).
+  const int starved = t.starved();
+  double wait = 0;
+  const Observation* first_starved = nullptr;
+  for (const Observation& ob : t.obs) {
+    if (!ob.starved) continue;
+    wait = std::max(wait, ob.cpu_wait);
+    if (!first_starved) first_starved = &ob;
+  }
+  if (bad == 0 && first_starved) {
+    // Nothing judged bad: every suspicion came from measurements the CPU wait explains.
+    f.value_gbps = first_starved->gbps;
+    f.rule = first_starved->rule;
+    f.effect = 0;
+    f.reason = fmt::format(
+        "{} of {} re-measurements {} CPU-starved (its ranks waited for a CPU up to {:.0f}% of the "
+        "time, which explains their slowness: {}), {} judged where {} are needed; neither "
+        "confirmed nor cleared",
+        starved, n, unit ? "against known-good partners" : "of the link itself", wait * 100,
+        first_starved->why.substr(0, first_starved->why.find("; but")), n - starved, o_.confirm);
+    f.next_step =
+        "re-run the probe when the hosts' CPUs are not oversubscribed (fewer ranks per host, or "
+        "without the competing load); a host that stays slow then is named";
+    return;
+  }
   f.value_gbps = vals.empty() ? 0 : median(vals);
   f.rule = first ? first->rule : Rule::Failed;
   if (first && one_direction) {
@@ -360,11 +395,16 @@ void Engine::describe(IsolationFinding& f, const Track& t, bool unit) const {
         "; {} (a healthy one is bad in about {:.0f}% of measurements; {} suspect(s))",
         n < o_.confirm
             ? fmt::format("only {} of the {} re-measurements needed could be made", n, o_.confirm)
+        : n - starved < o_.confirm
+            ? fmt::format("only {} of the {} judged re-measurements needed: {} were CPU-starved "
+                          "(their ranks waited for a CPU up to {:.0f}% of the time)",
+                          n - starved, o_.confirm, starved, wait * 100)
             : std::string("bad in most re-measurements, yet not beyond chance"),
         chance_ * 100, tracks_);
-  f.reason =
-      fmt::format("{}; bad in {} of {} re-measurements {}{}{}", what, bad, n, against,
-                  failed > 0 && failed < bad ? fmt::format(" ({} failed)", failed) : "", extra);
+  f.reason = fmt::format(
+      "{}; bad in {} of {} re-measurements {}{}{}{}", what, bad, n - starved, against,
+      failed > 0 && failed < bad ? fmt::format(" ({} failed)", failed) : "",
+      starved > 0 ? fmt::format(" (and {} CPU-starved, not judged)", starved) : "", extra);
   f.next_step = fault_next_step(f.fault);
   if (!f.separated) {
     const std::string a = o_.thresholds.name(f.a), b = o_.thresholds.name(f.b);

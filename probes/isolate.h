@@ -20,7 +20,10 @@
 //     cleared; otherwise more meetings (up to confirm + max_extra), then named flapping when
 //     the bad ones are beyond chance; when they are not, cleared, unless most re-measurements
 //     were bad (or fewer than `confirm` could be made): *_INCONCLUSIVE, neither confirmed nor
-//     cleared.
+//     cleared. A CPU-starved measurement (verdict.h) decides nothing: a starved survey pair
+//     makes no suspect (it kept up with its peers), and a suspect whose re-measurements were
+//     starved, with fewer than `confirm` of them judged, is *_INCONCLUSIVE with that reason
+//     (up to 2 x confirm re-measurements are tried for `confirm` judged ones).
 //  4. links: bad survey pairs whose units were both cleared are re-measured themselves, with
 //     the same rule. With no known-good unit at all (2 hosts; every unit suspect) the bad pairs
 //     are re-measured as links and a named one says that which of its hosts is at fault cannot
@@ -71,6 +74,8 @@ struct Observation {
   double lat_us = -1;
   double ref_gbps = 0;  // the reference it was judged against (the round's controls when slower)
   bool bad = false;
+  bool starved = false;      // it broke a rule, but its CPU wait explains it (judge()): undecided
+  double cpu_wait = 0;       // LinkSample::cpu_wait
   Rule rule = Rule::None;    // the rule it broke (judge())
   double expected_gbps = 0;  // what that rule held it against
   int from = -1, to = -1;    // its slower direction (units), when both were measured
@@ -85,7 +90,7 @@ struct IsolationFinding {
   double effect = 0;       // (reference - value) / reference, 1 = nothing got through
   double noise_gbps = 0;   // the reference noise it was judged against
   int confirmations = 0;   // bad re-measurements
-  int remeasured = 0;      // re-measurements
+  int remeasured = 0;      // re-measurements judged (CPU-starved ones decide nothing)
   bool absolute = false;   // an absolute floor / ceiling was broken
   Rule rule = Rule::None;  // the rule the first bad measurement with a rate broke
   int from = -1, to = -1;  // the slow direction, when every bad measurement agreed on one

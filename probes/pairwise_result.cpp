@@ -167,6 +167,8 @@ json PairwiseResult::to_json() const {
                     {"latency_us", o.lat_us < 0 ? json(nullptr) : json(o.lat_us)},
                     {"reference_gbps", o.ref_gbps},
                     {"bad", o.bad},
+                    {"starved", o.starved},
+                    {"cpu_wait", o.cpu_wait},
                     {"why", o.why}});
     findings.push_back({{"code", fault_code(f.fault)},
                         {"severity", verdict_name(f.severity)},
@@ -237,10 +239,17 @@ std::string PairwiseResult::to_text() const {
     std::string ev;
     for (const auto& o : f.evidence) {
       const std::string when = o.round == 0 ? "survey" : fmt::format("round {}", o.round);
-      ev += fmt::format("{}{} vs {} {}", ev.empty() ? "" : "; ", when, unit_label(o.partner),
-                        o.why.empty()
-                            ? fmt::format("{:.4g} GB/s ok (reference {:.4g})", o.gbps, o.ref_gbps)
-                            : (o.bad ? o.why : fmt::format("{:.4g} GB/s", o.gbps)));
+      ev += fmt::format(
+          "{}{} vs {} {}", ev.empty() ? "" : "; ", when, unit_label(o.partner),
+          o.why.empty() ? fmt::format("{:.4g} GB/s ok (reference {:.4g})", o.gbps, o.ref_gbps)
+          : o.bad
+              ? o.why + (o.cpu_wait >= 0.01 ? fmt::format(" (its ranks waited for a CPU {:.0f}%)",
+                                                          o.cpu_wait * 100)
+                                            : "")
+          : o.starved ? fmt::format("{:.4g} GB/s CPU-starved (waited {:.0f}%, "
+                                    "reference {:.4g})",
+                                    o.gbps, o.cpu_wait * 100, o.ref_gbps)
+                      : fmt::format("{:.4g} GB/s", o.gbps));
     }
     out += "    evidence: " + ev + "\n";
     out += fmt::format("    next step: {}\n", f.next_step);

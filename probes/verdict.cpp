@@ -209,6 +209,27 @@ Judgement judge(const LinkSample& s, const Reference& ref, const Thresholds& t) 
     j.why = std::move(why);
     return j;
   };
+  // The capacity rule broken by a drop the measurement's own CPU wait explains, while the link
+  // keeps up with the reference its peers reached under the same load (verdict.h).
+  auto bad_unless_starved = [&](Rule rule, double expected, std::string why) {
+    const double drop = expected > 0 ? (expected - v) / expected : 1;
+    bad(rule, expected, false, std::move(why));
+    if (s.cpu_wait * t.noise_k < drop) return j;
+    if (ref.gbps > 0 && v < t.starved_reference_fraction * ref.gbps) {
+      j.why += fmt::format(
+          "; its ranks waited for a CPU {:.0f}% of the time, but it is also {:.0f}% below the "
+          "reference {:.4g} GB/s its peers reached under the same load",
+          s.cpu_wait * 100, (ref.gbps - v) / ref.gbps * 100, ref.gbps);
+      return j;
+    }
+    j.bad = false;
+    j.starved = true;
+    j.why += fmt::format(
+        "; but its ranks waited for a CPU {:.0f}% of the time, which explains that much, and it "
+        "keeps up with its peers (reference {:.4g} GB/s): CPU-starved, not judged",
+        s.cpu_wait * 100, ref.gbps);
+    return j;
+  };
   const double floor = t.floor(s.a, s.b), ceiling = t.ceiling(s.a, s.b);
   if (floor > 0 && v < floor)
     return bad(Rule::Floor, floor, true,
@@ -220,9 +241,10 @@ Judgement judge(const LinkSample& s, const Reference& ref, const Thresholds& t) 
   double can = 0;
   const double limit = capacity_limit(s.cap_a, s.cap_b, t.capacity_fraction, &basis, &can);
   if (limit > 0 && v < limit)
-    return bad(Rule::Capacity, can, false,
-               fmt::format("{}, {:.0f}% below what its hosts can do, {}; bad below {:.4g} GB/s",
-                           what, (can - v) / can * 100, basis, limit));
+    return bad_unless_starved(
+        Rule::Capacity, can,
+        fmt::format("{}, {:.0f}% below what its hosts can do, {}; bad below {:.4g} GB/s", what,
+                    (can - v) / can * 100, basis, limit));
   if (ref.gbps > 0) {
     // Ranks that queued for a core a share w of the measurement moved their bytes slower for
     // it: that share of the reference is noise of this measurement, not a property of the link.

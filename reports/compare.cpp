@@ -117,7 +117,8 @@ double worsening(double tb, double tc, Metric m) {
   return m == Metric::Time ? tc / tb - 1 : 1 - tb / tc;
 }
 
-void judge(RowComparison& c, const RowRuns& b, const RowRuns& cur, const CompareOptions& o) {
+void judge(RowComparison& c, const RowRuns& b, const RowRuns& cur, const CompareOptions& o,
+           double allowed) {
   const Metric m = o.metric;
   const double tb = median(b.times_us), tc = median(cur.times_us);
   const auto [bmin, bmax] = std::minmax_element(b.times_us.begin(), b.times_us.end());
@@ -128,7 +129,7 @@ void judge(RowComparison& c, const RowRuns& b, const RowRuns& cur, const Compare
   c.current = metric_at(cur.row, tc, m);
   c.change = c.base != 0 ? c.current / c.base - 1 : 0;
   c.worse = worsening(tb, tc, m);
-  c.allowed = o.max_regression;
+  c.allowed = allowed;
   if (!b.wrong.empty() || !cur.wrong.empty()) {
     c.verdict = Verdict::WrongData;
     c.note = cur.wrong.empty() ? "baseline: " + b.wrong : cur.wrong;
@@ -148,6 +149,13 @@ void judge(RowComparison& c, const RowRuns& b, const RowRuns& cur, const Compare
   if (enough_runs && separated) {
     c.verdict = worse ? Verdict::Regression : Verdict::Improvement;
     c.note = fmt::format("every run {} by more than allowed", worse ? "worse" : "better");
+    return;
+  }
+  if (!worse) {
+    // Whether it improved is undecided, but it did not regress: nothing for a gate to stop on.
+    c.verdict = Verdict::Unchanged;
+    c.note = enough_runs ? "better by more than allowed, within the runs' spread: not a regression"
+                         : "better by more than allowed on a side with one run: not a regression";
     return;
   }
   c.verdict = Verdict::Inconclusive;
@@ -211,6 +219,13 @@ CompareReport compare_runs(const LoadedRun& base, const std::vector<LoadedRun>& 
   std::vector<RowKey> border, corder;
   const std::map<RowKey, RowRuns> b = baseline_side(base, opts.statistic, border);
   const std::map<RowKey, RowRuns> c = current_side(current, opts.statistic, corder);
+  // What the baseline's runs resolve on the rows this comparison judges.
+  std::vector<std::vector<double>> noise_rows;
+  for (const RowKey& k : border)
+    if (k.size_bytes >= opts.min_size && c.count(k)) noise_rows.push_back(b.at(k).times_us);
+  rep.resolution =
+      resolve(noise_rows, static_cast<int>(current.size()), static_cast<int>(noise_rows.size()),
+              opts.max_regression, opts.widen_to_baseline, opts.metric);
   int matched = 0;
   for (const RowKey& k : border) {
     if (k.size_bytes < opts.min_size) {
@@ -227,7 +242,7 @@ CompareReport compare_runs(const LoadedRun& base, const std::vector<LoadedRun>& 
       rc.note = "no current run has this row";
     } else {
       ++matched;
-      judge(rc, b.at(k), it->second, opts);
+      judge(rc, b.at(k), it->second, opts, rep.resolution.allowance);
     }
     count(rep, rc.verdict);
     rep.rows.push_back(std::move(rc));

@@ -15,17 +15,23 @@
 //                worst baseline run) are worse by more than allowed; needs >= 2 runs on each
 //                side (a single run may have sat in a noisy moment, and nothing shows it)
 //   improvement  the same the other way
-//   unchanged    |worse| <= allowed
-//   inconclusive |worse| > allowed but the runs overlap, or a side has one run: the evidence
+//   unchanged    |worse| <= allowed, or better by more than allowed without the runs to show it
+//                (a possible improvement is no reason to stop a pipeline)
+//   inconclusive worse > allowed but the runs overlap, or a side has one run: the evidence
 //                cannot separate the change from run-to-run noise (more runs decide)
 //   wrong-data   a current (or baseline) run reported wrong elements for the row (#wrong > 0)
 //   missing      a baseline row the current runs do not have;  new: the reverse (informational)
 // A current run that did not complete (interrupted, no summary) makes the whole comparison fail.
+// The allowance: --max-regression when given; by default 5 %, widened to what the baseline's
+// runs can resolve (resolution.h) when that is more, so the default never asks the runs for a
+// precision their own noise rules out. Either way the report says what the baseline resolves
+// and the smallest regression the gate then catches.
 // Pure functions; thread-safe.
 #include <string>
 #include <vector>
 
 #include "reports/baseline.h"
+#include "reports/resolution.h"
 
 namespace collie::reports {
 
@@ -37,7 +43,9 @@ const char* verdict_name(Verdict v);  // "regression", ..., "wrong-data", "missi
 
 struct CompareOptions {
   double max_regression = 0.05;  // allowed relative worsening in the metric (0.05 = 5 %)
-  int64_t min_size = 0;          // rows below this size are left out (tiny sizes are noisy)
+  // max_regression is the default, not asked for: widen it to what the baseline resolves.
+  bool widen_to_baseline = false;
+  int64_t min_size = 0;  // rows below this size are left out (tiny sizes are noisy)
   Metric metric = Metric::BusBw;
   RunStatistic statistic = RunStatistic::P10;
 };
@@ -49,7 +57,7 @@ struct RowComparison {
   double change = 0;             // current / base - 1 in the metric (busbw: < 0 is worse)
   double worse = 0;              // worsening of the median runs (< 0: better)
   double worse_closest = 0;      // worsening of the closest runs in the verdict's direction
-  double allowed = 0;            // the allowed worsening (max_regression)
+  double allowed = 0;            // the allowed worsening (CompareReport::resolution.allowance)
   int base_runs = 0, current_runs = 0;
   std::string note;  // why: "runs overlap", "1 run per side", "#wrong 3 in cur2.json", ...
 };
@@ -60,6 +68,7 @@ struct CompareReport {
   std::string backend;
   int world_size = 0;
   CompareOptions options;
+  Resolution resolution;  // what the baseline resolves; .allowance is the allowance used
   std::vector<RowComparison> rows;
   std::vector<std::string> incomplete;  // current runs that did not complete, with the reason
   int regressions = 0, improvements = 0, unchanged = 0, inconclusive = 0, wrong = 0, missing = 0,

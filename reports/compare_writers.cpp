@@ -69,6 +69,41 @@ std::string counts_text(const CompareReport& r) {
       r.skipped);
 }
 
+// The one line on what the baseline resolves: the allowance used and why, the runs' noise, the
+// smallest regression caught, and the runs that would resolve what was asked.
+std::string resolution_text(const CompareReport& r) {
+  const Resolution& z = r.resolution;
+  const CompareOptions& o = r.options;
+  const std::string asked =
+      worse_text(o.max_regression) + (o.widen_to_baseline ? " (the default)" : "");
+  if (z.noise <= 0)
+    return fmt::format(
+        "allowed {}; the baseline has 1 run per row, so its run-to-run noise and the smallest "
+        "regression it can catch are unknown: make it from 3 or more runs (collie report "
+        "baseline)",
+        asked);
+  const std::string runs = fmt::format("{} vs {} runs", z.baseline_runs, z.current_runs);
+  const std::string spread = fmt::format("its runs spread {:.1f}% run to run", z.noise * 100);
+  const std::string more =
+      z.runs_for_asked > 0   ? fmt::format("; {} runs per side would resolve {}", z.runs_for_asked,
+                                           worse_text(o.max_regression))
+      : z.runs_for_asked < 0 ? fmt::format("; not even 50 runs per side would resolve {}",
+                                           worse_text(o.max_regression))
+                             : "";
+  const std::string catches =
+      fmt::format("smallest regression a row catches 9 times in 10: {}", worse_text(z.detectable));
+  if (z.allowance > o.max_regression)
+    return fmt::format("allowed {}: {} widened to what this baseline resolves with {} ({}); {}{}",
+                       worse_text(z.allowance), asked, runs, spread, catches, more);
+  if (z.resolvable > z.allowance)
+    return fmt::format(
+        "allowed {}; this baseline resolves only {} with {} ({}): rows of an unchanged build may "
+        "come out inconclusive; {}{}",
+        asked, worse_text(z.resolvable), runs, spread, catches, more);
+  return fmt::format("allowed {}; this baseline resolves {} with {} ({}); {}", asked,
+                     worse_text(z.resolvable), runs, spread, catches);
+}
+
 struct Cells {
   std::string verdict, row, base, current, change, allowed, runs, note;
 };
@@ -92,7 +127,7 @@ Cells cells_of(const RowComparison& c) {
 std::string compare_summary_line(const CompareReport& r) {
   std::string s = fmt::format("collie report compare: {}: {} ({} vs {}, metric {}, allowed {})",
                               r.outcome(), counts_text(r), r.baseline_path, current_label(r),
-                              metric_name(r.options.metric), worse_text(r.options.max_regression));
+                              metric_name(r.options.metric), worse_text(r.resolution.allowance));
   for (const std::string& why : r.incomplete) s += "; incomplete run: " + why;
   return s;
 }
@@ -109,11 +144,10 @@ std::string compare_text(const CompareReport& r) {
   }
   std::string s = fmt::format("collie report compare: {}\n", r.outcome());
   s += fmt::format(
-      "baseline {}; current {}; {} {} ranks; metric {} ({}) of each run's {} iteration, allowed "
-      "{}\n",
+      "baseline {}; current {}; {} {} ranks; metric {} ({}) of each run's {} iteration\n",
       r.baseline_path, current_label(r), r.backend, r.world_size, metric_name(r.options.metric),
-      unit(r.options.metric), run_statistic_name(r.options.statistic),
-      worse_text(r.options.max_regression));
+      unit(r.options.metric), run_statistic_name(r.options.statistic));
+  s += resolution_text(r) + "\n";
   for (const std::string& why : r.incomplete) s += "incomplete run: " + why + "\n";
   s += counts_text(r) + "\n\n";
   for (const Cells& c : rows) {
@@ -130,11 +164,11 @@ std::string compare_markdown(const CompareReport& r) {
   const CompareOptions& o = r.options;
   std::string s = fmt::format("# collie report compare: {}\n\n", r.outcome());
   s += fmt::format(
-      "- baseline: `{}`\n- current: `{}`\n- backend {}, {} ranks; metric {} ({}); allowed {}; min "
-      "size {}; judged on run-level values (each run's {} iteration)\n",
+      "- baseline: `{}`\n- current: `{}`\n- backend {}, {} ranks; metric {} ({}); min size {}; "
+      "judged on run-level values (each run's {} iteration)\n- {}\n",
       r.baseline_path, current_label(r), r.backend, r.world_size, metric_name(o.metric),
-      unit(o.metric), worse_text(o.max_regression), size_label(o.min_size),
-      run_statistic_name(o.statistic));
+      unit(o.metric), size_label(o.min_size), run_statistic_name(o.statistic),
+      md_cell(resolution_text(r)));
   for (const std::string& why : r.incomplete) s += "- **incomplete run**: " + md_cell(why) + "\n";
   s += "\n" + counts_text(r) + ".\n\n";
   s += "| verdict | row | baseline | current | change | allowed | runs | note |\n";
@@ -177,6 +211,16 @@ nlohmann::json compare_json(const CompareReport& r) {
           {"metric", metric_name(r.options.metric)},
           {"statistic", run_statistic_name(r.options.statistic)},
           {"max_regression", r.options.max_regression},
+          {"allowed", r.resolution.allowance},
+          {"resolution",
+           {{"widened_default", r.options.widen_to_baseline},
+            {"noise", r.resolution.noise},
+            {"resolvable", r.resolution.resolvable},
+            {"detectable", r.resolution.detectable},
+            {"baseline_runs", r.resolution.baseline_runs},
+            {"current_runs", r.resolution.current_runs},
+            {"runs_for_asked", r.resolution.runs_for_asked},
+            {"text", resolution_text(r)}}},
           {"min_size", r.options.min_size},
           {"incomplete", r.incomplete},
           {"counts",
@@ -197,7 +241,8 @@ std::string compare_junit(const CompareReport& r) {
   su.properties = {{"baseline", r.baseline_path},
                    {"current", current_label(r)},
                    {"metric", metric_name(r.options.metric)},
-                   {"allowed", worse_text(r.options.max_regression)}};
+                   {"allowed", worse_text(r.resolution.allowance)},
+                   {"resolution", resolution_text(r)}};
   for (const std::string& why : r.incomplete) {
     JunitCase& t = su.cases.emplace_back();
     t.name = "run complete";

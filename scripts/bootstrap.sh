@@ -14,7 +14,7 @@ PKGS=(
   clang libclang-rt-dev llvm   # sanitizer + libFuzzer stage: runtimes, llvm-symbolizer
   clang-format                 # scripts/format.sh --check in the test command
   patchelf debootstrap         # scripts/bundle.sh (rpath) and its test in a bare Debian root
-  # e2e.slurm: a real two-node cluster (shared/tools/slurm/up.sh); the basic plugins carry
+  # e2e.slurm: a real two-node cluster (tests/support/slurm_cluster.sh); the basic plugins carry
   # Slurm's pmix MPI plugin (srun --mpi=pmix), built against libpmix2.
   munge slurm-wlm slurmctld slurmd slurm-client slurm-wlm-basic-plugins libpmix2
 )
@@ -34,7 +34,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   echo "bootstrap: installing ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
   # Keep the packages' own services (munge, slurmctld, slurmd on /etc config) from starting: the
-  # tests start their own (up.sh), and a stray slurmctld would hold port 6817.
+  # tests start their own (tests/support/slurm_cluster.sh), and a stray slurmctld would hold port 6817.
   if [ ! -e /usr/sbin/policy-rc.d ]; then
     printf '#!/bin/sh\nexit 101\n' | $SUDO tee /usr/sbin/policy-rc.d >/dev/null
     $SUDO chmod 755 /usr/sbin/policy-rc.d

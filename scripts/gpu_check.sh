@@ -14,15 +14,18 @@
 #      Gloo all_reduce beside collie perf on the same sizes
 #   5. NVIDIA nccl-tests (built by hand, kept in the git-ignored third_party-local/) with the
 #      flags of step 2, busbw side by side with collie's
-# Every step runs under `timeout` within a total budget (GPU_CHECK_BUDGET_S, default 450 s: the
-# script ends within 8 minutes); step 5 runs after step 2, so the host-only step 4 is what a slow
-# machine loses first. A step that needs a GPU when none is usable is one line saying
+# Every command, the probes of the machine included (nvidia-smi, collie info, the env probe, the
+# torch import), runs under `timeout` within a total budget (GPU_CHECK_BUDGET_S, default 450 s:
+# the script ends within 8 minutes); step 5 runs after step 2, so the host-only step 4 is what a
+# slow machine loses first. A step that needs a GPU when none is usable is one line saying
 # why (the reason `collie info` gives). Results: $OUT/summary.md, one log per step, and
 # results.tar.gz (JSON results, dumps, raw outputs): 8 files at most.
 #   usage: scripts/gpu_check.sh [BUNDLE_DIR]     (default: the bundle this script is in, else
 #          the newest build/bundle/collie-*); env: OUT (default ./gpu-check-out),
 #          NCCL_TESTS_DIR (default third_party-local/nccl-tests/build), GPU_CHECK_BUDGET_S
-#   exit 0 when every step that ran passed, 1 otherwise, 2 on bad usage
+#   exit 0 when every step that ran passed, 1 otherwise, 2 on bad usage. On a machine that has a
+#   GPU (`nvidia-smi -L` lists one) it is also 1 when collie could not use it (no GPU step ran) or
+#   a GPU test program skipped every test: the reason is the first line of summary.md.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 if [[ -n ${1:-} ]]; then
@@ -48,8 +51,23 @@ budget=${GPU_CHECK_BUDGET_S:-450}
 t0=$(date +%s)
 failed=0
 : >"$work/steps"
+: >"$work/reasons"  # why the check failed on a machine with a GPU: summary.md's first lines
 
 # ---- helpers ---------------------------------------------------------------------------------
+# budget_left: seconds of the budget left for one more command (5 s kept for the summary).
+budget_left() { echo $((budget - ($(date +%s) - t0) - 5)); }
+# bounded CAP CMD...: a probe of the machine (not a step) under timeout: CAP s, at most a tenth
+# of the budget and what is left of it (at least 1 s); its status is CMD's, 124 when it ran out
+# of time.
+bounded() {
+  local cap=$1 l
+  shift
+  l=$(budget_left)
+  ((l > budget / 10)) && l=$((budget / 10))
+  ((l < 1)) && l=1
+  ((cap > l)) && cap=$l
+  timeout -k 2 "$cap" "$@"
+}
 # note LOG NAME TEXT: a step that did not run, one line in its log and in the summary.
 note() {
   echo "### $2: $3" >>"$1"
@@ -61,7 +79,8 @@ note() {
 run() {
   local log=$1 cap=$2 name=$3
   shift 3
-  local left=$((budget - ($(date +%s) - t0) - 5))
+  local left
+  left=$(budget_left)
   if ((left < 10)); then
     note "$log" "$name" "not run: the ${budget} s budget is spent"
     return 99
@@ -85,8 +104,18 @@ run() {
   fi
   # gtest's counts, when the step was a test binary.
   local counts
-  counts=$(grep -Eo '^\[  (PASSED|SKIPPED|FAILED)  \] [0-9]+' "$work/last" | sed 's/\[  //; s/  \]//' |
+  counts=$(grep -Eo '^\[  (PASSED|SKIPPED|FAILED) +\] [0-9]+' "$work/last" | sed 's/\[  //; s/ *\]//' |
     tr '\n' ' ')
+  # A GPU test program ($GPU_TESTS set) that skipped every test, on a machine with a GPU, tested
+  # nothing: a failure.
+  if [[ -n ${GPU_TESTS:-} && $status == ok && $counts =~ SKIPPED\ [1-9] && ! $counts =~ PASSED\ [1-9] ]] &&
+    ((hw_gpus > 0)); then
+    status="FAIL: every test skipped, on a machine with $hw_gpus GPU(s)"
+    # gtest's reason is the line after its first "...: Skipped".
+    local why
+    why=$(grep -m1 -A1 ': Skipped$' "$work/last" | sed -n 2p | cut -c1-200)
+    echo "$name skipped every test: ${why:-(no reason given)}" >>"$work/reasons"
+  fi
   [[ -n $counts ]] && status="$status ($counts)"
   [[ $status == ok* ]] || failed=1
   echo "# -> $status in ${took} s" >>"$log"
@@ -99,7 +128,7 @@ first_error() { grep -m1 -Ei 'error|fail|refus|could not|invalid' "$work/last" |
 # ---- environment ------------------------------------------------------------------------------
 # libcudart and libnccl stay outside the bundle: pip's NCCL first, then the CUDA toolkit.
 ld=()
-if nccl_py=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(nvidia.nccl.__path__[0], "lib"))' \
+if nccl_py=$(bounded 30 python3 -c 'import nvidia.nccl, os; print(os.path.join(nvidia.nccl.__path__[0], "lib"))' \
   2>/dev/null) && [[ -d $nccl_py ]]; then
   ld+=("$nccl_py")
 fi
@@ -110,6 +139,11 @@ export LD_LIBRARY_PATH=$gpu_ld
 # torch brings its own CUDA libraries: python runs without ours.
 py() { env -u LD_LIBRARY_PATH python3 "$@"; }
 export -f py
+# The GPUs the machine has, whatever collie makes of them (the driver's own list).
+hw_gpus=0
+if command -v nvidia-smi >/dev/null; then
+  hw_gpus=$(bounded 20 nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+fi
 
 env_log=$OUT/0-env.log
 {
@@ -117,21 +151,36 @@ env_log=$OUT/0-env.log
   echo "bundle: $bundle"
   head -4 "$bundle/BUNDLE.txt" 2>/dev/null
   echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
-  echo "python3: $(python3 --version 2>&1); torch: $(py -c 'import torch; print(torch.__version__, torch.version.cuda)' 2>&1 | tail -1)"
-  if command -v nvidia-smi >/dev/null; then nvidia-smi 2>&1; else echo "nvidia-smi: not installed"; fi
+  echo "python3: $(python3 --version 2>&1); torch: $(bounded 60 env -u LD_LIBRARY_PATH python3 -c 'import torch; print(torch.__version__, torch.version.cuda)' 2>&1 | tail -1)"
+  if command -v nvidia-smi >/dev/null; then
+    bounded 20 nvidia-smi 2>&1 || echo "nvidia-smi: exit $? (124: no answer in the time it had)"
+  else
+    echo "nvidia-smi: not installed"
+  fi
+  echo "GPUs nvidia-smi -L lists: $hw_gpus"
 } >"$env_log"
 
 # One line: why the nccl backend cannot run here (libraries, driver, device), empty when it can.
-gpu_why=$("$collie" info 2>/dev/null | sed -n '/^Cannot run on this host:/,/^$/s/^  nccl *//p')
-"$collie" info 2>/dev/null | grep -Eq '^  nccl +not built' &&
+info=$(bounded 30 "$collie" info 2>/dev/null)
+info_rc=$?
+gpu_why=$(sed -n '/^Cannot run on this host:/,/^$/s/^  nccl *//p' <<<"$info")
+grep -Eq '^  nccl +not built' <<<"$info" &&
   gpu_why="this collie was built without CUDA (no nccl backend)"
+((info_rc == 124)) && gpu_why="collie info gave no answer within the time it had"
 gpus=0
 if [[ -z $gpu_why ]]; then  # usable: how many GPUs (CUDA's count, as the env probe reports it)
-  gpus=$("$collie" probe env --backend nccl -np 1 2>/dev/null | awk '$2 == "gpu.count" {print $3}')
-  [[ $gpus =~ ^[0-9]+$ ]] || gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+  gpus=$(bounded 60 "$collie" probe env --backend nccl -np 1 2>/dev/null | awk '$2 == "gpu.count" {print $3}')
+  [[ $gpus =~ ^[0-9]+$ ]] || gpus=$hw_gpus
   ((gpus > 0)) || gpu_why="collie sees no GPU"
 fi
-gpu_model=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+gpu_model=""
+((hw_gpus > 0)) &&
+  gpu_model=$(bounded 20 nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+# A machine with a GPU that collie cannot use ran no GPU step: that is what the check is for.
+if ((hw_gpus > 0 && gpus == 0)); then
+  echo "no GPU step ran although nvidia-smi -L lists $hw_gpus GPU(s): $gpu_why" >>"$work/reasons"
+  failed=1
+fi
 echo "gpus usable by collie: $gpus${gpu_why:+ ($gpu_why)}" >>"$env_log"
 needs_gpu() {  # needs_gpu LOG NAME: true when a GPU is usable, else the one-line note
   ((gpus > 0)) && return 0
@@ -143,9 +192,9 @@ needs_gpu() {  # needs_gpu LOG NAME: true when a GPU is usable, else the one-lin
 log=$OUT/1-info-device-tests.log
 EXPECT_TEXT='all_reduce' run "$log" 30 "1 collie info" "$collie" info
 if needs_gpu "$log" "1 nccl_backend_test (conformance, one GPU)"; then
-  run "$log" 120 "1 nccl_backend_test (conformance, one GPU)" \
+  GPU_TESTS=1 run "$log" 120 "1 nccl_backend_test (conformance, one GPU)" \
     "$libexec/nccl_backend_test" --gtest_filter='-*CannotComplete*'
-  run "$log" 60 "1 cuda_device_test (CudaDevice, loader)" "$libexec/cuda_device_test"
+  GPU_TESTS=1 run "$log" 60 "1 cuda_device_test (CudaDevice, loader)" "$libexec/cuda_device_test"
 fi
 
 # ---- 2. collie perf --backend nccl --------------------------------------------------------------
@@ -190,7 +239,7 @@ EXPECT_TEXT='gpu\.cuda' run "$log" 30 "3 collie probe env --backend nccl" \
   "$collie" probe env --backend nccl -np 1
 if needs_gpu "$log" "3 NCCL op that cannot complete: timeout, abort, dump"; then
   mkdir -p "$work/dumps-nccl-timeout"
-  run "$log" 60 "3 NCCL op that cannot complete: timeout, abort, dump" \
+  GPU_TESTS=1 run "$log" 60 "3 NCCL op that cannot complete: timeout, abort, dump" \
     env COLLIE_FR_DUMP_DIR="$work/dumps-nccl-timeout" \
     "$libexec/nccl_backend_test" --gtest_filter='*CannotComplete*'
   EXPECT_TEXT='all_reduce' run "$log" 20 "3 collie analyze (NCCL timeout dump)" \
@@ -262,7 +311,7 @@ if command -v mpirun >/dev/null; then
 else
   note "$log" "4 overhead_mpi.sh" "not run: no mpirun on this host"
 fi
-if torch_err=$(py -c 'import torch.distributed.flight_recorder.fr_trace' 2>&1); then
+if torch_err=$(bounded 60 env -u LD_LIBRARY_PATH python3 -c 'import torch.distributed.flight_recorder.fr_trace' 2>&1); then
   tdir=$work/dumps-torch-format
   run "$log" 40 "4 torch-format dumps of a gloo hang" bash -c 'torch_dumps "$@"' _ "$collie" "$tdir"
   run "$log" 60 "4 torch fr_trace over collie's torch-format dumps" \
@@ -283,6 +332,10 @@ fi
 {
   echo "# collie GPU check"
   echo
+  if [[ -s $work/reasons ]]; then
+    sed 's/^/**FAIL**: /' "$work/reasons"
+    echo
+  fi
   echo "$(date -u +%FT%TZ), $(hostname), $(nproc) CPUs, GPU: ${gpu_model:-none} (usable: $gpus)," \
     "$(($(date +%s) - t0)) s of a ${budget} s budget."
   [[ -n $gpu_why ]] && echo "No GPU step ran: $gpu_why"
@@ -291,7 +344,7 @@ fi
   echo "|---|---|---|---|"
   cat "$work/steps"
   echo
-  python3 - "$work" <<'PY'
+  timeout -k 2 30 python3 - "$work" <<'PY'
 import glob, json, os, sys
 work = sys.argv[1]
 

@@ -2,6 +2,8 @@
 // job. Thin: flag parsing and exit codes here, everything else in reports/. Exit codes: 0 pass,
 // 1 fail (compare: regression, wrong data, missing rows, an incomplete run), 2 unusable input or
 // bad flags (one line on stderr), 6 inconclusive (compare: more runs decide).
+#include <fmt/format.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -19,6 +21,7 @@
 #include "reports/html_report.h"
 #include "reports/markup.h"
 #include "reports/render.h"
+#include "reports/resolution.h"
 
 namespace collie::cli {
 namespace {
@@ -28,7 +31,7 @@ using namespace collie::reports;
 struct ReportFlags {
   std::vector<std::string> inputs;
   std::string format, output;
-  std::string baseline, max_regression = "5%", min_size = "0", metric = "busbw", statistic = "p10";
+  std::string baseline, max_regression, min_size = "0", metric = "busbw", statistic = "p10";
   std::vector<std::string> current;
 };
 
@@ -69,7 +72,9 @@ int run_render(const ReportFlags& f) {
 
 int run_compare(const ReportFlags& f) {
   CompareOptions o;
-  o.max_regression = parse_percent(f.max_regression);
+  // Not given: 5 %, widened to what the baseline resolves (reports/compare.h).
+  o.widen_to_baseline = f.max_regression.empty();
+  if (!o.widen_to_baseline) o.max_regression = parse_percent(f.max_regression);
   o.min_size = parse_byte_size(f.min_size, "--min-size");
   o.metric = f.metric == "time" ? Metric::Time : Metric::BusBw;
   o.statistic = f.statistic == "p50" ? RunStatistic::P50 : RunStatistic::P10;
@@ -94,8 +99,21 @@ int run_baseline(const ReportFlags& f) {
   const std::vector<LoadedRun> runs = load_runs(f.inputs);
   const LoadedRun b = make_baseline(runs);
   write_output(f.output, baseline_to_json(b, f.inputs).dump(2) + "\n");
-  std::fprintf(stderr, "collie report baseline: %zu rows from %zu runs -> %s\n",
-               b.result.rows.size(), runs.size(), f.output.c_str());
+  // What it resolves: the allowance `report compare` widens its default to, with as many
+  // current runs as this baseline has.
+  std::vector<std::vector<double>> values;
+  for (const RowSpread& sp : b.spread) values.push_back(sp.run_p10_us);
+  const int n = static_cast<int>(runs.size());
+  const Resolution z =
+      resolve(values, n, static_cast<int>(values.size()), 0.05, true, Metric::BusBw);
+  std::string resolves = "; one run shows no run-to-run noise: give it 3 or more";
+  if (z.noise > 0)
+    resolves = fmt::format(
+        "; its runs spread {:.1f}% run to run: against {} current runs it resolves {:.1f}% (busbw, "
+        "p10), and a row catches a {:.1f}% regression 9 times in 10",
+        z.noise * 100, n, z.resolvable * 100, z.detectable * 100);
+  std::fprintf(stderr, "collie report baseline: %zu rows from %zu runs -> %s%s\n",
+               b.result.rows.size(), runs.size(), f.output.c_str(), resolves.c_str());
   return kExitOk;
 }
 
@@ -123,7 +141,8 @@ const Command kCommand{
           ->required();
       compare->add_option("current", f->current, "current results, one file per run")->required();
       compare->add_option("--max-regression", f->max_regression,
-                          "allowed worsening per row, e.g. 5% (default 5%)");
+                          "allowed worsening per row, e.g. 5% (default: 5%, widened to what the "
+                          "baseline's runs resolve)");
       compare->add_option("--min-size", f->min_size, "ignore rows below this size (K/M/G)");
       compare->add_option("--metric", f->metric, "busbw (default) | time")
           ->check(CLI::IsMember({"busbw", "time"}));

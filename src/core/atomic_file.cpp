@@ -16,7 +16,10 @@ namespace {
 
 // 16 hex characters from getrandom(2): a name nobody can plant a file, link or FIFO under
 // ahead of time, unlike one derived from the pid.
+testing::TemporaryTagSource tag_source = nullptr;
+
 std::string random_tag() {
+  if (tag_source != nullptr) return tag_source();
   uint64_t r = 0;
   size_t got = 0;
   while (got < sizeof r) {
@@ -101,5 +104,9 @@ bool link_file_atomic(const std::string& existing, const std::string& path) {
   }
   return false;
 }
+
+namespace testing {
+void set_temporary_tag_source(TemporaryTagSource source) { tag_source = source; }
+}  // namespace testing
 
 }  // namespace collie

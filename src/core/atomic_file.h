@@ -24,4 +24,12 @@ void write_file_atomic(const std::string& path, std::string_view bytes);
 // without hard links, another device, a missing directory): the caller writes the bytes instead.
 bool link_file_atomic(const std::string& existing, const std::string& path);
 
+namespace testing {
+// Test seam: where the temporary names' 16-hex-digit tags come from (nullptr: getrandom), so a
+// test can plant a symlink or FIFO under the exact name the next write will try. Not
+// thread-safe: set it only while no write is running.
+using TemporaryTagSource = std::string (*)();
+void set_temporary_tag_source(TemporaryTagSource source);
+}  // namespace testing
+
 }  // namespace collie

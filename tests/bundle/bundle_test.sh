@@ -36,8 +36,12 @@ echo "debian root: $root ($(cut -d' ' -f1-4 "$root/.collie-debian-root"); ready 
 for lib in libgloo libfmt libyaml-cpp libmpi libdw libprometheus-cpp libcpp-httplib libcudart; do
   ls "$root"/usr/lib/x86_64-linux-gnu/$lib.so* >/dev/null 2>&1 && fail "the root has $lib"
 done
-chroot "$root" dpkg-query -W -f='${Package}\n' | grep -q -- '-dev$' &&
-  fail "the root has -dev packages: $(chroot "$root" dpkg-query -W -f='${Package}\n' | grep -- '-dev$')"
+# The package list first, checked: a dpkg-query that fails or lists nothing must not read as
+# "no -dev package".
+pkgs=$(chroot "$root" dpkg-query -W -f='${Package}\n') || fail "dpkg-query failed in the root"
+[ "$(wc -l <<<"$pkgs")" -ge 20 ] || fail "dpkg-query listed too few packages: $pkgs"
+dev=$(grep -- '-dev$' <<<"$pkgs")
+[ -z "$dev" ] || fail "the root has -dev packages: $dev"
 
 bundle_start=$(date +%s)
 bash "$src/scripts/bundle.sh" "$build" "$work/bundle" >"$work/bundle.log" 2>&1 ||

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 
 #include "comm/registry.h"
@@ -29,16 +30,32 @@ TEST(RunFlagsBackend, ARegisteredBackendIsAcceptedUnchanged) {
   EXPECT_EQ(refusal(f), "");
 }
 
+// A backend this build lacks, registered the way src/backends/missing.cpp registers one,
+// so the cases below have one whichever backends this machine could build.
+void register_test_missing_backend() {
+  static const bool once =
+      register_missing_backend({"zz_missing_backend", "not built: a test stands in for it"});
+  (void)once;
+}
+
 TEST(RunFlagsBackend, AMissingBackendPassesTheFlagCheck) {
   // Not built here: the flag check accepts the name, check_before_any_rank then says why.
-  for (const auto& m : missing_backends()) {
+  register_test_missing_backend();
+  const auto missing = missing_backends();
+  ASSERT_TRUE(std::any_of(missing.begin(), missing.end(),
+                          [](const auto& m) { return m.name == "zz_missing_backend"; }));
+  for (const auto& m : missing) {
     RunFlags f;
     f.backend = m.name;
     EXPECT_EQ(refusal(f), "") << m.name;
   }
+  EXPECT_EQ(backend_unavailable_reason("zz_missing_backend"),
+            "backend 'zz_missing_backend' is not available in this build: not built: a test "
+            "stands in for it");
 }
 
 TEST(RunFlagsBackend, AnUnknownNameIsOneLineNamingEveryKnownBackend) {
+  register_test_missing_backend();
   RunFlags f;
   f.backend = "foo";
   const std::string why = refusal(f);
@@ -47,6 +64,7 @@ TEST(RunFlagsBackend, AnUnknownNameIsOneLineNamingEveryKnownBackend) {
   ASSERT_FALSE(backends().empty());
   for (const auto* b : backends()) EXPECT_NE(why.find(b->name), std::string::npos) << why;
   for (const auto& m : missing_backends()) EXPECT_NE(why.find(m.name), std::string::npos) << why;
+  EXPECT_NE(why.find("zz_missing_backend"), std::string::npos) << why;
   EXPECT_EQ(why.find("foo"), std::string::npos) << why;
 }
 

@@ -78,48 +78,66 @@ TEST(AtomicFile, AFailedRenameKeepsTheOldFileAndRemovesTheTemporary) {
   EXPECT_EQ(files, 1) << "the temporary file was left behind";
 }
 
-// A shared dump or results folder (issue 27): someone else planted symlinks under every name
-// a pid-derived temporary could take. The write must neither follow them into the victim file
-// nor leave the victim changed; the target gets the bytes.
-TEST(AtomicFile, PlantedSymlinksForTemporaryNamesAreNeverWrittenThrough) {
+// The temporary names a write tries, in order, through the test seam: the first is taken by
+// what a test planted, so the write must refuse it and go on to the second.
+constexpr const char* kPlantedTag = "00000000000000aa";
+constexpr const char* kFreeTag = "00000000000000bb";
+int tags_given = 0;
+std::string planted_then_free() { return tags_given++ == 0 ? kPlantedTag : kFreeTag; }
+
+struct PlantedTags {
+  PlantedTags() {
+    tags_given = 0;
+    testing::set_temporary_tag_source(&planted_then_free);
+  }
+  ~PlantedTags() { testing::set_temporary_tag_source(nullptr); }
+  static fs::path name(const fs::path& target, const char* tag) {
+    return target.parent_path() / fmt::format(".{}.{}.tmp", target.filename().string(), tag);
+  }
+};
+
+// A shared dump or results folder (issue 27): someone else planted a symlink to their file
+// under the temporary name the write tries first. The write must neither follow it into the
+// victim file nor leave the victim changed; it takes another name and the target gets the bytes.
+TEST(AtomicFile, APlantedSymlinkAtTheTemporaryNameIsNeverWrittenThrough) {
   TempDir d;
   const fs::path victim = d.path / "victim";
   { std::ofstream(victim) << "precious"; }
   const fs::path target = d.path / "collie_fr_rank_0.json";
-  // The names the old scheme used: .<name>.<pid>.tmp for this process and its neighbours.
-  for (pid_t p = ::getpid() - 8; p <= ::getpid() + 8; ++p) {
-    fs::create_symlink(victim, d.path / fmt::format(".{}.{}.tmp", target.filename().string(), p));
-  }
+  PlantedTags tags;
+  fs::create_symlink(victim, PlantedTags::name(target, kPlantedTag));
   write_file_atomic(target.string(), "dump");
+  EXPECT_EQ(tags_given, 2) << "the planted name was not tried first, or not refused";
   EXPECT_EQ(slurp(victim), "precious");
   EXPECT_EQ(slurp(target), "dump");
   EXPECT_FALSE(fs::is_symlink(target));
+  EXPECT_TRUE(fs::is_symlink(PlantedTags::name(target, kPlantedTag))) << "the plant was removed";
+  EXPECT_FALSE(fs::exists(PlantedTags::name(target, kFreeTag))) << "the temporary was left";
 }
 
 // A FIFO under the temporary name made the writer block forever in open(); the write runs in a
 // child with an alarm so a regression fails instead of hanging the suite.
-TEST(AtomicFile, APlantedFifoDoesNotBlockTheWriter) {
+TEST(AtomicFile, APlantedFifoAtTheTemporaryNameDoesNotBlockTheWriter) {
   TempDir d;
   const fs::path target = d.path / "results.json";
+  PlantedTags tags;
+  ASSERT_EQ(::mkfifo(PlantedTags::name(target, kPlantedTag).c_str(), 0666), 0);
   const pid_t child = ::fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
     ::alarm(5);
-    const std::string fifo =
-        (d.path / fmt::format(".{}.{}.tmp", target.filename().string(), ::getpid())).string();
-    if (::mkfifo(fifo.c_str(), 0666) != 0) ::_exit(3);
     try {
       write_file_atomic(target.string(), "r");
     } catch (...) {
       ::_exit(2);
     }
-    ::_exit(0);
+    ::_exit(tags_given == 2 ? 0 : 3);
   }
   int status = 0;
   ASSERT_EQ(::waitpid(child, &status, 0), child);
   ASSERT_TRUE(WIFEXITED(status)) << "the writer was killed (blocked on the FIFO), signal "
                                  << (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "2: the write failed; 3: the FIFO's name was not tried";
   EXPECT_EQ(slurp(target), "r");
 }
 

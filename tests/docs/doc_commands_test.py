@@ -7,8 +7,13 @@ a fresh temporary folder, the collie under test first on PATH and no COLLIE_STOR
 exported. Every command of the block must exit 0, unless the block says which fail:
 `docs-test fails=3,1` means exactly two commands fail, the first with status 3 and the next
 with 1 (a verdict or a timeout the page shows on purpose). `timeout=N` (seconds, default 120)
-bounds the block. A block that runs longer, fails otherwise, or a page named on the command line
-with no block at all, makes the test fail, naming the page and line.
+bounds the block. Statuses alone cannot tell a right answer from a wrong one, so every block
+also says what its output must show: each line `#> TEXT` in it (a comment to bash, shown to
+readers as the output to look for) must equal a line of the block's output (stdout and stderr,
+surrounding spaces ignored; TEXT ending in `...` matches a line that starts with the rest), in
+the order the `#>` lines come. A block that runs longer, fails otherwise, misses an expected line
+or has none, or a page named on the command line with no block at all, makes the test fail,
+naming the page and line.
 
 usage: doc_commands_test.py COLLIE_BINARY SOURCE_DIR PAGE.md [PAGE.md ...]
 """
@@ -55,8 +60,28 @@ def parse_opts(where, opts):
     return fails, timeout
 
 
+def expected_lines(script):
+    """The `#> TEXT` lines of a block, in order."""
+    return [line.strip()[2:].strip() for line in script.splitlines()
+            if line.strip().startswith("#>")]
+
+
+def missing_output(expected, output):
+    """The first expected line the output does not show (in order), or None."""
+    lines = iter(line.strip() for line in output.splitlines())
+    for want in expected:
+        prefix = want[:-3] if want.endswith("...") else None
+        if not any((line.startswith(prefix) if prefix is not None else line == want)
+                   for line in lines):
+            return want
+    return None
+
+
 def run(where, opts, script, env):
     fails_expected, timeout = parse_opts(where, opts)
+    expected = expected_lines(script)
+    if not expected:
+        return f"{where}: no '#> TEXT' line: the block checks exit statuses only"
     with tempfile.TemporaryDirectory(prefix="collie_docs_") as tmp:
         record = os.path.join(tmp, ".docs-test-fails")
         # Each failing command (status, text) is recorded; the block goes on, as a user's
@@ -88,6 +113,10 @@ def run(where, opts, script, env):
             said = "; ".join(f"'{c}' exited {s}" for s, c in failed) or "every command exited 0"
             want = ", ".join(map(str, fails_expected)) or "none"
             return (f"{where}: expected failing statuses [{want}], but {said}\n"
+                    f"--- block ---\n{script}--- output ---\n{output}")
+        missing = missing_output(expected, output)
+        if missing is not None:
+            return (f"{where}: no output line '{missing}' (in the order the #> lines give)\n"
                     f"--- block ---\n{script}--- output ---\n{output}")
     return None
 

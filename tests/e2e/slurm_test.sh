@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# collie under a real two-node Slurm cluster (shared/tools/slurm/up.sh: munge, slurmctld, two
-# slurmd in network namespaces whose /etc/hosts map their own names to 127.0.1.1, as stock
+# collie under a real two-node Slurm cluster (tests/support/slurm_cluster.sh: munge, slurmctld,
+# two slurmd in network namespaces whose /etc/hosts map their own names to 127.0.1.1, as stock
 # Debian does), with no rendezvous variables set:
 #   1. srun -N 2 -n 4 collie perf          (store on node1, port from the job/step ids), and
 #      srun --mpi=pmix ... collie perf --backend mpi
@@ -8,16 +8,14 @@
 #      `collie perf -np 4` in the script body, which must say to use srun (exit 2)
 #   3. srun -N 2 -n 4 collie perf -T 8 with task 2 frozen (SIGSTOP): the step ends by itself
 #      (the failing tasks cancel it), without --kill-on-bad-exit
-#   usage: slurm_test.sh COLLIE_BINARY [SLURM_TOOLS_DIR]
-# SLURM_TOOLS_DIR defaults to shared/tools/slurm beside the repository (../shared from its root).
+#   usage: slurm_test.sh COLLIE_BINARY
 # Brings the cluster up when it is not (and down again afterwards); leaves one it found running.
-# up.sh installs the Slurm, munge and pmix packages when they are missing (scripts/bootstrap.sh
-# already has them in CI).
-# Exit: 0 pass, 1 fail, 77 skipped (not root, no up.sh, the cluster cannot start or has no pmix
+# The Slurm, munge and pmix packages come from scripts/bootstrap.sh.
+# Exit: 0 pass, 1 fail, 77 skipped (not root, Slurm not installed, no network namespaces, no pmix
 # plugin; the reason is printed). Under CI=true each of these fails instead (tests/support/skip.sh).
 set -u -o pipefail
 COLLIE=${1:?collie binary}
-TOOLS=${2:-$(dirname "$0")/../../../shared/tools/slurm}
+CLUSTER=$(cd "$(dirname "$0")/../support" && pwd)/slurm_cluster.sh
 WORK=$(mktemp -d /tmp/collie_slurm_test.XXXXXX)
 chmod 755 "$WORK"
 STARTED=""
@@ -25,22 +23,22 @@ fail() { echo "FAIL: $*"; exit 1; }
 source "$(dirname "$0")/../support/skip.sh"
 cleanup() {
   [ -n "${FROZEN:-}" ] && kill -KILL "$FROZEN" 2>/dev/null
-  if [ -n "$STARTED" ]; then "$TOOLS/down.sh" >/dev/null 2>&1; fi
+  if [ -n "$STARTED" ]; then bash "$CLUSTER" down >/dev/null 2>&1; fi
   rm -rf "$WORK"
 }
 trap cleanup EXIT
 trap "exit 1" INT TERM
 
 [ "$(id -u)" = 0 ] || skip "needs root to start slurmd/munge"
-[ -f "$TOOLS/up.sh" ] || skip "no Slurm tools at $TOOLS (shared/tools/slurm beside the repository)"
 BASE=${COLLIE_SLURM_DIR:-/tmp/collie-slurm}
 [ -f "$BASE/state" ] || STARTED=1
 t_up=$(date +%s)
-if ! COLLIE_SLURM_DEBIAN_HOSTS=1 bash "$TOOLS/up.sh" >"$WORK/up.log" 2>&1; then
-  cat "$WORK/up.log"
-  skip "the Slurm cluster could not start (see above)"
-fi
-grep -q "nodes node1 node2" "$WORK/up.log" || { cat "$WORK/up.log"; skip "Slurm came up without two namespaced nodes"; }
+bash "$CLUSTER" up >"$WORK/up.log" 2>&1
+rc=$?
+cat "$WORK/up.log"
+[ $rc = 77 ] && skip "no Slurm test cluster on this machine: $(grep -m1 'cannot run here' "$WORK/up.log")"
+[ $rc = 0 ] || fail "the Slurm test cluster did not start (exit $rc, see above)"
+grep -q "nodes node1 node2" "$WORK/up.log" || fail "the Slurm cluster came up without node1 and node2"
 echo "== 0. cluster up in $(($(date +%s) - t_up)) s"
 export SLURM_CONF=$BASE/etc/slurm.conf
 # Nothing a launcher-less user would not have.

@@ -19,13 +19,13 @@
 #             busy      healthy 2-, 3- and 6-host clusters while a busy loop spins inside host1:
 #                       pairwise exits 0, "OK: nothing named", REPEATS runs of each (default 5)
 # Namespaces carry the prefix "acs" and are removed on every exit.
-# Exit: 0 pass, 1 fail, 77 skipped (no root / no namespaces).
+# Exit: 0 pass, 1 fail, 77 skipped outside CI (no root / no namespaces; the reason is printed);
+# under CI=true those are failures (tests/support/skip.sh).
 set -u
 COLLIE=${1:?collie binary}
 SCENARIO=${2:?scenario}
 REPEATS=${3:-5}
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
-SKIP=77
 PER_HOST=2
 case "$SCENARIO" in
   *2) HOSTS=2 ;;
@@ -40,8 +40,8 @@ BR="${TAG}br"
 WORK=$(mktemp -d /tmp/collie_accept_small.XXXXXX)
 PIDS=()
 
-skip() { echo "SKIP: $*"; exit $SKIP; }
 fail() { echo "FAIL: $*"; exit 1; }
+source "$(dirname "$0")/../support/skip.sh"
 
 source "$(dirname "$0")/../support/netns_cluster.sh"
 

@@ -7,6 +7,10 @@
 #                        partners, exit 1; the same with --schedule full
 #             busy       healthy cluster while a busy loop occupies one core: verdict OK,
 #                        nothing named, exit 0, 3 runs in a row
+#             starved    healthy cluster while 4 busy loops (2 per core of a 2-core machine)
+#                        starve its 12 ranks: no host or link named WARN or CRIT, exit 0 or 6
+#                        (INCONCLUSIVE: what the CPU wait explains decides nothing), 3 runs;
+#                        an inconclusive finding says its ranks waited for a CPU
 #             flapping_link  host2 slowed as in slow_host, and the link host1 <-> host4 flaps:
 #                        down in its 1st, 3rd, 5th ... measurement, up in the others (the
 #                        injector below). `collie accept` (pairwise check, default options but
@@ -160,6 +164,30 @@ PY
       expect_in pw$run "^# schedule quick: 6 hosts" "busy run $run: not 6 hosts"
     done
     kill "$busy" 2>/dev/null
+    ;;
+  starved)
+    for _ in 1 2 3 4; do
+      sh -c 'while :; do :; done' &
+      PIDS+=($!)
+    done
+    for run in 1 2 3; do
+      run_job pw$run 120 probe pairwise --bytes 256K -n 3 -T 10 -J "$WORK/pw$run.json"
+      wait_job pw$run
+      show pw$run
+      case "$RC0" in
+        0) expect_in pw$run "^OK: nothing named" "starved run $run: no OK line" ;;
+        6) expect_in pw$run "^(HOST|LINK) INCONCLUSIVE|INCONCLUSIVE" "starved run $run: exit 6 without a finding" ;;
+        *) fail "starved run $run: exit $RC0, expected 0 or 6 (a healthy cluster named)" ;;
+      esac
+      python3 - "$WORK/pw$run.json" <<'PY' || fail "starved run $run: JSON"
+import json, sys
+j = json.load(open(sys.argv[1]))
+f = j["isolation"]["findings"]
+assert j["verdict"] in ("OK", "INCONCLUSIVE"), j["verdict"]
+assert all(x["severity"] == "INCONCLUSIVE" for x in f), [(x["code"], x["severity"]) for x in f]
+print("starved: verdict", j["verdict"], [(x["code"], x["reason"][:160]) for x in f])
+PY
+    done
     ;;
   flapping_link)
     slow_host_data_link 2

@@ -263,14 +263,136 @@ TEST(IsolateSmall, WaitingForACpuWidensTheNoise) {
   EXPECT_FALSE(judge(s, ref, t).bad) << judge(s, ref, t).why;
   s.cpu_wait = 0.05;  // a little waiting changes nothing
   EXPECT_TRUE(judge(s, ref, t).bad);
-  // A dead-slow link stays bad whatever the CPU did: the far-below rules do not widen.
-  s.cpu_wait = 0.9;
-  s.ab = {0.005, 0.005, 0.005};
-  s.ba = {2.6, 2.6, 2.6};
-  EXPECT_EQ(judge(s, ref, t).rule, Rule::Reverse);
-  s.ba = s.ab;
+}
+
+TEST(IsolateSmall, ACapacityDropTheCpuWaitExplainsIsStarvedNotBad) {
+  // A link 99.6 % below what its hosts can do: bad while the ranks hardly waited for a CPU,
+  // starved (not bad, not fine: undecided) once the wait explains the drop (wait x noise_k >=
+  // drop) while the link keeps up with the reference. Two hosts: the reference is the link.
+  Reference ref;
+  ref.gbps = 0.005;
+  LinkSample s;
+  s.a = 0;
+  s.b = 1;
+  s.ab = s.ba = {0.005, 0.005, 0.005};
   s.cap_a = s.cap_b = HostCapacity{3, 1.25, "eth0"};
-  EXPECT_EQ(judge(s, ref, t).rule, Rule::Capacity);
+  const Thresholds t;
+  for (const double wait : {0.0, 0.05, 0.3}) {
+    s.cpu_wait = wait;
+    const Judgement j = judge(s, ref, t);
+    EXPECT_TRUE(j.bad) << wait << ": " << j.why;
+    EXPECT_FALSE(j.starved);
+    EXPECT_EQ(j.rule, Rule::Capacity);
+  }
+  s.cpu_wait = 0.34;  // 3 x 0.34 >= 0.996
+  Judgement j = judge(s, ref, t);
+  EXPECT_FALSE(j.bad) << j.why;
+  EXPECT_TRUE(j.starved);
+  EXPECT_EQ(j.rule, Rule::Capacity);
+  EXPECT_NE(j.why.find("waited for a CPU 34% of the time"), std::string::npos) << j.why;
+  EXPECT_NE(j.why.find("CPU-starved"), std::string::npos) << j.why;
+  // Far below the reference its peers reached under the same load: bad whatever the wait.
+  s.cpu_wait = 0.9;
+  Reference peers;
+  peers.gbps = 0.1;
+  j = judge(s, peers, t);
+  EXPECT_TRUE(j.bad) << j.why;
+  EXPECT_EQ(j.rule, Rule::Capacity);
+  EXPECT_NE(j.why.find("but it is also 95% below the reference 0.1 GB/s"), std::string::npos)
+      << j.why;
+  // A direction far below its reverse, both measured in turn under the same load: not excused.
+  s.ba = {2.6, 2.6, 2.6};
+  s.cap_a = s.cap_b = HostCapacity{};
+  j = judge(s, ref, t);
+  EXPECT_TRUE(j.bad) << j.why;
+  EXPECT_EQ(j.rule, Rule::Reverse);
+  // Absolute limits do not bend: a floor is what the spec demands whatever the CPU did.
+  Thresholds floors;
+  floors.floor_gbps = {1, 1};
+  EXPECT_TRUE(judge(s, ref, floors).bad);
+  EXPECT_EQ(judge(s, ref, floors).rule, Rule::Floor);
+}
+
+// 6 hosts whose links all run at 8 % of what their NICs state (1.25 GB/s) because their 12 ranks
+// queue for 2 busy cores (each measurement's ranks waited for a CPU half the time).
+SimCluster starved_cluster(double wait) {
+  SimCluster c;
+  c.hosts = 6;
+  c.nic_gbps = 0.1;
+  c.loopback_gbps = 3;
+  c.line_gbps = 1.25;
+  c.rng.seed(16);
+  for (int h = 0; h < 6; ++h) c.cpu_wait[h] = wait;
+  return c;
+}
+
+TEST(IsolateSmall, AStarvedHealthyClusterIsNotNamed) {
+  // Every link 92 % below what its hosts can do, in line with each other: with the CPU wait that
+  // explains it, nothing is named (it was LINK_SLOW / HOST_SLOW CRIT, issue 40); without the wait
+  // the whole cluster is that slow, and CRIT.
+  SimCluster c = starved_cluster(0.5);
+  const auto r = isolate(6, {}, c.callback());
+  EXPECT_TRUE(r.findings.empty()) << describe(r);
+  EXPECT_EQ(r.verdict(), Verdict::Ok) << describe(r);
+  SimCluster idle = starved_cluster(0.02);
+  const auto ri = isolate(6, {}, idle.callback());
+  EXPECT_EQ(ri.verdict(), Verdict::Crit) << describe(ri);
+}
+
+TEST(IsolateSmall, AHostSlowAmongEquallyStarvedPeersIsStillNamed) {
+  // The same starved cluster with host 2 at a fifth of its peers (a 100 Mbit/s tbf on a loaded
+  // machine): the wait would explain its drop below capacity, its peers under the same load do
+  // not. HOST_SLOW CRIT, host 2 alone.
+  SimCluster c = starved_cluster(0.5);
+  c.slow_hosts[2] = 0.2;
+  const auto r = isolate(6, {}, c.callback());
+  ASSERT_EQ(r.findings.size(), 1u) << describe(r);
+  EXPECT_EQ(r.findings[0].a, 2) << describe(r);
+  EXPECT_EQ(r.findings[0].fault, Fault::HostSlow) << describe(r);
+  EXPECT_EQ(r.findings[0].severity, Verdict::Crit) << describe(r);
+  EXPECT_NE(r.findings[0].reason.find("also"), std::string::npos) << r.findings[0].reason;
+}
+
+TEST(IsolateSmall, AStarvedReMeasurementMakesNoFlapping) {
+  // The slow host of the test above keeps up with its peers in one re-measurement round (round 5:
+  // starved, undecided); the judged ones are all bad: HOST_SLOW, not HOST_FLAPPING.
+  SimCluster c = starved_cluster(0.5);
+  c.slow_hosts[2] = 0.2;
+  c.slow_off_rounds = {5};
+  const auto r = isolate(6, {}, c.callback());
+  ASSERT_EQ(r.findings.size(), 1u) << describe(r);
+  const IsolationFinding& f = r.findings[0];
+  EXPECT_EQ(f.fault, Fault::HostSlow) << describe(r);
+  EXPECT_EQ(f.confirmations, f.remeasured) << describe(r);
+  EXPECT_NE(f.reason.find("(and 1 CPU-starved, not judged)"), std::string::npos) << f.reason;
+}
+
+TEST(IsolateSmall, ASuspectWhoseReMeasurementsAreStarvedIsInconclusiveWithTheReason) {
+  // Host 2 slow in the survey only (rounds 1-3); its re-measurements keep up with its peers but
+  // sit far below capacity while the ranks wait for a CPU: neither confirmed nor cleared.
+  SimCluster c = starved_cluster(0.5);
+  c.slow_hosts[2] = 0.05;
+  c.slow_until = 3;
+  const auto r = isolate(6, {}, c.callback());
+  ASSERT_EQ(r.findings.size(), 1u) << describe(r);
+  const IsolationFinding& f = r.findings[0];
+  EXPECT_EQ(f.a, 2) << describe(r);
+  EXPECT_EQ(f.fault, Fault::HostInconclusive) << describe(r);
+  EXPECT_EQ(f.severity, Verdict::Inconclusive) << describe(r);
+  EXPECT_EQ(f.rule, Rule::Capacity) << describe(r);
+  EXPECT_EQ(f.confirmations, 0) << describe(r);
+  EXPECT_EQ(f.remeasured, 0) << describe(r);  // none judged, of 2 x confirm tries
+  EXPECT_NE(f.reason.find("4 of 4 re-measurements against known-good partners CPU-starved (its "
+                          "ranks waited for a CPU up to 50% of the time"),
+            std::string::npos)
+      << f.reason;
+  EXPECT_NE(f.next_step.find("not oversubscribed"), std::string::npos) << f.next_step;
+  for (const auto& ob : f.evidence) {
+    if (ob.round == 0) continue;
+    EXPECT_TRUE(ob.starved && !ob.bad) << ob.why;
+  }
+  EXPECT_EQ(r.verdict(), Verdict::Inconclusive);
+  EXPECT_EQ(verdict_exit_code(r.verdict()), kExitInconclusive);
 }
 
 }  // namespace

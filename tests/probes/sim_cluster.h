@@ -25,9 +25,11 @@ struct SimCluster {
   double transient_factor = 0.55;  // ... at this fraction of its speed
   int messages = 10;               // timed messages per measurement (half each way)
   int64_t bytes = 4 << 20;
-  double setup_s = 0.05;                             // connect + latency ping-pong
-  double timeout_s = 5;                              // a failed measurement costs the step deadline
-  std::map<int, double> slow_hosts;                  // host -> speed factor
+  double setup_s = 0.05;             // connect + latency ping-pong
+  double timeout_s = 5;              // a failed measurement costs the step deadline
+  std::map<int, double> slow_hosts;  // host -> speed factor
+  int slow_until = 0;  // > 0: slow_hosts apply only in rounds <= slow_until (a passing fault)
+  std::set<int> slow_off_rounds;                     // rounds in which slow_hosts do not apply
   std::map<std::pair<int, int>, double> slow_links;  // (a < b) -> speed factor
   std::set<std::pair<int, int>> flapping;            // down in every other round, from round 1
   // Down in every other measurement *of the link* (its 1st, 3rd, ...), whichever rounds those
@@ -44,6 +46,9 @@ struct SimCluster {
   // What every host can do (0 = unknown, the capacity rule then has nothing to judge by).
   double loopback_gbps = 0, line_gbps = 0;
   std::map<int, double> host_loopback;  // per-host override
+  // The CPU wait the ranks of a host report for each of its measurements (LinkSample::cpu_wait;
+  // a measurement takes the larger of its two hosts'): ranks queued for an oversubscribed core.
+  std::map<int, double> cpu_wait;
   std::set<int> burst_rounds;  // rounds in which every link runs at burst_factor (a load burst)
   double burst_factor = 0.3;
   int rounds = 0;
@@ -70,8 +75,10 @@ struct SimCluster {
       return s;
     }
     double speed = nic_gbps * static_factor(a, b);
-    if (slow_hosts.count(a)) speed *= slow_hosts.at(a);
-    if (slow_hosts.count(b)) speed *= slow_hosts.at(b);
+    if ((slow_until == 0 || rounds <= slow_until) && !slow_off_rounds.count(rounds)) {
+      if (slow_hosts.count(a)) speed *= slow_hosts.at(a);
+      if (slow_hosts.count(b)) speed *= slow_hosts.at(b);
+    }
     if (slow_links.count({a, b})) speed *= slow_links.at({a, b});
     if (burst_rounds.count(rounds)) speed *= burst_factor;
     std::uniform_real_distribution<double> u(0, 1);
@@ -96,6 +103,8 @@ struct SimCluster {
       c.line_gbps = line_gbps;
       c.iface = line_gbps > 0 ? "eth0" : "";
     }
+    for (int h : {a, b})
+      if (cpu_wait.count(h)) s.cpu_wait = std::max(s.cpu_wait, cpu_wait.at(h));
     auto lat = [&](int h) { return latency_us.count(h) ? latency_us.at(h) : 5.0; };
     s.lat_us = std::max(lat(a), lat(b)) * std::max(0.5, n(rng));
     s.seconds = setup_s + static_cast<double>(bytes) * messages / 2 / (speed * 1e9) +

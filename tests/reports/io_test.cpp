@@ -104,7 +104,13 @@ TEST(ReportsIo, JsonRoundTripsAndAgreesWithCsvAndJsonl) {
     ++n;
   }
   EXPECT_EQ(n, 3);
-  EXPECT_FALSE(std::filesystem::exists(json + ".tmp." + std::to_string(::getpid())));
+  // No temporary of the JSON writer's atomic rewrites is left (".<name>.<tag>.tmp" beside it).
+  const std::filesystem::path jp(json);
+  const std::string tmp_prefix = "." + jp.filename().string() + ".";
+  for (const auto& e : std::filesystem::directory_iterator(jp.parent_path())) {
+    const std::string n = e.path().filename().string();
+    EXPECT_FALSE(n.starts_with(tmp_prefix) && n.ends_with(".tmp")) << "left behind: " << n;
+  }
   std::filesystem::remove(json);
   std::filesystem::remove(csv);
   std::filesystem::remove(jsonl);

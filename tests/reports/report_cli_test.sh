@@ -72,7 +72,8 @@ html)
   ;;
 gate)
   # The injected-slowdown check (docs/ci.md "Checking the gate itself"): a baseline of two real
-  # runs, a third run of the same build passes, one run slowed down through
+  # runs; two more runs of the same build raise no alarm (exit 0, or 6 when this machine's load
+  # moved them beyond what two runs resolve; never 1), one run slowed down through
   # COLLIE_PERF_TEST_DELAY_US is inconclusive (exit 6) and two of them fail it (exit 1). The allowance is wide (this shared 2-core
   # machine moves one build's run-level time by several times under load) and the slowdown far
   # above it. The documented gate settings on real reruns are tests/reports/gate_reruns_test.sh.
@@ -82,15 +83,20 @@ gate)
   run a -n 30
   run b -n 30
   run c -n 30
+  run d -n 30
   "$COLLIE" report baseline "$W/a.json" "$W/b.json" -o "$W/base.json" 2>/dev/null
   rc=0
-  "$COLLIE" report compare "$W/base.json" "$W/c.json" "${gate[@]}" > "$W/same.txt" 2> "$W/same.err" || rc=$?
+  "$COLLIE" report compare "$W/base.json" "$W/c.json" "$W/d.json" "${gate[@]}" > "$W/same.txt" \
+    2> "$W/same.err" || rc=$?
   cat "$W/same.txt"
-  [ "$rc" = 0 ] || fail "same configuration flagged (exit $rc): $(cat "$W/same.err")"
-  grep -q '2 vs 1' "$W/same.txt" || fail "the rows were not judged on 2 baseline runs vs 1"
+  case "$rc" in
+    0 | 6) ;;
+    *) fail "two runs of the same configuration: exit $rc, expected 0 or 6: $(cat "$W/same.err")" ;;
+  esac
+  grep -q '2 vs 2' "$W/same.txt" || fail "the rows were not judged on 2 baseline runs vs 2"
   # The slowdown must stay far above the 10x allowance however loaded this machine is: 40x the
   # slowest mean time the three runs saw, and at least 100 ms per call.
-  delay=$(python3 -c 'import json,sys; t=max(r["time_us"] for f in sys.argv[1:] for r in json.load(open(f))["rows"]); print(max(100000, int(40*t)))' "$W/a.json" "$W/b.json" "$W/c.json")
+  delay=$(python3 -c 'import json,sys; t=max(r["time_us"] for f in sys.argv[1:] for r in json.load(open(f))["rows"]); print(max(100000, int(40*t)))' "$W/a.json" "$W/b.json" "$W/c.json" "$W/d.json")
   echo "injected delay: $delay us per call"
   COLLIE_ENABLE_TEST_HOOKS=1 COLLIE_PERF_TEST_DELAY_US=$delay run slow1 -n 4
   COLLIE_ENABLE_TEST_HOOKS=1 COLLIE_PERF_TEST_DELAY_US=$delay run slow2 -n 4

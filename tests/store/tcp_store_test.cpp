@@ -267,22 +267,31 @@ TEST(TcpStore, ManyParkedWaitersWakeOnOneSet) {
   TcpStore server(server_opts());
   std::vector<std::future<std::string>> waiters;
   std::atomic<int> tids[16];
+  // Set the moment wait() returns: the get() after it would park again on "b" and hide an early
+  // wake from settled() and from the future.
+  std::atomic<bool> woke[16];
   for (int i = 0; i < 16; ++i) {
     tids[i] = -1;
+    woke[i] = false;
     waiters.push_back(std::async(std::launch::async, [&, i] {
       tids[i] = testing::current_tid();
       TcpStore c(client_of(server));
       c.wait({"a", "b"});
+      woke[i] = true;
       return c.get_string("b");
     }));
   }
   for (auto& t : tids) ASSERT_TRUE(testing::settled(t)) << "a waiter never parked";
   server.set("a", "1");
-  // Half the keys: every waiter stays parked (settled again, not returned).
-  for (auto& t : tids) EXPECT_TRUE(testing::settled(t)) << "a waiter woke on half its keys";
-  for (auto& w : waiters) EXPECT_EQ(w.wait_for(0ms), std::future_status::timeout);
+  // Half the keys: every waiter stays parked in its wait (settled again, and wait() has not
+  // returned; a woken one would have flagged it before parking in its get).
+  for (int i = 0; i < 16; ++i) {
+    EXPECT_TRUE(testing::settled(tids[i])) << "waiter " << i << " never parked again";
+    EXPECT_FALSE(woke[i]) << "waiter " << i << " woke on half its keys";
+  }
   server.set("b", "2");
   for (auto& w : waiters) EXPECT_EQ(w.get(), "2");
+  for (auto& w : woke) EXPECT_TRUE(w);
 }
 
 // Every thread of a rank shares one connection: the store host holds one descriptor per rank,
