@@ -31,6 +31,10 @@ struct ProbeContext {
   // Set by a driver that must save its results if a perf step hangs past its deadline (the perf
   // watchdog then ends the process): called on the watchdog thread with the reason.
   std::function<void(const std::string& why)> on_hang;
+  // The pairwise probe widens a measurement's noise by the share of its time this process waited
+  // for a CPU (probes/verdict.h). False where ranks are threads of one process (a simulation of
+  // many hosts, scripts/bench/scale/probes_*): that process's wait is then not this rank's.
+  bool measure_cpu_wait = true;
 
   // "probe<N>": a fresh prefix for one probe run; every rank must call it in the same order.
   std::string tag();

@@ -83,7 +83,7 @@ PairMeasure measure_pair(ProbeContext& ctx, const std::string& tag, int peer,
   // each message from its send to the receiver's ack, so a sample includes the whole transfer;
   // the first message each way only warms the connection.
   double sent_s = 0;
-  const double wait0 = process_cpu_wait_seconds();
+  const double wait0 = ctx.measure_cpu_wait ? process_cpu_wait_seconds() : -1;
   const auto bw0 = Clock::system().now();
   for (int i = 0; i < o.bw_iters + 1 && m.error.empty(); ++i) {
     for (int dir = 0; dir < 2 && m.error.empty(); ++dir) {
@@ -104,7 +104,8 @@ PairMeasure measure_pair(ProbeContext& ctx, const std::string& tag, int peer,
   }
   if (m.error.empty() && sent_s > 0)
     m.bw_gbps = static_cast<double>(o.bytes) * o.bw_iters / sent_s / 1e9;
-  const double wait1 = process_cpu_wait_seconds(), wall = seconds_since(bw0);
+  const double wait1 = ctx.measure_cpu_wait ? process_cpu_wait_seconds() : -1;
+  const double wall = seconds_since(bw0);
   if (wait0 >= 0 && wait1 >= wait0 && wall > 0) m.cpu_wait = (wait1 - wait0) / wall;
   const std::string store_host = pg->info().store_host;
   destroy_process_group(*pg);
