@@ -8,6 +8,7 @@
 #include <set>
 
 #include "comm/rendezvous.h"
+#include "reports/heat_map_html.h"
 #include "reports/result.h"
 
 namespace collie::probes {
@@ -125,55 +126,28 @@ std::string label_of(const std::vector<std::string>& labels, int i) {
 // directions), then how the rows spread around the median row.
 std::string worst_rows(const RankMatrix& m, bool higher_is_better, const std::string& unit,
                        const std::vector<std::string>& labels) {
-  struct Row {
-    std::vector<double> vals;
-    double worst = std::numeric_limits<double>::quiet_NaN();
-    int worst_peer = -1;
-  };
-  std::unordered_map<int, Row> rows;
-  auto better = [&](double x, double y) { return higher_is_better ? x > y : x < y; };
-  m.for_each([&](int i, int j, double x) {
-    for (const auto& [r, peer] : {std::pair{i, j}, std::pair{j, i}}) {
-      Row& row = rows[r];
-      row.vals.push_back(x);
-      if (std::isnan(row.worst) || better(row.worst, x)) {
-        row.worst = x;
-        row.worst_peer = peer;
-      }
-    }
-  });
-  std::vector<std::pair<double, int>> scored;  // (median, row)
-  for (auto& [r, row] : rows) scored.emplace_back(median(row.vals), r);
-  std::sort(scored.begin(), scored.end(), [&](const auto& x, const auto& y) {
-    return x.first != y.first ? better(y.first, x.first) : x.second < y.second;
-  });
-  std::vector<double> meds;
-  for (const auto& [med, r] : scored) meds.push_back(med);
-  const double lo = meds.empty() ? 0 : *std::min_element(meds.begin(), meds.end());
-  const double hi = meds.empty() ? 0 : *std::max_element(meds.begin(), meds.end());
-  const size_t shown = std::min<size_t>(scored.size(), kHeatMapWorstRows);
+  std::vector<reports::MatrixCell> cells;
+  cells.reserve(m.cells());
+  m.for_each([&](int i, int j, double x) { cells.push_back({i, j, x}); });
+  const reports::RowSummary sum = reports::summarize_rows(cells, higher_is_better);
+  const size_t shown = std::min<size_t>(sum.rows.size(), kHeatMapWorstRows);
   std::string out = fmt::format(
       "      {} rows: the {} worst by their median link (both directions), shade of "
       "the median: {}\n",
-      m.size(), shown, legend(higher_is_better, lo, hi, unit));
+      m.size(), shown, legend(higher_is_better, sum.lo, sum.hi, unit));
   for (size_t k = 0; k < shown; ++k) {
-    const auto& [med, r] = scored[k];
-    const Row& row = rows.at(r);
-    out += fmt::format("      {} {}: median {:.4g} {} over {} link(s), worst {:.4g} with {}\n",
-                       shade(med, lo, hi, higher_is_better), label_of(labels, r), med, unit,
-                       row.vals.size(), row.worst, label_of(labels, row.worst_peer));
+    const reports::RowScore& row = sum.rows[k];
+    out +=
+        fmt::format("      {} {}: median {:.4g} {} over {} link(s), worst {:.4g} with {}\n",
+                    shade(row.median, sum.lo, sum.hi, higher_is_better), label_of(labels, row.row),
+                    row.median, unit, row.links, row.worst, label_of(labels, row.worst_peer));
   }
   // How far each row's median is from the median row's: the shape of the whole matrix.
-  const double ref = median(meds);
-  int bins[4] = {0, 0, 0, 0};
-  for (double x : meds) {
-    const double ratio = ref > 0 && x > 0 ? (higher_is_better ? x / ref : ref / x) : 0;
-    bins[ratio >= 0.9 ? 0 : ratio >= 0.75 ? 1 : ratio >= 0.5 ? 2 : 3]++;
-  }
   out += fmt::format(
       "      rows by median against the median row ({:.4g} {}): within 10%: {}, 10-25% worse: {}, "
       "25-50% worse: {}, more than 50% worse: {}, nothing measured: {}\n",
-      ref, unit, bins[0], bins[1], bins[2], bins[3], m.size() - static_cast<int>(meds.size()));
+      sum.reference, unit, sum.spread[0], sum.spread[1], sum.spread[2], sum.spread[3],
+      m.size() - static_cast<int>(sum.rows.size()));
   return out;
 }
 
