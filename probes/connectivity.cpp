@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 #include <thread>
+#include <tuple>
 #include <unordered_map>
 
 #include "comm/rendezvous.h"
@@ -210,14 +211,19 @@ std::string ConnectivityResult::to_text() const {
     auto& e = by[{std::min(hosts.at(p.a), hosts.at(p.b)), std::max(hosts.at(p.a), hosts.at(p.b))}];
     if (e.first++ == 0) e.second = &p;
   }
-  std::vector<std::pair<int, std::pair<std::string, std::string>>> order;
-  for (const auto& [k, e] : by) order.push_back({-e.first, k});
+  // The host pairs that an isolated host does not explain come first (a bad link among a dead
+  // host's N broken pairs), then the most broken rank pairs.
+  std::set<std::string> gone;
+  for (const auto& h : isolated_hosts()) gone.insert(h.substr(0, h.find(" (")));
+  std::vector<std::tuple<bool, int, std::pair<std::string, std::string>>> order;
+  for (const auto& [k, e] : by)
+    order.push_back({gone.count(k.first) || gone.count(k.second), -e.first, k});
   std::sort(order.begin(), order.end());
   for (size_t i = 0; i < order.size() && i < kListMax; ++i) {
-    const auto& e = by.at(order[i].second);
-    out +=
-        fmt::format("  {} <-> {}: {} broken pair(s), first {}: {}\n", order[i].second.first,
-                    order[i].second.second, e.first, pair_text(*e.second, hosts), e.second->error);
+    const auto& k = std::get<2>(order[i]);
+    const auto& e = by.at(k);
+    out += fmt::format("  {} <-> {}: {} broken pair(s), first {}: {}\n", k.first, k.second, e.first,
+                       pair_text(*e.second, hosts), e.second->error);
   }
   if (order.size() > kListMax)
     out +=
