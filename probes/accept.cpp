@@ -23,6 +23,11 @@ using json = nlohmann::json;
 
 std::string pct(double dev) { return fmt::format("{:.0f}%", std::fabs(dev) * 100); }
 
+// Findings one by one up to this many broken pairs (a test of 8 ranks reads each); beyond, the
+// hosts and at most kFindingsMax more, so a report of thousands of ranks stays one screen.
+constexpr size_t kFindingsOneByOne = 64;
+constexpr size_t kFindingsMax = 16;
+
 // Relative rules: metric -> allowed fractional drop (or rise) against the baseline's value.
 void relative_rules(CheckOutcome& o, const CheckSpec& c, const Baseline& b) {
   const auto base = b.find(c.name);
@@ -114,34 +119,64 @@ CheckOutcome start(const CheckSpec& c, const json& details, std::string text) {
 
 CheckOutcome evaluate_connectivity(const CheckSpec& c, const ConnectivityResult& r) {
   CheckOutcome o = start(c, r.to_json(), r.to_text());
-  const auto broken = r.broken();
+  const auto& broken = r.broken();
   o.metrics["broken_pairs"] = static_cast<double>(broken.size());
   o.metrics["missing_ranks"] = static_cast<double>(r.missing_ranks.size());
+  auto pair_who = [&](const PairStatus& p) {
+    return fmt::format("{} ({}) <-> {} ({})", p.a, r.hosts.at(p.a), p.b, r.hosts.at(p.b));
+  };
   if (c.rules.value("all_reachable", false) && !r.all_reachable()) {
-    o.fail(fmt::format("{} of {} pairs unreachable{}", broken.size(), r.pairs.size(),
+    o.fail(fmt::format("{} of {} pairs unreachable{}", broken.size(), r.pair_count,
                        r.missing_ranks.empty() ? ""
                                                : fmt::format(", ranks {} did not report",
                                                              format_ranks(r.missing_ranks))));
-    for (const auto& h : r.isolated_hosts())
+    // The hosts first; each pair when there are few, else the pairs of the hosts not named and
+    // how many more (the report's JSON lists them all).
+    const auto isolated = r.isolated_hosts();
+    for (const auto& h : isolated)
       o.findings.push_back({"host", h, "reaches no other host (every cross-host pair broken)"});
-    for (const auto& p : broken)
-      o.findings.push_back(
-          {"pair", fmt::format("{} ({}) <-> {} ({})", p.a, r.hosts.at(p.a), p.b, r.hosts.at(p.b)),
-           p.error});
-    for (int m : r.missing_ranks)
-      o.findings.push_back({"rank", fmt::format("{} ({})", m, r.hosts.at(m)),
-                            "did not report its results through the store"});
+    std::set<std::string> gone;
+    for (const auto& h : isolated) gone.insert(h.substr(0, h.find(" (")));
+    size_t listed = 0, rest = 0;
+    for (const auto& p : broken) {
+      const bool explained = gone.count(r.hosts.at(p.a)) || gone.count(r.hosts.at(p.b));
+      if (broken.size() > kFindingsOneByOne && (explained || listed >= kFindingsMax)) {
+        rest += explained ? 0 : 1;
+        continue;
+      }
+      o.findings.push_back({"pair", pair_who(p), p.error});
+      ++listed;
+    }
+    if (rest > 0)
+      o.findings.push_back({"pair", fmt::format("{} more pairs", rest),
+                            "broken as well (every pair is in the report's JSON)"});
+    if (r.missing_ranks.size() <= kFindingsMax) {
+      for (int m : r.missing_ranks)
+        o.findings.push_back({"rank", fmt::format("{} ({})", m, r.hosts.at(m)),
+                              "did not report its results through the store"});
+    } else {
+      std::map<std::string, std::vector<int>> by_host;
+      for (int m : r.missing_ranks) by_host[r.hosts.at(m)].push_back(m);
+      for (const auto& [h, ranks] : by_host)
+        o.findings.push_back({"rank", fmt::format("{} ({})", format_ranks(ranks), h),
+                              "did not report their results through the store"});
+    }
   }
   if (c.rules.contains("max_rtt_us")) {
     const double lim = c.rules["max_rtt_us"].get<double>();
-    for (const auto& p : r.pairs) {
+    size_t n = 0;
+    for (const auto& p : r.slow_pairs) {
       if (!p.ok || p.rtt_us <= lim) continue;
+      if (++n > kFindingsMax) continue;
       o.fail(
           fmt::format("pair {} <-> {} round trip {:.0f} us > {:.0f} us", p.a, p.b, p.rtt_us, lim));
-      o.findings.push_back(
-          {"pair", fmt::format("{} ({}) <-> {} ({})", p.a, r.hosts.at(p.a), p.b, r.hosts.at(p.b)),
-           fmt::format("round trip {:.0f} us", p.rtt_us)});
+      o.findings.push_back({"pair", pair_who(p), fmt::format("round trip {:.0f} us", p.rtt_us)});
     }
+    if (n > kFindingsMax)
+      o.fail(
+          fmt::format("{} more pairs with a round trip > {:.0f} us (every one in the report's "
+                      "JSON)",
+                      n - kFindingsMax, lim));
   }
   return o;
 }
@@ -428,6 +463,7 @@ AcceptReport run_accept(ProbeContext& ctx, const AcceptSpec& spec,
       if (c.kind == "connectivity") {
         ConnectivityOptions opt;
         opt.rounds = p.value("repeats", 1);
+        opt.report_rtt_us = c.rules.value("max_rtt_us", 0.0);
         if (p.contains("interval"))
           opt.interval = p["interval"].is_string()
                              ? parse_duration(p["interval"].get<std::string>())

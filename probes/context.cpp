@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <thread>
 
 #include "comm/registry.h"
 #include "comm/rendezvous.h"
@@ -62,13 +61,19 @@ ProbeContext make_context(const ContextOptions& opts) {
 }
 
 void exchange_hosts(ProbeContext& ctx, const std::string& hostname) {
-  const std::string prefix = "probe_hosts/";
-  ctx.store->set(prefix + std::to_string(ctx.rank), hostname);
-  std::vector<std::string> keys;
-  for (int r = 0; r < ctx.world; ++r) keys.push_back(prefix + std::to_string(r));
-  ctx.store->wait(keys, std::max<Millis>(ctx.timeout, std::chrono::seconds(60)));
+  ctx.host = hostname;
   ctx.hosts.clear();
-  for (const auto& v : ctx.store->multi_get(keys)) ctx.hosts.push_back(to_string(v));
+  const Millis deadline = std::max<Millis>(ctx.timeout, std::chrono::seconds(60));
+  Store::GatherResult r = ctx.store->gather("probe_hosts", ctx.rank, ctx.world, to_bytes(hostname),
+                                            Store::GatherRead::kRoot, deadline);
+  if (ctx.rank != 0) return;
+  if (!r.complete)
+    throw TimeoutError(fmt::format(
+        "[Rank 0] probe host exchange: rank{} {} of {} did not report its host within {} ms "
+        "(check that they started and can reach the store)",
+        r.missing.size() == 1 ? "" : "s", format_ranks(r.missing), ctx.world, deadline.count()));
+  ctx.hosts.reserve(r.values.size());
+  for (const Bytes& v : r.values) ctx.hosts.push_back(to_string(v));
 }
 
 std::shared_ptr<ProcessGroup> world_group(ProbeContext& ctx, const std::string& tag) {
@@ -98,28 +103,39 @@ std::shared_ptr<ProcessGroup> pair_group(ProbeContext& ctx, const std::string& t
   return init_process_group(o);
 }
 
+std::vector<std::optional<std::string>> collect(Store& store, const std::string& key, int member,
+                                                int members, const std::string& value,
+                                                Millis deadline) {
+  store.set(fmt::format("{}/{}", key, member), value);
+  const Store::GatherResult g =
+      store.gather(key + "/in", member, members, {}, Store::GatherRead::kRoot, deadline);
+  if (member != 0) return {};
+  std::vector<std::optional<std::string>> out(members);
+  std::vector<bool> in(members, true);
+  for (int m : g.missing) in.at(m) = false;
+  // The members in the gather set their value before joining it: their keys exist.
+  std::vector<std::string> keys;
+  std::vector<int> who;
+  auto flush = [&] {
+    if (keys.empty()) return;
+    const std::vector<Bytes> vals = store.multi_get(keys);
+    for (size_t i = 0; i < who.size(); ++i) out[who[i]] = to_string(vals[i]);
+    keys.clear();
+    who.clear();
+  };
+  for (int m = 0; m < members; ++m) {
+    if (!in[m]) continue;
+    keys.push_back(fmt::format("{}/{}", key, m));
+    who.push_back(m);
+    if (static_cast<int>(keys.size()) >= kCollectBatch) flush();
+  }
+  flush();
+  return out;
+}
+
 std::vector<std::optional<std::string>> gather_to_root(ProbeContext& ctx, const std::string& key,
                                                        const std::string& value, Millis deadline) {
-  const std::string prefix = key + "/";
-  ctx.store->set(prefix + std::to_string(ctx.rank), value);
-  if (ctx.rank != 0) return {};
-  std::vector<std::optional<std::string>> out(ctx.world);
-  const auto end = std::chrono::steady_clock::now() + deadline;
-  while (true) {
-    bool all = true;
-    for (int r = 0; r < ctx.world; ++r) {
-      if (out[r]) continue;
-      const std::string k = prefix + std::to_string(r);
-      if (ctx.store->check({k})) {
-        out[r] = ctx.store->get_string(k);
-      } else {
-        all = false;
-      }
-    }
-    if (all || std::chrono::steady_clock::now() >= end) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return out;
+  return collect(*ctx.store, key, ctx.rank, ctx.world, value, deadline);
 }
 
 bool try_barrier(ProbeContext& ctx, const std::string& name, Millis deadline) {

@@ -169,8 +169,18 @@ std::string EnvResult::to_text() const {
     std::map<std::string, std::vector<int>> hosts;
     for (size_t r = 0; r < ranks.size(); ++r)
       if (ranks[r].count("host")) hosts[ranks[r].at("host")].push_back(static_cast<int>(r));
-    for (const auto& [h, rs] : hosts)
-      out += fmt::format("#   host {:<23} ranks {}\n", h, format_ranks(rs));
+    // One line per host up to kHostLines hosts; beyond, how many hosts hold how many ranks.
+    constexpr size_t kHostLines = 16;
+    if (hosts.size() <= kHostLines) {
+      for (const auto& [h, rs] : hosts)
+        out += fmt::format("#   host {:<23} ranks {}\n", h, format_ranks(rs));
+    } else {
+      std::map<size_t, std::vector<std::string>> by_count;
+      for (const auto& [h, rs] : hosts) by_count[rs.size()].push_back(h);
+      for (const auto& [n, hs] : by_count)
+        out += fmt::format("#   {} host(s) with {} rank(s) each: {}{}\n", hs.size(), n, hs.front(),
+                           hs.size() > 1 ? fmt::format(" ... {}", hs.back()) : "");
+    }
   }
   if (!missing_ranks.empty())
     out += fmt::format("MISSING: ranks {} did not report\n", format_ranks(missing_ranks));

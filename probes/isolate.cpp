@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <unordered_map>
 
 #include "probes/link_matrix.h"
 #include "probes/schedule.h"
@@ -440,9 +441,11 @@ IsolationReport Engine::run(const std::vector<LinkSample>& given, int given_roun
     rep_.rounds = rep_.survey_rounds = given_rounds;
     rep_.pairs_measured = static_cast<int>(survey.size());
   } else if (o_.schedule == "full") {
-    for (const auto& rr : tournament_rounds(n_)) {
+    // One round at a time (tournament_round is O(n)): the schedule itself never holds the
+    // n^2 / 2 pairs; the survey keeps one sample per pair, as the full schedule asks.
+    for (int r = 0; r < tournament_round_count(n_); ++r) {
       std::vector<UnitPair> pairs;
-      for (const auto& [a, b] : rr) pairs.push_back({a, b});
+      for (const auto& [a, b] : tournament_round(n_, r)) pairs.push_back({a, b});
       for (auto& s : round(pairs)) survey.push_back(std::move(s));
     }
     rep_.survey_rounds = rep_.rounds;
@@ -482,11 +485,16 @@ IsolationReport Engine::run(const std::vector<LinkSample>& given, int given_roun
   // explained by that unit (3 hosts, one slow: the other two are bad in one pair of two each,
   // both with the slow one) and stays known-good.
   auto share = [&](int u) { return total[u] > 0 ? static_cast<double>(bad[u]) / total[u] : 0; };
+  std::unordered_map<int, std::vector<int>> bad_partners;  // unit -> its bad pairs' partners
+  for (const auto& [k, obs] : bad_links) {
+    bad_partners[k.first].push_back(k.second);
+    bad_partners[k.second].push_back(k.first);
+  }
   auto explained = [&](int u) {
-    for (const auto& [k, obs] : bad_links) {
-      if (k.first != u && k.second != u) continue;
-      if (share(k.first == u ? k.second : k.first) <= share(u)) return false;
-    }
+    const auto it = bad_partners.find(u);
+    if (it == bad_partners.end()) return true;
+    for (int partner : it->second)
+      if (share(partner) <= share(u)) return false;
     return true;
   };
   std::vector<Track> units;

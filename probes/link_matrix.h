@@ -1,28 +1,38 @@
 #pragma once
-// Matrix and deviation math shared by the probes: per-link and per-host deviation from
-// the median, and a text heat map. Pure functions on values; thread-safe.
+// Matrix and deviation math shared by the probes: a sparse rank (or host) matrix, per-link and
+// per-host deviation from the median, ranks by host, and a text heat map that stays readable at
+// any size. Pure functions on values; thread-safe.
 #include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/stats.h"  // median, percentile
 
 namespace collie::probes {
 
-// Square matrix over ranks; value(i, j) is NaN where nothing was measured (i == j, broken pair).
+// Square matrix over ranks or hosts; value(i, j) is NaN where nothing was measured (i == j,
+// broken pair). Sparse: only the cells set are stored (~64 bytes each), so a quick survey of N
+// hosts, which measures O(N) cells, costs O(N) memory, never N x N.
 class RankMatrix {
  public:
-  RankMatrix() : RankMatrix(0) {}
-  explicit RankMatrix(int n);
+  RankMatrix() = default;
+  explicit RankMatrix(int n) : n_(n) {}
   int size() const { return n_; }
-  double at(int i, int j) const { return v_[static_cast<size_t>(i) * n_ + j]; }
-  void set(int i, int j, double x) { v_[static_cast<size_t>(i) * n_ + j] = x; }
-  // Every measured off-diagonal value.
+  double at(int i, int j) const;
+  void set(int i, int j, double x);
+  // Every measured off-diagonal value, row by row.
   std::vector<double> values() const;
+  // fn(i, j, value) for every measured off-diagonal cell, row by row.
+  void for_each(const std::function<void(int, int, double)>& fn) const;
+  size_t cells() const { return v_.size(); }
 
  private:
-  int n_;
-  std::vector<double> v_;
+  int n_ = 0;
+  std::map<uint64_t, double> v_;  // key i * n + j
 };
 
 // A link (directed i -> j) or host with its value and its deviation from the reference median:
@@ -44,12 +54,34 @@ std::vector<Deviation> link_deviations(const RankMatrix& m, const std::vector<st
 // no measured cross-host link are left out. With a single host, ranks stand in for hosts.
 std::vector<Deviation> host_deviations(const RankMatrix& m, const std::vector<std::string>& hosts);
 
-// Text heat map: one row per rank, one cell per peer with a shade from ' .:-=+*#%@' relative to
-// the largest value (higher value = darker when higher_is_better, else the reverse), 'X' for a
-// missing value and '\' on the diagonal, followed by a legend line.
-std::string heat_map(const RankMatrix& m, bool higher_is_better, const std::string& unit);
+// Text heat map. Up to kHeatMapFullRows rows: one row per rank (or host), one cell per peer with
+// a shade from ' .:-=+*#%@' relative to the largest value (higher value = darker when
+// higher_is_better, else the reverse), 'X' for a missing value and '\' on the diagonal, each row
+// followed by its label when `labels` has one, then a legend line. Larger: the kHeatMapWorstRows
+// worst rows by their median link (both directions; with their label, links measured, median,
+// worst link and its peer), then how many rows fall how far from the median row, so a matrix of
+// thousands of hosts reads on one screen.
+inline constexpr int kHeatMapFullRows = 64;
+inline constexpr int kHeatMapWorstRows = 16;
+std::string heat_map(const RankMatrix& m, bool higher_is_better, const std::string& unit,
+                     const std::vector<std::string>& labels = {});
 
-// "0-3, 5" style list of hosts -> ranks for messages, e.g. "hostB (ranks 2, 3)".
+// "hostB (ranks 2, 3)" for messages: the host with the ranks it holds. O(N) per call; callers
+// naming many hosts build a HostIndex once.
 std::string host_label(const std::string& host, const std::vector<std::string>& hosts);
+
+// Ranks by host, built once in O(N) from hosts[rank]; the same labels as host_label.
+class HostIndex {
+ public:
+  HostIndex() = default;
+  explicit HostIndex(const std::vector<std::string>& hosts);
+  // The ranks on `host`, ascending (empty for a host not in the list).
+  const std::vector<int>& ranks(const std::string& host) const;
+  std::string label(const std::string& host) const;
+  size_t hosts() const { return by_host_.size(); }
+
+ private:
+  std::unordered_map<std::string, std::vector<int>> by_host_;
+};
 
 }  // namespace collie::probes

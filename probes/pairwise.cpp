@@ -5,7 +5,8 @@
 #include <chrono>
 #include <cmath>
 #include <ctime>
-#include <thread>
+#include <functional>
+#include <unordered_map>
 
 #include "comm/rendezvous.h"
 #include "core/clock.h"
@@ -84,7 +85,7 @@ PairMeasure measure_pair(ProbeContext& ctx, const std::string& tag, int peer,
   // each message from its send to the receiver's ack, so a sample includes the whole transfer;
   // the first message each way only warms the connection.
   double sent_s = 0;
-  const double wait0 = process_cpu_wait_seconds();
+  const double wait0 = ctx.measure_cpu_wait ? process_cpu_wait_seconds() : -1;
   const auto bw0 = Clock::system().now();
   for (int i = 0; i < o.bw_iters + 1 && m.error.empty(); ++i) {
     for (int dir = 0; dir < 2 && m.error.empty(); ++dir) {
@@ -105,7 +106,8 @@ PairMeasure measure_pair(ProbeContext& ctx, const std::string& tag, int peer,
   }
   if (m.error.empty() && sent_s > 0)
     m.bw_gbps = static_cast<double>(o.bytes) * o.bw_iters / sent_s / 1e9;
-  const double wait1 = process_cpu_wait_seconds(), wall = seconds_since(bw0);
+  const double wait1 = ctx.measure_cpu_wait ? process_cpu_wait_seconds() : -1;
+  const double wall = seconds_since(bw0);
   if (wait0 >= 0 && wait1 >= wait0 && wall > 0) m.cpu_wait = (wait1 - wait0) / wall;
   const std::string store_host = pg->info().store_host;
   destroy_process_group(*pg);
@@ -125,44 +127,62 @@ json row_entry(int peer, const PairMeasure& m, const CapacityCache& cap) {
   return e;
 }
 
-// The keys of the re-measurement protocol: rank 0 publishes plan k (rank pairs, or done), the
-// ranks of each pair publish their entry under res/k/RANK.
-std::string plan_key(const std::string& tag, int k) { return fmt::format("{}/plan/{}", tag, k); }
-std::string res_key(const std::string& tag, int k, int rank) {
-  return fmt::format("{}/res/{}/{}", tag, k, rank);
+// The re-measurement protocol. Round k: rank 0 gives every other rank its own plan in one
+// multi_set (key plan/k/RANK: {"peer", "member", "members"}, peer -1 = idle, or {"done": true}),
+// so a rank reads one small key per round, never the whole plan. The ranks of the round's pairs
+// then publish their entries through collect("res/k"): member 0 is rank 0, the others are
+// numbered as the plan says. At the end every rank joins the gather "done", which only rank 0
+// waits on.
+std::string plan_key(const std::string& tag, int k, int rank) {
+  return fmt::format("{}/plan/{}/{}", tag, k, rank);
 }
+std::string res_key(const std::string& tag, int k) { return fmt::format("{}/res/{}", tag, k); }
 
-// Measures this rank's pair of plan k, if it has one, and publishes the entry.
-void measure_planned(ProbeContext& ctx, const std::string& tag, int k, const json& plan,
-                     const PairwiseOptions& o, CapacityCache* cap) {
-  for (const auto& p : plan.at("pairs")) {
-    const int a = p.at(0).get<int>(), b = p.at(1).get<int>();
-    if (ctx.rank != a && ctx.rank != b) continue;
-    const int peer = ctx.rank == a ? b : a;
-    const PairMeasure m = measure_pair(ctx, fmt::format("{}/m{}", tag, k), peer, o, cap);
+// This rank's plan for one round.
+struct RankPlan {
+  bool done = false;
+  int peer = -1;  // -1: idle this round
+  int member = 0, members = 1;
+};
+
+// Measures with `plan.peer` (if any) and publishes the entry as member `plan.member` of the
+// round's collection; returns what rank 0 collects (rank 0 only, its own entry included).
+std::vector<std::optional<std::string>> measure_planned(ProbeContext& ctx, const std::string& tag,
+                                                        int k, const RankPlan& plan,
+                                                        const PairwiseOptions& o,
+                                                        CapacityCache* cap) {
+  std::string entry;
+  if (plan.peer >= 0) {
+    const PairMeasure m = measure_pair(ctx, fmt::format("{}/m{}", tag, k), plan.peer, o, cap);
     if (!m.error.empty()) log(LogLevel::Warning, "pairwise: {}", m.error);
-    ctx.store->set(res_key(tag, k, ctx.rank), row_entry(peer, m, *cap).dump());
-    return;
+    entry = row_entry(plan.peer, m, *cap).dump();
   }
+  if (ctx.rank != 0 && plan.peer < 0) return {};
+  return collect(*ctx.store, res_key(tag, k), plan.member, plan.members, entry, ctx.timeout * 6);
 }
 
 // Every rank but 0: follow rank 0's plans until it says done (or stops publishing).
 void follow(ProbeContext& ctx, const std::string& tag, const PairwiseOptions& o,
             CapacityCache* cap) {
   for (int k = 0;; ++k) {
-    const std::string key = plan_key(tag, k);
+    const std::string key = plan_key(tag, k, ctx.rank);
     try {
       ctx.store->wait({key}, ctx.timeout * 8 + std::chrono::seconds(10));
     } catch (const std::exception& e) {
       log(LogLevel::Warning, "pairwise: rank 0 published no plan {}: {}", k, e.what());
       return;
     }
-    const json plan = json::parse(ctx.store->get_string(key));
-    if (plan.value("done", false)) {
+    const json j = json::parse(ctx.store->get_string(key));
+    if (j.value("done", false)) {
       // Rank 0 hosts the store and waits for this before it may exit.
-      ctx.store->set(fmt::format("{}/done/{}", tag, ctx.rank), "1");
+      ctx.store->gather(tag + "/done", ctx.rank, ctx.world, {}, Store::GatherRead::kRoot,
+                        ctx.timeout);
       return;
     }
+    RankPlan plan;
+    plan.peer = j.at("peer").get<int>();
+    plan.member = j.value("member", 0);
+    plan.members = j.value("members", 1);
     measure_planned(ctx, tag, k, plan, o, cap);
   }
 }
@@ -177,26 +197,32 @@ class Planner {
   std::vector<LinkSample> operator()(const std::vector<UnitPair>& pairs) {
     const int k = k_++;
     const auto t0 = Clock::system().now();
-    json plan{{"done", false}, {"pairs", json::array()}};
-    for (const auto& p : pairs)
-      plan["pairs"].push_back({r_.unit_rank.at(p.a), r_.unit_rank.at(p.b)});
-    ctx_.store->set(plan_key(tag_, k), plan.dump());
-    measure_planned(ctx_, tag_, k, plan, o_, cap_);
-    // Collect both ends of every pair within the deadline.
-    std::vector<std::string> keys;
+    // Members of the round's collection: rank 0 first, then both ends of every pair.
+    std::vector<int> member_rank{0};
+    std::unordered_map<int, int> peer_of, member_of;
     for (const auto& p : pairs) {
-      keys.push_back(res_key(tag_, k, r_.unit_rank.at(p.a)));
-      keys.push_back(res_key(tag_, k, r_.unit_rank.at(p.b)));
+      const int a = r_.unit_rank.at(p.a), b = r_.unit_rank.at(p.b);
+      peer_of[a] = b;
+      peer_of[b] = a;
+      for (int x : {a, b}) {
+        if (x == 0) continue;
+        member_of[x] = static_cast<int>(member_rank.size());
+        member_rank.push_back(x);
+      }
     }
-    std::map<std::string, json> got;
-    const auto end = Clock::system().now() + ctx_.timeout * 6;
-    while (true) {
-      for (const auto& key : keys)
-        if (!got.count(key) && ctx_.store->check({key}))
-          got[key] = json::parse(ctx_.store->get_string(key));
-      if (got.size() == keys.size() || Clock::system().now() >= end) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
+    const int members = static_cast<int>(member_rank.size());
+    publish(k, [&](int rank) {
+      const auto it = peer_of.find(rank);
+      if (it == peer_of.end()) return json{{"peer", -1}};
+      return json{{"peer", it->second}, {"member", member_of.at(rank)}, {"members", members}};
+    });
+    RankPlan mine;
+    mine.members = members;
+    if (const auto it = peer_of.find(0); it != peer_of.end()) mine.peer = it->second;
+    const auto collected = measure_planned(ctx_, tag_, k, mine, o_, cap_);
+    std::unordered_map<int, json> got;  // rank -> its entry
+    for (int m = 0; m < members && m < static_cast<int>(collected.size()); ++m)
+      if (collected[m] && !collected[m]->empty()) got[member_rank[m]] = json::parse(*collected[m]);
     const double secs = seconds_since(t0);
     std::vector<LinkSample> out;
     for (const auto& p : pairs) {
@@ -206,7 +232,7 @@ class Planner {
       s.seconds = secs;
       for (const int unit : {p.a, p.b}) {
         const int rank = r_.unit_rank.at(unit);
-        const auto it = got.find(res_key(tag_, k, rank));
+        const auto it = got.find(rank);
         if (it == got.end()) {
           if (s.error.empty()) s.error = fmt::format("rank {} did not report", rank);
           continue;
@@ -246,18 +272,29 @@ class Planner {
   // Publishes "done" and waits (bounded) until every other rank has read it: rank 0 usually
   // hosts the store, and leaving first would cut the others off before they learn the run ended.
   void finish() {
-    ctx_.store->set(plan_key(tag_, k_), json{{"done", true}}.dump());
-    std::vector<std::string> keys;
-    for (int r = 1; r < ctx_.world; ++r) keys.push_back(fmt::format("{}/done/{}", tag_, r));
-    if (keys.empty()) return;
-    try {
-      ctx_.store->wait(keys, ctx_.timeout * 2);
-    } catch (const std::exception& e) {
-      log(LogLevel::Warning, "pairwise: not every rank confirmed the end of the run: {}", e.what());
-    }
+    if (ctx_.world <= 1) return;
+    publish(k_, [](int) { return json{{"done", true}}; });
+    const Store::GatherResult g = ctx_.store->gather(tag_ + "/done", 0, ctx_.world, {},
+                                                     Store::GatherRead::kRoot, ctx_.timeout * 2);
+    if (!g.complete)
+      log(LogLevel::Warning, "pairwise: ranks {} did not confirm the end of the run",
+          format_ranks(g.missing));
   }
 
  private:
+  // Round k's plan for every rank but 0, in one request.
+  void publish(int k, const std::function<json(int)>& plan_of) {
+    std::vector<std::string> keys;
+    std::vector<Bytes> values;
+    keys.reserve(ctx_.world);
+    values.reserve(ctx_.world);
+    for (int r = 1; r < ctx_.world; ++r) {
+      keys.push_back(plan_key(tag_, k, r));
+      values.push_back(to_bytes(plan_of(r).dump()));
+    }
+    if (!keys.empty()) ctx_.store->multi_set(keys, values);
+  }
+
   ProbeContext& ctx_;
   std::string tag_;
   const PairwiseOptions& o_;
@@ -269,16 +306,16 @@ class Planner {
 // The full survey: every pair of ranks, one tournament round at a time (the original probe).
 std::string full_survey_row(ProbeContext& ctx, const std::string& tag, const PairwiseOptions& o,
                             size_t* rounds_out, CapacityCache* cap) {
-  const auto rounds = tournament_rounds(ctx.world);
-  *rounds_out = rounds.size();
+  const int rounds = tournament_round_count(ctx.world);
+  *rounds_out = static_cast<size_t>(rounds);
   json row = json::array();
   bool synced = true;
-  for (size_t r = 0; r < rounds.size(); ++r) {
+  for (int r = 0; r < rounds; ++r) {
     const std::string rtag = fmt::format("{}/{}", tag, r);
     // Worst case per round: a slow failing connect (2 timeouts) plus the last exchange that
     // fails (1); the rest of the pair's steps then stop at once.
     if (synced) synced = try_barrier(ctx, rtag + "/start", ctx.timeout * 6);
-    const int peer = peer_in_round(rounds[r], ctx.rank);
+    const int peer = tournament_peer(ctx.world, r, ctx.rank);
     if (peer < 0) continue;
     const PairMeasure m = measure_pair(ctx, rtag, peer, o, cap);
     if (!m.error.empty()) log(LogLevel::Warning, "pairwise: {}", m.error);

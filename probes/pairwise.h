@@ -39,6 +39,9 @@ struct PairwiseOptions {
   std::map<std::string, double> host_floor_gbps, host_max_latency_us;
 };
 
+// The result lives on rank 0. Its memory is O(N + what was measured): the rank matrices are sparse
+// (a quick survey of N hosts fills O(N) cells, a full one every pair), and the text and HTML show
+// the matrix by host: every cell up to kHeatMapFullRows hosts, the worst hosts beyond.
 struct PairwiseResult {
   int world = 0;
   std::vector<std::string> hosts;  // per rank
@@ -48,9 +51,11 @@ struct PairwiseResult {
   RankMatrix latency_us;            // one-way latency (half the median round trip), symmetric
   std::vector<std::string> errors;  // failed survey pairs, with the error
   std::vector<int> missing_ranks;
-  std::vector<std::string> units;      // host names, or "rank N" when every rank is on one host
-  std::vector<int> unit_rank;          // the rank that measures for each unit
-  std::vector<HostCapacity> capacity;  // per unit, as its measuring rank reported it
+  std::vector<std::string> units;        // host names, or "rank N" when every rank is on one host
+  std::vector<int> unit_rank;            // the rank that measures for each unit
+  std::vector<int> unit_of;              // per rank: its unit
+  std::vector<std::string> unit_labels;  // per unit: "hostB (ranks 2, 3)" / "rank 3"
+  std::vector<HostCapacity> capacity;    // per unit, as its measuring rank reported it
   std::map<int, HostCapacity> rank_capacity;  // full survey: per rank, from the rows
   IsolationReport isolation;                  // schedule, rounds, reference, noise, named faults
   // Full survey: per-message samples of each directed rank pair (i, j), from the rows.
@@ -60,6 +65,9 @@ struct PairwiseResult {
 
   std::vector<Deviation> links() const { return link_deviations(bw_gbps, hosts); }
   std::vector<Deviation> host_scores() const { return host_deviations(bw_gbps, hosts); }
+  // The matrix by unit (host): cell (u, v) is the median over the measured rank pairs from u to
+  // v; same-unit pairs are left out. Sparse, as the rank matrix.
+  RankMatrix unit_matrix(const RankMatrix& by_rank) const;
   // Confirmed faults only: hosts (HOST_*) and links (LINK_*), deviation = -effect.
   std::vector<Deviation> slow_hosts() const;
   std::vector<Deviation> slow_links() const;
@@ -80,9 +88,9 @@ PairwiseResult merge_pairwise(int world, const std::vector<std::string>& hosts,
 
 // Units from r.hosts, the survey from r's matrix (cross-unit rank pairs; each unit pair's
 // samples are the per-message samples of its directed rank pairs), then isolate() with `remeasure`
-// for the later rounds; fills r.units, r.unit_rank and r.isolation. `survey_rounds`: the rounds
-// the matrix took.
-// An empty matrix (quick schedule) leaves the survey to the engine.
+// for the later rounds; fills r.units, r.unit_rank, r.unit_of, r.unit_labels and r.isolation.
+// `survey_rounds`: the rounds the matrix took. An empty matrix (quick schedule) leaves the survey
+// to the engine.
 void isolate_result(PairwiseResult& r, const PairwiseOptions& o, const MeasureRound& remeasure,
                     int survey_rounds);
 

@@ -2,8 +2,11 @@
 // and rendering it (text and JSON). The measuring side is pairwise.cpp.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
+#include <unordered_map>
 
 #include "comm/rendezvous.h"
 #include "probes/pairwise.h"
@@ -12,6 +15,10 @@ namespace collie::probes {
 namespace {
 
 using json = nlohmann::json;
+
+// Up to this many ranks the JSON also carries the dense rank x rank matrices (what scripts read
+// as j["bandwidth_gbps"][i][j]); beyond, the sparse lists and the matrix by host only.
+constexpr int kDenseJsonRanks = 64;
 
 json matrix_json(const RankMatrix& m) {
   json rows = json::array();
@@ -26,6 +33,13 @@ json matrix_json(const RankMatrix& m) {
     rows.push_back(row);
   }
   return rows;
+}
+
+// [[i, j, value], ...] over the measured cells, row by row.
+json cells_json(const RankMatrix& m) {
+  json out = json::array();
+  m.for_each([&](int i, int j, double x) { out.push_back({i, j, x}); });
+  return out;
 }
 
 json deviations_json(const std::vector<Deviation>& v) {
@@ -89,7 +103,20 @@ HostCapacity capacity_from_json(const json& j) {
 
 std::string PairwiseResult::unit_label(int unit) const {
   if (unit < 0 || unit >= static_cast<int>(units.size())) return fmt::format("unit {}", unit);
+  if (unit < static_cast<int>(unit_labels.size())) return unit_labels[unit];
   return host_label(units[unit], hosts);
+}
+
+RankMatrix PairwiseResult::unit_matrix(const RankMatrix& by_rank) const {
+  RankMatrix out(static_cast<int>(units.size()));
+  std::map<std::pair<int, int>, std::vector<double>> cells;
+  by_rank.for_each([&](int i, int j, double x) {
+    if (i >= static_cast<int>(unit_of.size()) || j >= static_cast<int>(unit_of.size())) return;
+    const int u = unit_of[i], v = unit_of[j];
+    if (u != v && u >= 0 && v >= 0) cells[{u, v}].push_back(x);
+  });
+  for (const auto& [k, vals] : cells) out.set(k.first, k.second, median(vals));
+  return out;
 }
 
 std::string PairwiseResult::finding_label(const IsolationFinding& f) const {
@@ -149,8 +176,15 @@ json PairwiseResult::to_json() const {
   j["slow_threshold"] = slow_threshold;
   j["verdict"] = verdict_name(verdict());
   j["seconds"] = seconds;
-  j["bandwidth_gbps"] = matrix_json(bw_gbps);
-  j["latency_us"] = matrix_json(latency_us);
+  if (world <= kDenseJsonRanks) {
+    j["bandwidth_gbps"] = matrix_json(bw_gbps);
+    j["latency_us"] = matrix_json(latency_us);
+  }
+  j["rank_cells"] = {{"bandwidth_gbps", cells_json(bw_gbps)},
+                     {"latency_us", cells_json(latency_us)}};
+  j["host_matrix"] = {{"units", unit_labels},
+                      {"bandwidth_gbps", cells_json(unit_matrix(bw_gbps))},
+                      {"latency_us", cells_json(unit_matrix(latency_us))}};
   j["host_scores"] = deviations_json(host_scores());
   j["slow_hosts"] = deviations_json(slow_hosts());
   j["slow_links"] = deviations_json(slow_links());
@@ -209,6 +243,43 @@ json PairwiseResult::to_json() const {
   return j;
 }
 
+namespace {
+
+// Lines of the text that list items one by one stop here; the JSON has them all.
+constexpr size_t kTextListMax = 16;
+
+// "# what the hosts can do: ...": each host up to kTextListMax, a summary beyond.
+std::string capacity_line(const std::vector<HostCapacity>& capacity,
+                          const std::vector<std::string>& units) {
+  std::string caps;
+  std::vector<std::pair<double, size_t>> loop;
+  std::map<std::string, int> lines;  // "eth0 10000 Mb/s" -> hosts
+  for (size_t u = 0; u < capacity.size() && u < units.size(); ++u) {
+    const HostCapacity& c = capacity[u];
+    if (c.loopback_gbps <= 0 && c.line_gbps <= 0) continue;
+    caps += fmt::format("{}{}: {}", caps.empty() ? "" : "; ", units[u], capacity_text(c));
+    if (c.loopback_gbps > 0) loop.emplace_back(c.loopback_gbps, u);
+    ++lines[c.line_gbps > 0   ? fmt::format("{} {:.0f} Mb/s", c.iface, c.line_gbps * 8e3)
+            : c.iface.empty() ? std::string("data interface unknown")
+                              : fmt::format("{} states no speed", c.iface)];
+  }
+  if (caps.empty()) return "";
+  if (capacity.size() <= kTextListMax) return "# what the hosts can do: " + caps + "\n";
+  std::string out =
+      fmt::format("# what the hosts can do: {} of {} hosts reported", loop.size(), capacity.size());
+  if (!loop.empty()) {
+    std::vector<double> v;
+    for (const auto& [x, u] : loop) v.push_back(x);
+    const auto lo = *std::min_element(loop.begin(), loop.end());
+    out += fmt::format("; loopback median {:.3g} GB/s, lowest {:.3g} GB/s ({})", median(v),
+                       lo.first, units[lo.second]);
+  }
+  for (const auto& [what, n] : lines) out += fmt::format("; {}: {} host(s)", what, n);
+  return out + "\n";
+}
+
+}  // namespace
+
 std::string PairwiseResult::to_text() const {
   const size_t nhosts = std::set<std::string>(hosts.begin(), hosts.end()).size();
   std::string out = fmt::format(
@@ -220,19 +291,9 @@ std::string PairwiseResult::to_text() const {
       iso.schedule, units.size(), nhosts > 1 ? "hosts" : "ranks standing in for hosts", iso.rounds,
       iso.pairs_measured, seconds, world % 2 == 0 ? world - 1 : world);
   for (const auto& p : iso.phases) out += "#   " + p + "\n";
-  std::string caps;
-  for (size_t u = 0; u < capacity.size() && u < units.size(); ++u)
-    if (capacity[u].loopback_gbps > 0 || capacity[u].line_gbps > 0)
-      caps +=
-          fmt::format("{}{}: {}", caps.empty() ? "" : "; ", units[u], capacity_text(capacity[u]));
-  if (!caps.empty()) out += "# what the hosts can do: " + caps + "\n";
-  out += "# bandwidth (GB/s, row = sender, column = receiver; X = not measured)\n";
-  out += heat_map(bw_gbps, true, "GB/s");
-  out += "# latency (us, one way)\n";
-  out += heat_map(latency_us, false, "us");
-  for (const auto& e : errors) out += fmt::format("# failed measurement: {}\n", e);
-  if (!missing_ranks.empty())
-    out += fmt::format("MISSING: ranks {} did not report\n", format_ranks(missing_ranks));
+  out += capacity_line(capacity, units);
+  // What is wrong first: the findings, the ranks that did not report, the failed measurements;
+  // then the matrices, by host.
   for (const auto& f : iso.findings) {
     out += fmt::format("{}: {} [{} {}]: {}\n", finding_title(f.fault), finding_label(f),
                        fault_code(f.fault), verdict_name(f.severity), f.reason);
@@ -253,6 +314,26 @@ std::string PairwiseResult::to_text() const {
     }
     out += "    evidence: " + ev + "\n";
     out += fmt::format("    next step: {}\n", f.next_step);
+  }
+  if (!missing_ranks.empty())
+    out += fmt::format("MISSING: ranks {} did not report\n", format_ranks(missing_ranks));
+  for (size_t i = 0; i < errors.size() && i < kTextListMax; ++i)
+    out += fmt::format("# failed measurement: {}\n", errors[i]);
+  if (errors.size() > kTextListMax)
+    out += fmt::format("# ... and {} more failed measurements (every one in the JSON's errors)\n",
+                       errors.size() - kTextListMax);
+  if (nhosts > 1) {
+    out += "# bandwidth (GB/s, by host: row = sender, column = receiver; X = not measured)\n";
+    out += heat_map(unit_matrix(bw_gbps), true, "GB/s", unit_labels);
+    out += "# latency (us, one way, by host)\n";
+    out += heat_map(unit_matrix(latency_us), false, "us", unit_labels);
+  } else {
+    out += "# bandwidth (GB/s, row = sender, column = receiver; X = not measured)\n";
+    out += heat_map(bw_gbps, true, "GB/s",
+                    world > kHeatMapFullRows ? unit_labels : std::vector<std::string>{});
+    out += "# latency (us, one way)\n";
+    out += heat_map(latency_us, false, "us",
+                    world > kHeatMapFullRows ? unit_labels : std::vector<std::string>{});
   }
   const Verdict v = verdict();
   if (v == Verdict::Ok)
@@ -334,20 +415,30 @@ IsolateOptions isolate_options(const PairwiseOptions& o, const std::vector<std::
 void isolate_result(PairwiseResult& r, const PairwiseOptions& o, const MeasureRound& remeasure,
                     int survey_rounds) {
   const bool single = std::set<std::string>(r.hosts.begin(), r.hosts.end()).size() <= 1;
-  std::vector<int> unit_of(r.world, -1);
+  r.unit_of.assign(r.world, -1);
   std::vector<std::string> unit_hosts;
+  std::unordered_map<std::string, int> unit_of_host;
   r.units.clear();
   r.unit_rank.clear();
   for (int i = 0; i < r.world; ++i) {
     if (!single) {
-      for (size_t u = 0; u < r.units.size(); ++u)
-        if (r.units[u] == r.hosts.at(i)) unit_of[i] = static_cast<int>(u);
-      if (unit_of[i] >= 0) continue;
+      const auto it = unit_of_host.find(r.hosts.at(i));
+      if (it != unit_of_host.end()) {
+        r.unit_of[i] = it->second;
+        continue;
+      }
+      unit_of_host[r.hosts.at(i)] = static_cast<int>(r.units.size());
     }
-    unit_of[i] = static_cast<int>(r.units.size());
+    r.unit_of[i] = static_cast<int>(r.units.size());
     r.units.push_back(single ? fmt::format("rank {}", i) : r.hosts.at(i));
     unit_hosts.push_back(r.hosts.empty() ? "" : r.hosts.at(i));
     r.unit_rank.push_back(i);
+  }
+  const std::vector<int>& unit_of = r.unit_of;
+  {
+    const HostIndex index(r.hosts);
+    r.unit_labels.clear();
+    for (const auto& u : r.units) r.unit_labels.push_back(single ? u : index.label(u));
   }
   // What each unit's host can do: its measuring rank's report (a full survey's rows; the
   // re-measurement rounds fill in the rest as the ranks report).
@@ -357,6 +448,8 @@ void isolate_result(PairwiseResult& r, const PairwiseOptions& o, const MeasureRo
     if (it != r.rank_capacity.end()) r.capacity[u] = it->second;
   }
   // A full survey: one sample per pair of units, from every directed rank pair between them.
+  // (Every rank pair was measured, so this walks all N^2 / 2 of them once; only the unit pairs
+  // are kept.)
   std::map<std::pair<int, int>, LinkSample> by;
   if (survey_rounds > 0) {
     for (int i = 0; i < r.world; ++i)
@@ -394,6 +487,7 @@ void isolate_result(PairwiseResult& r, const PairwiseOptions& o, const MeasureRo
     }
     survey.push_back(std::move(s));
   }
+  by.clear();
   IsolateOptions io = isolate_options(o, unit_hosts);
   io.thresholds.names = r.units;
   if (survey_rounds > 0) io.schedule = "full";

@@ -84,24 +84,41 @@ nlohmann::json StragglerResult::to_json() const {
 }
 
 std::string StragglerResult::to_text() const {
+  // Up to kAllRows ranks the table lists every rank; beyond, the kLatestRows latest ones (the
+  // JSON has them all), so thousands of ranks read on one screen.
+  constexpr size_t kAllRows = 64, kLatestRows = 16;
   std::string out = fmt::format(
       "# stragglers: {} ranks, {} iterations; skew (last - first arrival) median {:.1f} us, "
       "p95 {:.1f} us\n#  rank  host                 late p50 (us)  late p95 (us)  last (%)  "
       "wait p50 (us)\n",
       world, iters, median_skew_us, p95_skew_us);
-  for (const auto& r : ranks)
-    out +=
-        fmt::format("#  {:>4}  {:<20} {:>13.1f}  {:>13.1f}  {:>8.0f}  {:>13.1f}\n", r.rank, r.host,
-                    r.median_late_us, r.p95_late_us, r.last_fraction * 100, r.median_wait_us);
+  std::vector<const RankLateness*> shown;
+  for (const auto& r : ranks) shown.push_back(&r);
+  if (shown.size() > kAllRows) {
+    std::stable_sort(shown.begin(), shown.end(), [](const auto* a, const auto* b) {
+      return a->median_late_us > b->median_late_us;
+    });
+    shown.resize(kLatestRows);
+  }
+  for (const auto* r : shown)
+    out += fmt::format("#  {:>4}  {:<20} {:>13.1f}  {:>13.1f}  {:>8.0f}  {:>13.1f}\n", r->rank,
+                       r->host, r->median_late_us, r->p95_late_us, r->last_fraction * 100,
+                       r->median_wait_us);
+  if (shown.size() < ranks.size())
+    out += fmt::format("#  ... the {} latest of {} ranks shown (every rank in the JSON)\n",
+                       shown.size(), ranks.size());
   if (!error.empty()) out += fmt::format("FAILED: {}\n", error);
   if (!missing_ranks.empty())
     out += fmt::format("MISSING: ranks {} did not report\n", format_ranks(missing_ranks));
   const auto s = stragglers();
-  for (const auto& r : s)
+  for (size_t i = 0; i < s.size() && i < kLatestRows; ++i)
     out += fmt::format(
         "STRAGGLER: rank {} on {} arrives {:.1f} us after the earliest rank (median), last in "
         "{:.0f}% of iterations\n",
-        r.rank, r.host, r.median_late_us, r.last_fraction * 100);
+        s[i].rank, s[i].host, s[i].median_late_us, s[i].last_fraction * 100);
+  if (s.size() > kLatestRows)
+    out += fmt::format("STRAGGLER: ... and {} more ranks (every one in the JSON)\n",
+                       s.size() - kLatestRows);
   if (s.empty() && error.empty() && missing_ranks.empty())
     out += fmt::format("OK: no rank consistently {:.0f} us late\n", late_us);
   return out;

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "reports/heat_map_html.h"
 #include "reports/json_io.h"
 #include "reports/junit.h"
 #include "reports/markup.h"
@@ -289,6 +290,13 @@ std::string accept_html(const AcceptReport& r) {
       s += "</table>\n";
     }
     if (!c.rows.empty()) s += "<div class=\"plots\">\n" + perf_plot(c) + "</div>\n";
+    // Pairwise: the matrix by host (every cell up to 64 hosts, the worst hosts beyond).
+    if (c.details.is_object() && c.details.contains("host_matrix")) {
+      s += heat_map_html(c.details["host_matrix"], "bandwidth_gbps", "bandwidth by host", "GB/s",
+                         true);
+      s += heat_map_html(c.details["host_matrix"], "latency_us", "latency by host (one way)", "us",
+                         false);
+    }
     s += "<pre>" + xml_escape(c.text) + "</pre>\n</section>\n";
   }
   return html_page("collie accept: " + r.name, s);

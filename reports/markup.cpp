@@ -15,6 +15,7 @@ text-align:right;font-variant-numeric:tabular-nums}th{background:#f3f3f3}td.l,th
 svg .ptitle{font-size:13px;font-weight:600}svg .grid{stroke:#e5e5e5}svg .axis{stroke:#444}
 .straggler,.fail{color:#d62728;font-weight:600}.pass{color:#2ca02c;font-weight:600}details{margin:8px 0}
 pre{background:#f6f6f6;padding:8px;overflow-x:auto}
+table.heatgrid td{padding:0;min-width:10px;height:10px}table.heatgrid th{padding:0 3px;font-size:70%}
 )";
 
 }  // namespace

@@ -1,8 +1,10 @@
 #pragma once
-// Which hosts a group spans, for Inspector's n_nodes label. At group creation every rank
-// publishes its host name once under the group's store ("collie_host/<group rank>", a step of
-// the stack, src/stack/stack.cpp; no I/O per op); a scrape counts the distinct names when all
-// are there.
+// Which hosts a group spans, for Inspector's n_nodes label. At group creation every rank counts
+// itself in under the group's store (a step of the stack, src/stack/stack.cpp; no I/O per op):
+// add(collie_host/seen/<host>) says whether it is its host's first rank, which then adds one to
+// collie_host/distinct, and every rank then adds one to collie_host/published. A scrape reads
+// the two counters; the count is known once published reaches the group's size. O(1) requests
+// and bytes per rank and per scrape at any group size (nobody reads the N host names).
 //
 // Thread safety: node_count may be called from several scrape threads; it never waits (store
 // `check` first, then one multi_get of keys known to exist) and talks to a clone of the group's
@@ -26,8 +28,8 @@ void publish_group_host(const ProcessGroup& pg);
 // This machine's host name (gethostname), "unknown" when it cannot be read.
 std::string local_host_name();
 
-// Store key under which group rank `rank` publishes its host name.
-std::string group_host_key(int rank);
+// What publish_group_host does, on any store: counts `host` in (2 or 3 requests).
+void publish_host(Store& store, const std::string& host);
 
 class GroupHosts {
  public:

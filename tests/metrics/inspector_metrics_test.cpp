@@ -229,16 +229,22 @@ TEST(GroupHosts, CountsDistinctHostsOnceEveryRankPublished) {
   testing::init_trace(g, 0, 3);
   g.store = store;
   GroupHosts hosts;
-  auto put = [&](int r, std::string h) {
-    store->set(group_host_key(r), Bytes(h.begin(), h.end()));
-  };
-  put(0, "a");
-  put(1, "b");
-  EXPECT_EQ(hosts.node_count(g), std::nullopt);
-  put(2, "a");
+  publish_host(*store, "a");
+  publish_host(*store, "b");
+  EXPECT_EQ(hosts.node_count(g), std::nullopt);  // 2 of 3 ranks counted in
+  publish_host(*store, "a");
   EXPECT_EQ(hosts.node_count(g), std::optional<int>(2));
-  put(2, "c");  // cached once known
+  publish_host(*store, "c");  // cached once known
   EXPECT_EQ(hosts.node_count(g), std::optional<int>(2));
+  // A scrape reads two counters, never the N names: its store traffic does not grow with N.
+  GroupTrace big;
+  testing::init_trace(big, 0, 4096);
+  auto big_store = std::make_shared<HashStore>();
+  big.store = big_store;
+  for (int r = 0; r < 4096; ++r) publish_host(*big_store, fmt::format("node{:04d}", r / 8));
+  GroupHosts big_hosts;
+  EXPECT_EQ(big_hosts.node_count(big), std::optional<int>(512));
+  EXPECT_EQ(big_store->num_keys(), 512 + 2);
   GroupTrace no_store;
   testing::init_trace(no_store, 0, 2);
   EXPECT_EQ(hosts.node_count(no_store), std::nullopt);

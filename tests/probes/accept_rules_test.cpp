@@ -29,16 +29,13 @@ TEST(AcceptRules, ConnectivityNamesBrokenPairsAndIsolatedHost) {
   const std::vector<std::string> hosts{"a", "b", "c", "d"};
   std::vector<std::optional<std::string>> rows(4);
   for (int r = 0; r < 3; ++r) {
-    std::vector<json> e;
+    std::vector<PeerResult> e;
     for (int p = 0; p < 4; ++p) {
       if (p == r) continue;
       const bool ok = p != 3;
-      e.push_back({{"peer", p},
-                   {"ok", ok},
-                   {"rtt_us", ok ? 50.0 : -1.0},
-                   {"error", ok ? "" : "recv from 3 timed out after 2000 ms"}});
+      e.push_back({p, ok, ok ? 50.0 : -1.0, ok ? "" : "recv from 3 timed out after 2000 ms"});
     }
-    rows[r] = row(e);
+    rows[r] = connectivity_row(e, 0);
   }
   // Rank 3 never reported (its store connection is down too).
   const ConnectivityResult r = merge_connectivity(4, hosts, rows);
@@ -56,14 +53,36 @@ TEST(AcceptRules, ConnectivityNamesBrokenPairsAndIsolatedHost) {
   EXPECT_NE(r.to_text().find("BROKEN: 3 of 6 pairs"), std::string::npos) << r.to_text();
   EXPECT_EQ(r.to_json()["reachable"][0][3], 0);
   EXPECT_EQ(r.to_json()["reachable"][0][1], 1);
+  EXPECT_DOUBLE_EQ(r.rtt_min_us, 50);
 
   // One side's failure is enough to call a pair broken.
-  rows[3] = row({{{"peer", 0}, {"ok", true}, {"rtt_us", 40.0}, {"error", ""}},
-                 {{"peer", 1}, {"ok", true}, {"rtt_us", 40.0}, {"error", ""}},
-                 {{"peer", 2}, {"ok", true}, {"rtt_us", 40.0}, {"error", ""}}});
+  rows[3] = connectivity_row({{0, true, 40.0, ""}, {1, true, 40.0, ""}, {2, true, 40.0, ""}}, 0);
   const ConnectivityResult r2 = merge_connectivity(4, hosts, rows);
   EXPECT_EQ(r2.broken().size(), 3u);
   EXPECT_TRUE(r2.missing_ranks.empty());
+  EXPECT_DOUBLE_EQ(r2.rtt_min_us, 40);
+}
+
+TEST(AcceptRules, ConnectivityMaxRttNamesAPairOnlyWhenBothEndsSawItSlow) {
+  // Ranks list the peers whose round trip was above 100 us; a pair is slow when its best round
+  // trip (the lower of its two ends') is: 0 <-> 1 is (both ends), 0 <-> 2 is not (rank 2 saw
+  // 60 us).
+  const std::vector<std::string> hosts{"a", "b", "c"};
+  std::vector<std::optional<std::string>> rows(3);
+  rows[0] = connectivity_row({{1, true, 300, ""}, {2, true, 250, ""}}, 100);
+  rows[1] = connectivity_row({{0, true, 280, ""}, {2, true, 50, ""}}, 100);
+  rows[2] = connectivity_row({{0, true, 60, ""}, {1, true, 50, ""}}, 100);
+  const ConnectivityResult r = merge_connectivity(3, hosts, rows);
+  ASSERT_EQ(r.slow_pairs.size(), 1u);
+  EXPECT_EQ(r.slow_pairs[0].a, 0);
+  EXPECT_EQ(r.slow_pairs[0].b, 1);
+  EXPECT_DOUBLE_EQ(r.slow_pairs[0].rtt_us, 280);
+  EXPECT_DOUBLE_EQ(r.rtt_max_us, 300);
+  const CheckOutcome o =
+      evaluate_connectivity(check(R"({"probe": "connectivity", "rules": {"max_rtt_us": 100}})"), r);
+  EXPECT_FALSE(o.passed);
+  ASSERT_EQ(o.failures.size(), 1u);
+  EXPECT_EQ(o.failures[0], "pair 0 <-> 1 round trip 280 us > 100 us");
 }
 
 PairwiseResult slow_host_result(const PairwiseOptions& o = {}) {

@@ -52,5 +52,34 @@ TEST(Tournament, PeerInRound) {
   EXPECT_EQ(byes, 3);
 }
 
+TEST(Tournament, PeerInO1AgreesWithTheRounds) {
+  // tournament_peer is what a rank of a large job uses instead of building the rounds.
+  for (int n = 0; n <= 41; ++n) {
+    EXPECT_EQ(tournament_round_count(n), static_cast<int>(tournament_rounds(n).size())) << n;
+    const auto rounds = tournament_rounds(n);
+    for (int r = 0; r < static_cast<int>(rounds.size()); ++r) {
+      EXPECT_EQ(tournament_round(n, r), rounds[r]) << n << " round " << r;
+      for (int x = 0; x < n; ++x) {
+        EXPECT_EQ(tournament_peer(n, r, x), peer_in_round(rounds[r], x))
+            << "n=" << n << " round " << r << " rank " << x;
+        // Taken modulo the round count, as tournament_round.
+        EXPECT_EQ(tournament_peer(n, r + static_cast<int>(rounds.size()), x),
+                  tournament_peer(n, r, x));
+      }
+    }
+  }
+  // A large n: every rank's peers over all rounds are every other rank once (O(1) per step).
+  const int n = 4097;
+  std::vector<int> seen(n, 0);
+  for (int r = 0; r < tournament_round_count(n); ++r) {
+    const int p = tournament_peer(n, r, 1234);
+    if (p >= 0) {
+      EXPECT_EQ(tournament_peer(n, r, p), 1234);
+      ++seen[p];
+    }
+  }
+  for (int x = 0; x < n; ++x) EXPECT_EQ(seen[x], x == 1234 ? 0 : 1) << x;
+}
+
 }  // namespace
 }  // namespace collie::probes
