@@ -8,12 +8,11 @@
 // Exit status: 0 no problem found, 1 problems found (culprits named), 2 no usable dump.
 #include <fmt/format.h>
 
-#include <optional>
-
 #include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "cli/command.h"
@@ -168,8 +167,8 @@ int run_live(const AnalyzeArgs& f) {
   const LiveView v = live_view(*store, tree, world, timeout, stall_s, f.token, nullptr);
   std::optional<Diagnosis> d;
   if (v.analysis) d = diagnose(*v.analysis, "live ranks");
-  const bool found = !v.report.findings.empty() ||
-                     (v.analysis && !v.analysis->findings.empty()) || (d && !d->verdicts.empty());
+  const bool found = !v.report.findings.empty() || (v.analysis && !v.analysis->findings.empty()) ||
+                     (d && !d->verdicts.empty());
   if (f.json) {
     nlohmann::json j = live_json(v.report, v.summary);
     if (!world_note.empty()) j["notes"] = {world_note};
