@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "debug/flight_recorder.h"
+#include "debug/rank_ranges.h"
 #include "debug_server/server.h"
 #include "metrics/live_status.h"
 #include "metrics/metrics.h"
@@ -112,6 +113,17 @@ inline httplib::Result http_get(int port, const std::string& path, int timeout_s
   cli.set_connection_timeout(timeout_s, 0);
   cli.set_read_timeout(timeout_s, 0);
   return cli.Get(path.c_str());
+}
+
+// The state `rank` has in a `collie.analyze.v2` analysis (its "states": each state's ranks as
+// ranges): "ok" when no state lists it.
+inline std::string analysis_state(const nlohmann::json& analysis, int rank) {
+  for (const auto& s : analysis.at("states")) {
+    for (int r : parse_rank_ranges(s.at("ranks").get<std::string>(), 1 << 24, 1 << 24)) {
+      if (r == rank) return s.at("state").get<std::string>();
+    }
+  }
+  return "ok";
 }
 
 }  // namespace collie::testing

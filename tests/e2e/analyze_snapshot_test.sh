@@ -107,7 +107,7 @@ frozen)
   [ $rc = 1 ] || fail "analyze exit $rc on a job with a frozen rank (expected 1)"
   grep -q "No problem found" "$WORK/analyze.txt" && fail "a frozen rank read 'No problem found'"
   grep -q "^Culprit rank: 1$" "$WORK/analyze.txt" || fail "rank 1 is not the one culprit"
-  grep -qE "rank 0 is in [a-z_]+ #[0-9]+ of group 0 \(state [a-z]+\) for [0-9.]+ s" "$WORK/analyze.txt" ||
+  grep -qE "rank 0 (on host [^ ]+ )?is in [a-z_]+ #[0-9]+ of group 0 \(state [a-z]+\) for [0-9.]+ s" "$WORK/analyze.txt" ||
     fail "rank 0's wait is not reported"
   echo "PASS: the frozen rank is named"
   ;;
