@@ -246,21 +246,11 @@ std::string format_arrival_lines(const std::vector<ResultRow>& rows,
       for (size_t k = 0; k < r.rank_cpu_wait.size(); ++k)
         if (static_cast<int>(k) != rank) others.push_back(r.rank_cpu_wait[k]);
     }
-    // A rank whose core is busier but which kept no one waiting is not a straggler (on a shared
-    // machine one rank's core is often the busier one): said, not named.
-    const bool also_late = std::find(late.begin(), late.end(), rank) != late.end();
-    if (also_late) {
-      out += fmt::format(
-          "# Straggler by CPU: rank {} ({}) queued for a core {:.2f} s per second of its timed "
-          "loops, the others {:.2f} (medians over {} rows): something else keeps its core busy; "
-          "see top and taskset -p PID on that host\n",
-          rank, host_of(hosts, rank), median(mine), median(others), cpu_rows);
-    } else {
-      out += fmt::format(
-          "# CPU: rank {} ({}) queued for a core {:.2f} s per second of its timed loops, the "
-          "others {:.2f} (medians over {} rows), but kept no one waiting: not a straggler\n",
-          rank, host_of(hosts, rank), median(mine), median(others), cpu_rows);
-    }
+    out += fmt::format(
+        "# Straggler by CPU: rank {} ({}) queued for a core {:.2f} s per second of its timed "
+        "loops, the others {:.2f} (medians over {} rows): something else keeps its core busy; "
+        "see top and taskset -p PID on that host\n",
+        rank, host_of(hosts, rank), median(mine), median(others), cpu_rows);
   }
   return out;
 }

@@ -100,8 +100,6 @@ int arrival_findings(const reports::RunResult& run, Evidence& e) {
           worst->arrival.skew_p50_us));
   }
   for (int rank : reports::find_cpu_stragglers(run.rows)) {
-    // A busier core alone is evidence, not a straggler: only for a rank that kept others waiting.
-    if (!lines.count(rank)) continue;
     std::vector<double> mine, others;
     for (const auto& r : run.rows)
       for (size_t k = 0; k < r.rank_cpu_wait.size(); ++k)

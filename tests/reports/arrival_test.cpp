@@ -176,23 +176,6 @@ TEST(Arrival, RunLevelStragglerAndTableLines) {
   EXPECT_EQ(format_arrival_lines({plain}, {}, 1), "");
 }
 
-// A rank whose core is busier but which kept no one waiting is said, not named a straggler
-// (a shared machine's healthy run often has one busier core).
-TEST(Arrival, ABusierCoreAloneIsNotAStraggler) {
-  std::vector<ResultRow> rows = {row_with(1024, waits(4, 20, -1, 0)),
-                                 row_with(4096, waits(4, 20, -1, 0))};
-  for (auto& r : rows) r.rank_cpu_wait = {0.01, 0.02, 0.9, 0.01};
-  EXPECT_TRUE(find_arrival_stragglers(rows).empty());
-  EXPECT_EQ(find_cpu_stragglers(rows), std::vector<int>{2});  // the JSON's fact stays
-  const std::string text = format_arrival_lines(rows, {"h0", "h1", "h2", "h3"}, 4);
-  EXPECT_EQ(text.find("Straggler by CPU"), std::string::npos) << text;
-  EXPECT_NE(text.find("# CPU: rank 2 (h2) queued for a core 0.90 s per second of its timed "
-                      "loops, the others 0.01 (medians over 2 rows), but kept no one waiting: not "
-                      "a straggler"),
-            std::string::npos)
-      << text;
-}
-
 TEST(Arrival, JsonRoundTripRecomputesFromWaits) {
   RunResult r;
   r.meta.world_size = 4;
