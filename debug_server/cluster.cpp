@@ -181,7 +181,7 @@ ClusterView fetch_ranks(Store& store, int world_size, const std::vector<int>& ra
   }
   http::run_all(xs);
   for (Fetch& f : fetches) read_fetch(f, token_note, views[f.rank]);
-  for (RankView& v : views | std::views::values) {
+  for (auto& [rank, v] : views) {  // not views::values: clang 14 with libstdc++ 12 rejects it
     if (!v.reachable && v.error.rfind("no answer by the deadline", 0) == 0) {
       v.error = fmt::format("no answer from {} within {} ms ({})", v.url, per_rank_timeout.count(),
                             v.error);

@@ -222,7 +222,10 @@ void PrintTo(const KindCase& c, std::ostream* os) {
 class DesyncKind : public ::testing::TestWithParam<KindCase> {};
 
 TEST_P(DesyncKind, IsNamedOnEveryRank) {
-  const auto [via, n, kind] = GetParam();
+  // Plain copies, not a structured binding: clang 14 cannot capture bindings in lambdas.
+  const Via via = GetParam().via;
+  const int n = GetParam().n;
+  const auto kind = GetParam().kind;
   const int culprit = n - 1;
   const std::string others = fmt::format("{} {}", n == 2 ? "rank" : "ranks", format_ranks([&] {
                                            std::vector<int> r(n - 1);
