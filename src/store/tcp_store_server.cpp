@@ -2,8 +2,10 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <linux/sockios.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -41,8 +43,11 @@ namespace {
 constexpr uint64_t kListenId = 0;
 constexpr uint64_t kWakeId = 1;
 // How long a connection whose request was rejected may keep sending before it is cut off; the
-// grace lets the client read the error instead of a connection reset.
+// grace lets the client read the error instead of a connection reset. While the client still
+// reads what was queued before the error (a loaded machine can take longer than the grace), the
+// grace restarts, up to kRejectMaxGrace in all.
 constexpr auto kDiscardGrace = std::chrono::seconds(2);
+constexpr auto kRejectMaxGrace = std::chrono::seconds(30);
 // Before authentication a frame can only be an AUTH: op byte + id + length + secret.
 constexpr size_t kMaxAuthFrame = kMaxStoreSecretBytes + 16;
 // Requests are not processed while this much reply data is unsent (the client is not reading);
@@ -188,7 +193,8 @@ class TcpStoreServer::Loop : public ReplySink {
     size_t discard_left = 0;   // after a rejection: bytes still read and dropped
     size_t held = 0;           // bytes counted in held_total_
     size_t out_head_tail = 0;  // out starts with this much of a frame written in part directly
-    SteadyClock::time_point accepted, partial_since, last_activity, reject_deadline;
+    size_t undelivered = 0;    // after a rejection: unsent + kernel-queued bytes at the last check
+    SteadyClock::time_point accepted, partial_since, last_activity, reject_deadline, rejected_at;
     std::optional<SteadyClock::time_point> timer;  // entry in timers_
   };
 
@@ -480,7 +486,11 @@ class TcpStoreServer::Loop : public ReplySink {
 
   void on_timer(Conn& c, SteadyClock::time_point now) {
     if (c.dead) return;
-    if (c.close_after_write || c.discarding) return mark_dead(c);
+    if (c.close_after_write || c.discarding) {
+      if (!still_reading_its_error(c, now)) return mark_dead(c);
+      c.reject_deadline = now + kDiscardGrace;
+      return;
+    }
     if (!c.authed) {
       return reject(c, store_wire::kAuthId,
                     fmt::format("store authentication failed: no authentication within {} ms "
@@ -537,8 +547,27 @@ class TcpStoreServer::Loop : public ReplySink {
     reply_error(c, id, msg);
     c.close_after_write = true;
     c.discard_left = conn_cap_;
-    c.reject_deadline = SteadyClock::now() + kDiscardGrace;
+    c.rejected_at = SteadyClock::now();
+    c.reject_deadline = c.rejected_at + kDiscardGrace;
+    c.undelivered = undelivered(c);
     account(c);
+  }
+
+  // Bytes the rejected client has not received yet: queued here and in the kernel. Nothing is
+  // queued after a rejection, so this only falls, as the client reads.
+  static size_t undelivered(const Conn& c) {
+    int queued = 0;
+    if (ioctl(c.fd, SIOCOUTQ, &queued) != 0 || queued < 0) queued = 0;
+    return unsent(c) + static_cast<size_t>(queued);
+  }
+
+  // True when the rejected client read some of what is ahead of its error since the last check
+  // and has not received all of it, within kRejectMaxGrace of the rejection.
+  static bool still_reading_its_error(Conn& c, SteadyClock::time_point now) {
+    const size_t left = undelivered(c);
+    const bool progressed = left < c.undelivered;
+    c.undelivered = left;
+    return left > 0 && progressed && now - c.rejected_at < kRejectMaxGrace;
   }
 
   // Drops the replies not begun yet (whole frames; the one being written is kept), so the

@@ -162,6 +162,23 @@ class Raw {
       return {-1, ""};
     }
   }
+  // Reads the next reply frame `chunk` bytes at a time with `pause` after each read (a slow
+  // reader): {status, frame length}; status -1 on EOF / reset / timeout.
+  std::pair<int, size_t> reply_slowly(size_t chunk, Millis pause) {
+    uint8_t hdr[4];
+    try {
+      net::recv_all(fd_, hdr, 4, Steady::now() + 5000ms, "test");
+      Bytes body(store_wire::decode_u32(hdr));
+      for (size_t at = 0; at < body.size(); at += chunk) {
+        net::recv_all(fd_, body.data() + at, std::min(chunk, body.size() - at),
+                      Steady::now() + 5000ms, "test");
+        std::this_thread::sleep_for(pause);
+      }
+      return {body.size() > 4 ? body[4] : -1, body.size()};
+    } catch (const NetworkError&) {
+      return {-1, 0};
+    }
+  }
   // The first error reply, skipping the answers to requests that succeeded (stream()'s PINGs);
   // {-1, ""} on EOF / reset / timeout.
   std::pair<int, std::string> error_reply(Millis within = 5000ms) {
@@ -394,6 +411,32 @@ TEST(TcpStoreLimits, SmallCapsBoundTheStreamTightly) {
   if (kRssIsMeaningful) {
     EXPECT_LT(grew, 32u << 20);
   }
+}
+
+// The grace a rejected client gets restarts while it keeps reading what was queued before its
+// error: a client on a loaded machine that reads slowly still gets the error, not a reset
+// (found under ASan in CI, where reading the answers ahead of the error outlasted the grace).
+TEST(TcpStoreLimits, ARejectedClientThatKeepsReadingSlowlyStillGetsItsError) {
+  TcpStoreOptions so = server_with("");
+  so.max_message_bytes = 1 << 20;  // cap 2 MiB
+  TcpStore server(so);
+  server.set("big", Bytes(1000 << 10, 7));
+  Raw raw(server.port());
+  Writer g = get_req("big", 1000);
+  ASSERT_TRUE(raw.send_frame(g));  // its answer is begun before the stream; it is kept
+  raw.stream(300u << 20);          // cut at the 2 MiB cap
+  const auto t0 = Steady::now();
+  // 64 KiB per 250 ms: about 4 s for the ~1 MB answer, twice the 2 s grace.
+  auto [status, length] = raw.reply_slowly(64 << 10, 250ms);
+  const double slow_s = std::chrono::duration<double>(Steady::now() - t0).count();
+  ASSERT_EQ(status, static_cast<int>(Status::kOk))
+      << "-1: the server closed the connection while the client was still reading, after " << slow_s
+      << " s";
+  EXPECT_GT(length, 1000u << 10);
+  EXPECT_GT(slow_s, 3.0) << "read too fast to outlast the grace; the test proves nothing";
+  auto [error, msg] = raw.error_reply();
+  std::printf("read the answer slowly for %.1f s, then the error\n", slow_s);
+  EXPECT_NE(msg.find("per-connection cap (2097152)"), std::string::npos) << msg;
 }
 
 // A client that sends GETs of a 512 KiB value and never reads the replies.
