@@ -1,19 +1,25 @@
-// `collie analyze DUMP_DIR [--json]`: explains a hang from the ranks' flight-recorder dumps:
-// typed verdicts (src/diagnose) first, then the per-group findings they rest on.
+// `collie analyze PATH... [--json]`: explains a hung or slow job from everything given: folders
+// of the ranks' flight-recorder dumps (collie's or PyTorch's) and files of other evidence
+// (ncclras -f json, nccl-tests -J or text, collie perf / accept / probe -J; src/evidence).
+// Typed verdicts (src/diagnose) first, joined across inputs by host, then what each input
+// contributed, then the per-group findings of the dumps.
 // `collie analyze --live STORE_HOST:PORT`: a running job's live status through the tree of its
 // ranks' debug servers (debug_server/live_tree.h: O(log N) levels, a summary whose size does not
 // grow with N, verdicts as rank ranges and hosts), then the ranks it names in detail; in a world
 // of at most 64 ranks, the same analysis as for dumps on every rank's live flight recorder.
 // Addresses are read from the job's store (debug_server/<rank>) before any deadline starts.
-// Exit status: 0 no problem found, 1 problems found (culprits named), 2 no usable dump.
+// Exit status: 0 no problem found, 1 problems found (culprits named), 2 no usable input.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "cli/command.h"
 #include "core/env.h"
@@ -27,6 +33,8 @@
 #include "debug_server/live_verdict.h"
 #include "debug_server/server.h"
 #include "diagnose/dump_verdicts.h"
+#include "diagnose/evidence_verdicts.h"
+#include "evidence/evidence.h"
 #include "store/local_secret.h"
 #include "store/store_secret.h"
 #include "store/tcp_store.h"
@@ -35,7 +43,7 @@ namespace collie::cli {
 namespace {
 
 struct AnalyzeArgs {
-  std::string dir;
+  std::vector<std::string> paths;  // dump folders and evidence files
   bool json = false;
   int world = -1;
   std::string live;  // STORE_HOST:PORT
@@ -49,20 +57,36 @@ double stall_of(const AnalyzeArgs& a) {
   return a.stall.empty() ? -1 : parse_duration(a.stall).count() / 1000.0;
 }
 
-// Prints the verdicts and the analysis they rest on; exit status 0 when nothing was found, 1
-// otherwise.
-int report(const Analysis& res, const std::string& source, bool json) {
-  const Diagnosis d = diagnose(res, source);
+// What `collie analyze PATH...` was given, read: the dumps' analysis (when a folder of dumps
+// was among the paths) and the other inputs.
+struct Inputs {
+  std::optional<Analysis> dumps;
+  std::vector<evidence::Evidence> other;
+};
+
+// Prints the verdicts, what each input contributed and the analysis of the dumps; exit status 0
+// when nothing was found, 1 otherwise.
+int report(const Inputs& in, bool json) {
+  Diagnosis d;
+  if (in.dumps) d = diagnose(*in.dumps, "flight-recorder dumps");
+  if (!in.other.empty()) add_evidence(d, in.other);
   std::string out;
   if (json) {
-    nlohmann::json j = to_json_value(res);
+    nlohmann::json j = in.dumps ? to_json_value(*in.dumps) : nlohmann::json::object();
     j.update(to_json_value(d));
-    out = j.dump(2) + "\n";
+    if (!in.other.empty()) j["inputs"] = evidence::evidence_json(in.other).at("inputs");
+    out = j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   } else {
-    out = to_text(d) + to_text(res);
+    out = to_text(d);
+    if (!in.other.empty()) {
+      out += "Inputs:\n";
+      for (const std::string& s : d.sources) out += "- " + printable(s) + "\n";
+    }
+    if (in.dumps) out += to_text(*in.dumps);
   }
   std::fwrite(out.data(), 1, out.size(), stdout);
-  return res.findings.empty() && d.verdicts.empty() ? kExitOk : kExitFailure;
+  const bool found = (in.dumps && !in.dumps->findings.empty()) || !d.verdicts.empty();
+  return found ? kExitFailure : kExitOk;
 }
 
 // The job's world size: what rank 0's /v1/status says; when rank 0 does not answer, the first
@@ -197,11 +221,33 @@ int run_live(const AnalyzeArgs& f) {
   return found ? kExitFailure : kExitOk;
 }
 
+// A rank's own dump file given where its folder is meant.
+bool is_dump_file(const std::string& path) {
+  const std::string name = std::filesystem::path(path).filename().string();
+  return name.rfind("collie_fr_rank_", 0) == 0 || name.rfind("nccl_trace_rank_", 0) == 0;
+}
+
 int run_analyze(const AnalyzeArgs& a) {
   std::vector<std::string> errors;
+  std::vector<std::string> dirs;
+  Inputs in;
+  // Every path is checked before anything is read at length.
+  for (const std::string& p : a.paths) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(p, ec)) {
+      dirs.push_back(p);
+    } else if (is_dump_file(p)) {
+      throw InvalidArgument(fmt::format(
+          "{} is one rank's dump: give the folder that holds every rank's dumps", quote(p)));
+    }
+  }
+  for (const std::string& p : a.paths) {
+    if (std::find(dirs.begin(), dirs.end(), p) == dirs.end())
+      in.other.push_back(evidence::read_evidence(p));
+  }
   DumpFold fold;
-  fold_dump_dir(a.dir, fold, errors);
-  if (fold.size() == 0 && !errors.empty()) {
+  for (const std::string& dir : dirs) fold_dump_dir(dir, fold, errors);
+  if (!dirs.empty() && fold.size() == 0 && !errors.empty()) {
     // Every dump was unusable: say why, one line per file, and nothing else.
     for (const auto& e : errors) {
       std::fprintf(stderr, "collie analyze: %s\n", printable(e).c_str());
@@ -211,26 +257,34 @@ int run_analyze(const AnalyzeArgs& a) {
   for (const auto& e : errors) {
     std::fprintf(stderr, "collie analyze: skipped %s\n", printable(e).c_str());
   }
-  if (fold.size() == 0) {
+  if (!dirs.empty() && fold.size() == 0) {
+    std::string where;
+    for (const std::string& d : dirs) where += (where.empty() ? "" : ", ") + d;
     std::fprintf(
         stderr,
         "collie analyze: no collie_fr_rank_*.json nor PyTorch dump (nccl_trace_rank_<rank>) "
         "in %s (set COLLIE_FR_DUMP_DIR on every "
         "rank; dumps are written on timeout, error, SIGUSR1 or a store dump_request)\n",
-        printable(a.dir).c_str());
+        printable(where).c_str());
     return kExitUsage;
   }
-  AnalyzeOptions o;
-  o.expected_world = a.world;
-  o.stall_after_s = stall_of(a);
-  return report(fold.analyze(o), "flight-recorder dumps", a.json);
+  if (!dirs.empty()) {
+    AnalyzeOptions o;
+    o.expected_world = a.world;
+    o.stall_after_s = stall_of(a);
+    in.dumps = fold.analyze(o);
+  }
+  return report(in, a.json);
 }
 
 const Command kCommand{
     "analyze", "explain a hang from flight-recorder dumps (COLLIE_FR_DUMP_DIR) or a live job",
     [](CLI::App& sub) {
       auto args = std::make_shared<AnalyzeArgs>();
-      auto* dir = sub.add_option("dump_dir", args->dir, "directory with the ranks' dumps");
+      auto* dir = sub.add_option(
+          "paths", args->paths,
+          "folders of the ranks' dumps, and files of other evidence: ncclras -f json, "
+          "nccl-tests -J or text, collie perf / accept / probe -J (any mix)");
       auto* live = sub.add_option(
           "--live", args->live,
           "analyze a running job instead: its store HOST:PORT, as collie perf -np prints it "
@@ -255,7 +309,9 @@ const Command kCommand{
         }
         if (live->count() > 0) return run_live(*args);
         if (dir->count() == 0) {
-          std::fprintf(stderr, "collie analyze: give a DUMP_DIR or --live STORE_HOST:PORT\n");
+          std::fprintf(stderr,
+                       "collie analyze: give a DUMP_DIR (and evidence files) or --live "
+                       "STORE_HOST:PORT\n");
           return kExitUsage;
         }
         return run_analyze(*args);
