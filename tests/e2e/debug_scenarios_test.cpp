@@ -1,7 +1,7 @@
 // "My job hangs" scenarios on the Gloo backend, 3 real processes over loopback. In each, DETAIL
 // checks or the watchdog must name the culprit rank and the op within timeout + 5 s, every
 // surviving rank must leave a flight-recorder dump, and `collie analyze` must name the same
-// culprit.
+// culprit, with the typed verdict of the fault (issue 41) about that rank.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -98,7 +98,7 @@ std::pair<int, std::string> analyze_cli(const fs::path& dir) {
 // The checks every scenario shares.
 void expect_diagnosed(const Scenario& s, const RunResult& r, int culprit,
                       const std::vector<std::pair<int, std::string>>& messages,
-                      const std::string& analyze_kind) {
+                      const std::string& analyze_kind, const std::string& verdict) {
   SCOPED_TRACE(s.name + ": " + r.summary());
   ASSERT_EQ(r.ranks.size(), static_cast<size_t>(kWorld));
   for (const auto& [rank, text] : messages) {
@@ -123,6 +123,10 @@ void expect_diagnosed(const Scenario& s, const RunResult& r, int culprit,
   bool kind = false;
   for (const auto& f : j["findings"]) kind = kind || f["kind"] == analyze_kind;
   EXPECT_TRUE(kind) << analyze_kind << " not in " << out;
+  // The first verdict (causes come first) is the fault's, about the culprit alone.
+  ASSERT_FALSE(j["verdicts"].empty()) << out;
+  EXPECT_EQ(j["verdicts"][0]["kind"], verdict) << out;
+  EXPECT_EQ(j["verdicts"][0]["ranks"], std::to_string(culprit)) << out;
   fs::remove_all(dir);
 }
 
@@ -148,7 +152,7 @@ TEST_F(DebugScenario, RankSkipsACollective) {
   const std::string m =
       "ranks 0, 2 called broadcast #2 (float32[256], root 0); rank 1 called all_reduce #2 "
       "(float32[256], sum). Differs in: op type";
-  expect_diagnosed(s, r, 1, {{0, m}, {1, m}, {2, m}}, "COLLECTIVE_TYPE_MISMATCH");
+  expect_diagnosed(s, r, 1, {{0, m}, {1, m}, {2, m}}, "COLLECTIVE_TYPE_MISMATCH", "MISMATCH");
 }
 
 TEST_F(DebugScenario, TwoRanksDisagreeOnShape) {
@@ -165,7 +169,7 @@ TEST_F(DebugScenario, TwoRanksDisagreeOnShape) {
   auto r = go(s);
   expect_diagnosed(s, r, 2,
                    {{0, "rank 2 called all_reduce #1 (float32[32, 32], sum). Differs in: shape"}},
-                   "SIZE_MISMATCH");
+                   "SIZE_MISMATCH", "MISMATCH");
 }
 
 TEST_F(DebugScenario, RanksDisagreeOnDtype) {
@@ -178,7 +182,7 @@ TEST_F(DebugScenario, RanksDisagreeOnDtype) {
   auto r = go(s);
   expect_diagnosed(s, r, 2,
                    {{1, "rank 2 called all_reduce #1 (int32[64], sum). Differs in: dtype"}},
-                   "DTYPE_MISMATCH");
+                   "DTYPE_MISMATCH", "MISMATCH");
 }
 
 TEST_F(DebugScenario, RanksDisagreeOnOp) {
@@ -197,7 +201,7 @@ TEST_F(DebugScenario, RanksDisagreeOnOp) {
         "Detected mismatch between collectives on ranks: ranks 0, 1 called all_reduce #1 "
         "(float32[1024], sum); rank 2 called broadcast #1 (float32[1024], root 0). "
         "Differs in: op type"}},
-      "COLLECTIVE_TYPE_MISMATCH");
+      "COLLECTIVE_TYPE_MISMATCH", "MISMATCH");
 }
 
 TEST_F(DebugScenario, RanksDisagreeOnRoot) {
@@ -210,7 +214,7 @@ TEST_F(DebugScenario, RanksDisagreeOnRoot) {
   auto r = go(s);
   expect_diagnosed(s, r, 2,
                    {{0, "rank 2 called broadcast #1 (float32[16], root 1). Differs in: root"}},
-                   "ROOT_MISMATCH");
+                   "ROOT_MISMATCH", "MISMATCH");
 }
 
 TEST_F(DebugScenario, SendWithoutMatchingRecv) {
@@ -223,7 +227,7 @@ TEST_F(DebugScenario, SendWithoutMatchingRecv) {
                    {{0,
                      "rank 0 called send #1 to rank 1 (float32[8], tag 0) but rank 1 posted no "
                      "matching recv within 2000 ms"}},
-                   "UNMATCHED_P2P");
+                   "UNMATCHED_P2P", "MISMATCH");
 }
 
 TEST_F(DebugScenario, RankSleepsPastTheTimeout) {
@@ -239,7 +243,7 @@ TEST_F(DebugScenario, RankSleepsPastTheTimeout) {
       {{0,
         "ranks 0, 2 called all_reduce #2 (float32[32], sum); rank 1 did not arrive within 2000 ms"},
        {2, "rank 1 did not arrive within 2000 ms"}},
-      "NOT_ALL_JOINED");
+      "NOT_ALL_JOINED", "NOT_JOINED");
 }
 
 TEST_F(DebugScenario, WatchdogCatchesASleepingRankWithoutDetail) {
@@ -251,7 +255,8 @@ TEST_F(DebugScenario, WatchdogCatchesASleepingRankWithoutDetail) {
              }};
   auto r = go(s);
   // The watchdog names the op and seq on the waiting ranks; the dumps name the culprit.
-  expect_diagnosed(s, r, 1, {{0, "all_reduce #2"}, {2, "all_reduce #2"}}, "NOT_ALL_JOINED");
+  expect_diagnosed(s, r, 1, {{0, "all_reduce #2"}, {2, "all_reduce #2"}}, "NOT_ALL_JOINED",
+                   "NOT_JOINED");
 }
 
 TEST_F(DebugScenario, RankKilledMidRun) {
@@ -265,7 +270,7 @@ TEST_F(DebugScenario, RankKilledMidRun) {
   EXPECT_EQ(r.ranks[2].status, RankStatus::Died);
   expect_diagnosed(s, r, 2,
                    {{0, "rank 2 did not arrive within 2000 ms"}, {1, "rank 2 did not arrive"}},
-                   "MISSING_DUMP");
+                   "MISSING_DUMP", "RANK_DEAD");
 }
 
 TEST_F(DebugScenario, SubgroupsAreCheckedToo) {
@@ -285,7 +290,42 @@ TEST_F(DebugScenario, SubgroupsAreCheckedToo) {
                    {{1,
                      "rank 1 called all_reduce #1 (float32[64], sum); rank 2 called broadcast #1 "
                      "(float32[64], root 0). Differs in: op type"}},
-                   "COLLECTIVE_TYPE_MISMATCH");
+                   "COLLECTIVE_TYPE_MISMATCH", "MISMATCH");
+}
+
+// Two groups entered in opposite orders: rank 0 calls the world's all_reduce first, ranks 1 and 2
+// their subgroup's (all three ranks) first. Each group agrees with itself, so DETAIL cannot see
+// it; every rank times out and the dumps show the cycle.
+TEST_F(DebugScenario, TwoGroupsEnteredInOppositeOrdersAreADeadlock) {
+  Scenario s{"deadlock", "OFF", {0, 1, 2}, [](RankContext& ctx) {
+               auto sub = new_group(*ctx.pg, {0, 1, 2});
+               std::vector<float> a(64);
+               ctx.pg->all_reduce(view(a))->wait();
+               if (ctx.rank == 0) {
+                 ctx.pg->all_reduce(view(a))->wait();
+                 sub->all_reduce(view(a))->wait();
+               } else {
+                 sub->all_reduce(view(a))->wait();
+                 ctx.pg->all_reduce(view(a))->wait();
+               }
+             }};
+  auto r = go(s);
+  SCOPED_TRACE(r.summary());
+  for (int rank = 0; rank < kWorld; ++rank) {
+    EXPECT_EQ(r.ranks[rank].status, RankStatus::Failed) << "rank " << rank;
+  }
+  const fs::path dir =
+      fs::temp_directory_path() / fmt::format("collie_e2e_{}_{}", s.name, ::getpid());
+  auto [code, out] = analyze_cli(dir);
+  EXPECT_EQ(code, 1) << out;
+  nlohmann::json j;
+  ASSERT_NO_THROW(j = nlohmann::json::parse(out)) << out;
+  ASSERT_FALSE(j["verdicts"].empty()) << out;
+  const auto& v = j["verdicts"][0];
+  EXPECT_EQ(v["kind"], "DEADLOCK") << out;
+  EXPECT_EQ(v["ranks"], "0-2") << out;
+  EXPECT_EQ(v["facts"]["cycle"].size(), 2u) << out;
+  fs::remove_all(dir);
 }
 
 }  // namespace
