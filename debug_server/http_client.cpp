@@ -256,9 +256,18 @@ void Exchange::finish_body(bool closed) {
 
 void run_all(std::vector<Exchange*> exchanges, const OnDone& on_done) {
   std::vector<Exchange*> ended;
-  auto start = [&ended](const std::vector<Exchange*>& xs) {
+  std::vector<int> gone;  // cancel_fds whose peer went away
+  auto is_gone = [&gone](int fd) {
+    return fd >= 0 && std::find(gone.begin(), gone.end(), fd) != gone.end();
+  };
+  auto start = [&ended, &is_gone](const std::vector<Exchange*>& xs) {
     for (Exchange* x : xs) {
-      x->start();
+      // What a cancelled request asks in its place (a node's fallback) is not even connected.
+      if (is_gone(x->request().cancel_fd)) {
+        x->expire("cancelled: the request it served was abandoned by its client");
+      } else {
+        x->start();
+      }
       if (x->done()) ended.push_back(x);
     }
   };
@@ -287,6 +296,11 @@ void run_all(std::vector<Exchange*> exchanges, const OnDone& on_done) {
         ended.push_back(x);
         continue;
       }
+      if (is_gone(x->request().cancel_fd)) {
+        x->expire("cancelled: the request it served was abandoned by its client");
+        ended.push_back(x);
+        continue;
+      }
       if (x->request().deadline <= now) {
         x->expire();
         ended.push_back(x);
@@ -301,6 +315,14 @@ void run_all(std::vector<Exchange*> exchanges, const OnDone& on_done) {
     // Drop what ended long ago, so a long run does not rescan it.
     exchanges = live;
     if (live.empty()) return;
+    // After the exchanges' own: each distinct cancel_fd, for its peer's FIN or reset only.
+    for (Exchange* x : live) {
+      const int cfd = x->request().cancel_fd;
+      if (cfd < 0) continue;
+      bool listed = false;
+      for (size_t i = live.size(); i < fds.size(); ++i) listed = listed || fds[i].fd == cfd;
+      if (!listed) fds.push_back(pollfd{cfd, POLLRDHUP, 0});
+    }
     const int n = ::poll(fds.data(), fds.size(), poll_timeout_ms(next, now));
     if (n < 0 && errno != EINTR) {
       const std::string why = fmt::format("poll failed: {}", std::strerror(errno));
@@ -310,7 +332,10 @@ void run_all(std::vector<Exchange*> exchanges, const OnDone& on_done) {
       }
       continue;
     }
-    for (size_t i = 0; n > 0 && i < fds.size(); ++i) {
+    for (size_t i = live.size(); n > 0 && i < fds.size(); ++i) {
+      if (fds[i].revents != 0) gone.push_back(fds[i].fd);
+    }
+    for (size_t i = 0; n > 0 && i < live.size(); ++i) {
       if (fds[i].revents == 0) continue;
       live[i]->on_ready();
       if (live[i]->done()) ended.push_back(live[i]);

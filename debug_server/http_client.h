@@ -34,6 +34,10 @@ struct GetRequest {
   std::chrono::steady_clock::time_point deadline;
   size_t max_body_bytes = 1 << 20;
   const std::atomic<bool>* cancel = nullptr;
+  // A connected socket whose peer closing it (FIN or reset) cancels the exchange at once: the
+  // connection of the request it serves, whose client gave up (run_all polls it for that
+  // only; never reads, writes or closes it). -1: none.
+  int cancel_fd = -1;
 };
 
 class Exchange {
@@ -94,9 +98,9 @@ class Exchange {
 };
 
 // Drives every exchange (started or not) until each is done: its deadline passed, `cancel`
-// (from its request) set, or its answer read. One thread, one poll(2) over all of them.
-// `on_done`, when given, is called once for each exchange as it ends and may return more to
-// drive alongside (a tree node asking a silent child's children).
+// (from its request) set, the peer of its cancel_fd gone, or its answer read. One thread, one
+// poll(2) over all of them. `on_done`, when given, is called once for each exchange as it ends and
+// may return more to drive alongside (a tree node asking a silent child's children).
 using OnDone = std::function<std::vector<Exchange*>(Exchange*)>;
 void run_all(std::vector<Exchange*> exchanges, const OnDone& on_done = {});
 

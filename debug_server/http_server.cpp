@@ -310,6 +310,7 @@ void Server::start() {
         timeval tv{static_cast<time_t>(us / 1000000), static_cast<suseconds_t>(us % 1000000)};
         setsockopt(job.fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
         Response res;
+        job.req.fd = job.fd;
         serve(job.req, res);
         const std::string out = serialize(res);
         size_t off = 0;

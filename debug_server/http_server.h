@@ -37,6 +37,9 @@ struct Response {
 // What reaches the handlers: the parsed request plus where it came from.
 struct ServerRequest : Request {
   std::string remote_addr;
+  // The request's connection while its handler runs (-1 otherwise), only to notice that the
+  // client went away (http::GetRequest::cancel_fd); the server reads, writes and closes it.
+  int fd = -1;
 };
 
 using Handler = std::function<void(const ServerRequest&, Response&)>;

@@ -310,6 +310,7 @@ std::vector<http::Exchange*> TreeQuery::ask(const std::vector<TreeSpan>& spans, 
     r.deadline = now + tree_answer_time(tree_height(s), o_.level) + o_.level;
     r.max_body_bytes = kMaxTreeAnswerBytes;
     r.cancel = o_.cancel;
+    r.cancel_fd = o_.asker_fd;
     ask->url = a.url;
     ask->x = std::make_unique<http::Exchange>(std::move(r));
     out.push_back(ask->x.get());

@@ -12,6 +12,9 @@
 // height h_c; a child that fails (no answer by then, refused, or not its status) is missing
 // and the rank asks that child's children directly (W(h_g) + L each, one level only): a frozen
 // rank costs its own status, not its subtree's. Ranks not asked are "not_reached".
+// Abandoned asks: a node's asks end by its own W(h) (the deadlines above), and at once when its
+// asker closes the connection (TreeQueryOptions::asker_fd): a parent that gave up leaves no
+// work behind in its subtree, whose nodes' connections it closes in turn.
 // Addresses: a rank answering for its span never reads the store while a query waits. Its
 // children's and grandchildren's addresses are read once, in the background, when its server
 // starts (TreeAddressResolver: one batched store request, O(N) keys over the whole job); a
@@ -138,6 +141,9 @@ struct TreeQueryOptions {
   std::string token;                          // bearer token for the requests ("" = none)
   std::string token_note;                     // appended to a 401's reason (why no token was sent)
   const std::atomic<bool>* cancel = nullptr;  // the request that started it ended
+  // The connection of the request it answers (a node's asker): when that client goes away the
+  // node's outstanding asks end at once, "cancelled" (http::GetRequest::cancel_fd). -1: none.
+  int asker_fd = -1;
 };
 
 // One summary of `span`, event-driven: start() returns the GETs to drive (http::run_all, or a

@@ -323,6 +323,7 @@ void DebugServer::install_tree_route() {
         }
         o.world_size = opts_.world_size;
         o.level = Millis(level_ms);
+        o.asker_fd = req.fd;  // the parent gave up: so does this node's subtree
         TreeQuery q(tree_span_of(opts_.rank, opts_.world_size), std::move(local), addrs, o);
         res.status = 200;
         res.set_content(summary_json(run_tree_query(q)).dump() + "\n", kJson);
@@ -349,8 +350,9 @@ void DebugServer::install_cluster_routes() {
                         opts_.world_size <= kFullViewRanks
                             ? flight_recorder_json(kClusterViewEntries)
                             : std::string()};
-    const TreeQueryOptions o =
+    TreeQueryOptions o =
         tree_options(*opts_.store, opts_.world_size, Millis(timeout_ms), opts_.token);
+    o.asker_fd = req.fd;  // a browser that left: the tree's asks end
     // Rank 0 is the tree's root: it answers with its own node. Any other rank asks rank 0,
     // reading the addresses it needs from the store before the deadlines start.
     StoreAddresses store_addrs(opts_.store);

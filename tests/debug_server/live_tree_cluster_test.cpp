@@ -5,10 +5,12 @@
 #include <arpa/inet.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -43,6 +45,12 @@ class HungServer {
   }
   ~HungServer() { close(fd_); }
   bool ok() const { return ok_; }
+  // The next connection the kernel accepted for it, or -1 when none comes within `ms`.
+  int accept_within(int ms) {
+    pollfd p{fd_, POLLIN, 0};
+    if (poll(&p, 1, ms) != 1) return -1;
+    return accept(fd_, nullptr, nullptr);
+  }
 
  private:
   int fd_ = -1;
@@ -75,6 +83,13 @@ std::string missing_text(const Json& live, const std::string& kind) {
   return "";
 }
 
+// Rank r's server stops; a listener that never answers takes its port (a stopped process).
+std::unique_ptr<HungServer> freeze(TestCluster& c, int r) {
+  const int port = c.port(r);
+  c.rank(r).server->stop();
+  return std::make_unique<HungServer>(port);
+}
+
 // 20 ranks: rank 0's children are ranks 1, 3, 5, 7-19; rank 1 answers for [1, 3), so rank 2
 // is its child.
 constexpr int kWorld = 20;
@@ -84,10 +99,8 @@ TEST(LiveTreeCluster, FrozenRankIsNamedAloneItsChildIsAskedDirectly) {
   TestCluster c(kWorld);
   c.run_collectives(3);
   wait_for_tree(c, kWorld);
-  const int port = c.port(1);
-  c.rank(1).server->stop();
-  HungServer frozen(port);
-  ASSERT_TRUE(frozen.ok());
+  const std::unique_ptr<HungServer> frozen = freeze(c, 1);
+  ASSERT_TRUE(frozen->ok());
   const auto t0 = std::chrono::steady_clock::now();
   const Json j = live_of(c, 500);
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -117,6 +130,49 @@ TEST(LiveTreeCluster, FrozenSubtreeIsNamedWhole) {
   EXPECT_EQ(j["live"]["answered"]["count"], kWorld - 2) << j["live"].dump(2);
   EXPECT_EQ(missing_text(j["live"], "no_answer"), "1-2") << j["live"].dump(2);
   EXPECT_EQ(j["live"]["culprits"]["text"], "1-2") << j["live"].dump(2);
+}
+
+// A node whose asker goes away cancels its own asks: rank 0 is asked with a 60 s allowance per
+// level and asks (frozen) rank 1, which would hold that ask for W(1) + L = 120 s; the asker
+// closes its connection, and rank 0 closes its connection to rank 1 at once (no work is left
+// behind for an asker that gave up; issue 39).
+TEST(LiveTreeCluster, AskerThatGoesAwayCancelsTheNodesAsks) {
+  TestCluster c(kWorld);
+  c.run_collectives(1);
+  wait_for_tree(c, kWorld);
+  std::unique_ptr<HungServer> hung = freeze(c, 1);
+  ASSERT_TRUE(hung->ok());
+  HungServer& frozen = *hung;
+  const int asker = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(static_cast<uint16_t>(c.port(0)));
+  ASSERT_EQ(connect(asker, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  const std::string req = fmt::format(
+      "GET /v1/tree/status?rank=0&world={}&level_ms=60000 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+      kWorld);
+  ASSERT_EQ(send(asker, req.data(), req.size(), MSG_NOSIGNAL), static_cast<ssize_t>(req.size()));
+  const int ask = frozen.accept_within(static_cast<int>(scaled(10.0) * 1000));
+  ASSERT_GE(ask, 0) << "rank 0 never asked rank 1";
+  std::string head;  // rank 0's request, read so that what comes next is its close
+  pollfd in{ask, POLLIN, 0};
+  while (head.find("\r\n\r\n") == std::string::npos &&
+         poll(&in, 1, static_cast<int>(scaled(10.0) * 1000)) == 1) {
+    char buf[4096];
+    const ssize_t k = recv(ask, buf, sizeof buf, 0);
+    if (k <= 0) break;
+    head.append(buf, static_cast<size_t>(k));
+  }
+  ASSERT_NE(head.find("/v1/tree/status?rank=1&"), std::string::npos) << head;
+  close(asker);  // the asker gives up
+  // Rank 0's ask to rank 1 ends: its connection closes (EOF), long before its 120 s deadline.
+  pollfd p{ask, POLLIN, 0};
+  const int ready = poll(&p, 1, static_cast<int>(scaled(20.0) * 1000));
+  char b = 0;
+  const ssize_t n = ready == 1 ? recv(ask, &b, 1, 0) : -2;
+  close(ask);
+  EXPECT_EQ(n, 0) << "rank 0 still holds its ask to rank 1 after its asker went away";
 }
 
 // A killed rank (refused) is an error at once, not a wait; its child still answers.

@@ -18,16 +18,20 @@ COLLIE="${COLLIE:-build/src/cli/collie}"
 OUT="${OUT:-/tmp/collie-scale-live.jsonl}"
 PATTERN="${PATTERN:-lagging-host}"
 NS="${NS:-256 1024 4096 16384}"
-LEVEL_MS="${LEVEL_MS:-1000}"
-# Ranks per server process: one thread serves them all, so a level's answers queue behind each
-# other there; 4,096 per process at LEVEL_MS=1000 made the leaves miss their 1 s here.
+# The query's --timeout in ms; 0 (default): not passed, collie's default (2 s per level).
+LEVEL_MS="${LEVEL_MS:-0}"
+# Ranks per server process (one thread each): P = ceil(N / PER_PROC) processes. LAYOUT=interleaved
+# (default): rank r is served by process r mod P, so a node's children answer on other threads,
+# as ranks on their own CPUs do; LAYOUT=blocks: process p serves a contiguous block, a whole
+# subtree answered one rank after another (how it was measured before issue 39's interleaving).
 PER_PROC="${PER_PROC:-1024}"
+LAYOUT="${LAYOUT:-interleaved}"
 [ -x "$BIN" ] || { echo "live.sh: $BIN not built (cmake --build build --target scale_live)" >&2; exit 2; }
 [ -x "$COLLIE" ] || { echo "live.sh: $COLLIE not built (cmake --build build --target collie)" >&2; exit 2; }
 : > "$OUT"
 for n in $NS; do
   line=$(timeout "${RUN_TIMEOUT:-900}" "$BIN" --ranks "$n" --collie "$COLLIE" --pattern "$PATTERN" \
-           --level-ms "$LEVEL_MS" --per-proc "$PER_PROC" ${EXTRA:-} 2>/tmp/collie-scale-live-err.txt)
+           --level-ms "$LEVEL_MS" --per-proc "$PER_PROC" --layout "$LAYOUT" ${EXTRA:-} 2>/tmp/collie-scale-live-err.txt)
   rc=$?
   if [ $rc -ne 0 ] || [ -z "$line" ]; then
     echo "live.sh: N=$n failed (exit $rc): $(head -c 300 /tmp/collie-scale-live-err.txt)" >&2
@@ -45,10 +49,11 @@ def fit(pts):
     sxx = sum((x - mx) ** 2 for x, _ in pts)
     return sum((x - mx) * (y - my) for x, y in pts) / sxx if sxx else float('nan')
 print()
-print(f"{'N':>6} {'exit':>4} {'wall s':>7} {'q thr':>5} {'q fds':>6} {'q MiB':>6} {'q cpu s':>7} "
+print(f"{'N':>6} {'exit':>4} {'wall s':>7} {'srv cpu':>7} {'gone':>5} {'q thr':>5} {'q fds':>6} {'q MiB':>6} {'q cpu s':>7} "
       f"{'srv fds':>7} {'srv MiB':>7} {'answered':>8} {'levels':>6} {'reqs':>6} {'store req':>9}  culprits")
 for r in rows:
-    print(f"{r['ranks']:>6} {r['exit']:>4} {r['wall_s']:>7.3f} {r['querier_threads']:>5} "
+    print(f"{r['ranks']:>6} {r['exit']:>4} {r['wall_s']:>7.3f} {r['server_cpu_s']:>7.2f} "
+          f"{r.get('abandoned_requests', 0):>5} {r['querier_threads']:>5} "
           f"{r['querier_fds']:>6} {r['querier_rss_mib']:>6.1f} {r['querier_cpu_s']:>7.2f} "
           f"{r['server_fds']:>7} {r['server_rss_mib']:>7.1f} {str(r.get('answered', '-')):>8} "
           f"{str(r.get('levels', '-')):>6} {str(r.get('status_requests', '-')):>6} "

@@ -4,7 +4,8 @@
 // `collie analyze --live` through a real store. One run = one N; live.sh sweeps N.
 //
 //   scale_live --ranks N [--collie PATH] [--pattern lagging-host|frozen-rank|healthy]
-//              [--ranks-per-host 8] [--per-proc 4096] [--level-ms 1000] [--host-groups]
+//              [--ranks-per-host 8] [--per-proc 4096] [--layout interleaved|blocks]
+//              [--level-ms 0] [--host-groups]
 //              [--base-port 20000] [--timeout-s 600] [--show]
 //
 // Rank r is on simulated host h = r / ranks-per-host ("node<h>", address 127.1.<h/256>.<h%256>)
@@ -16,7 +17,10 @@
 // The servers answer /v1/tree/status as a rank does, and /v1/status and /v1/flight_recorder
 // (a 32-entry dump) for the querier's details and for the collie before the tree (which reads
 // every rank's). Each process serves at most --per-proc ranks: a tree edge inside one process
-// costs two descriptors, and a process may hold 20,000 here.
+// costs two descriptors, and a process may hold 20,000 here. With P = ceil(N / per-proc)
+// processes, rank r is served by process r mod P (--layout interleaved, the default: a node's
+// children are served by other processes, as ranks on their own CPUs) or by process
+// r / per-proc (--layout blocks: one process serves a whole subtree, one answer after another).
 // Address reads: each simulated rank with children reads its children's and grandchildren's
 // addresses from the store once at start, as TreeAddressResolver does (reported, not timed in
 // the query).
@@ -78,14 +82,18 @@ struct Args {
   std::string pattern = "lagging-host";
   int rph = 8;
   int per_proc = 4096;
-  int level_ms = 1000;
+  int level_ms = 0;  // 0: collie's default --timeout (not passed)
   bool host_groups = false;
   bool show = false;  // also print the text report (stderr)
   int base_port = 20000;
   int timeout_s = 600;
   // server mode
+  // interleaved: rank r is served by process r mod P (no subtree on one thread, as in a job
+  // where every rank answers on its own CPU); blocks: process p serves the contiguous ranks
+  // [p x per-proc, (p+1) x per-proc), a whole subtree of one of rank 0's children.
+  std::string layout = "interleaved";
   bool serve = false;
-  int first = -1, count = 0;
+  int proc = -1, procs = 0;
   int store_port = 0;
 };
 
@@ -237,6 +245,7 @@ class Server {
   void handle(Conn* c, const http::Request& req);
   void respond(Conn* c, int status, const std::string& body);
   void settle(Conn* c);
+  void abandon(Conn* c);
   void drive(Conn* c, std::vector<http::Exchange*> xs);
   void watch(Client* cl);
   void client_done(uint64_t id);
@@ -250,6 +259,8 @@ class Server {
   uint64_t base_fds_ = 0;  // listeners, epoll, stdio, ...
   uint64_t peak_fds_ = 0;
   uint64_t next_id_ = 1;
+  uint64_t abandoned_ = 0;  // requests whose asker left before the answer
+  uint64_t cancelled_ = 0;  // asks to children ended because of that
   std::vector<Rank> ranks_;
   std::unordered_map<uint64_t, std::unique_ptr<Conn>> conns_;
   std::unordered_map<uint64_t, Client> clients_;
@@ -268,7 +279,7 @@ void Server::on_accept(Rank& r) {
     c->id = next_id_++;
     c->fd = fd;
     c->rank = &r;
-    add(fd, EPOLLIN, ref(kConn, c->id));
+    add(fd, EPOLLIN | EPOLLRDHUP, ref(kConn, c->id));
     conns_[c->id] = std::move(c);
   }
 }
@@ -303,7 +314,14 @@ void Server::on_conn(Conn* c) {
     conns_.erase(c->id);
     return;
   }
-  if (c->query != nullptr) return;  // asked already; the answer is being gathered
+  if (c->query != nullptr) {
+    // Asked already; the answer is being gathered. Readable now means the asker closed (it
+    // sends nothing more): it gave up, so its node's asks are cancelled.
+    char b;
+    const ssize_t n = ::recv(c->fd, &b, 1, MSG_PEEK);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) abandon(c);
+    return;
+  }
   char buf[8192];
   bool closed = false;
   for (;;) {
@@ -322,6 +340,12 @@ void Server::on_conn(Conn* c) {
       ::close(c->fd);
       conns_.erase(c->id);
     }
+    return;
+  }
+  if (closed) {  // the asker gave up before its request was read: no work for it
+    ++abandoned_;
+    ::close(c->fd);
+    conns_.erase(c->id);
     return;
   }
   http::Request req;
@@ -370,6 +394,23 @@ void Server::settle(Conn* c) {
   const std::string body = summary_json(c->query->take()).dump();
   c->query.reset();
   respond(c, 200, body);
+}
+
+// The asker of `c` went away: its query's exchanges end here (their sockets close) and `c` is
+// closed unanswered. The caller does not touch `c` after.
+void Server::abandon(Conn* c) {
+  ++abandoned_;
+  for (auto it = clients_.begin(); it != clients_.end();) {
+    if (it->second.conn == c->id) {
+      ++cancelled_;
+      it = clients_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  c->query.reset();  // closes the exchanges' sockets, which leaves them out of the epoll set
+  ::close(c->fd);
+  conns_.erase(c->id);
 }
 
 void Server::watch(Client* cl) {
@@ -463,7 +504,15 @@ int Server::run() {
     }
   }
   const int behind_host = a_.ranks / (2 * a_.rph);
-  for (int r = a_.first; r < a_.first + a_.count; ++r) {
+  std::vector<int> mine;
+  if (a_.layout == "blocks") {
+    for (int r = a_.proc * a_.per_proc; r < std::min(a_.ranks, (a_.proc + 1) * a_.per_proc); ++r)
+      mine.push_back(r);
+  } else {
+    for (int r = a_.proc; r < a_.ranks; r += a_.procs) mine.push_back(r);
+  }
+  ranks_.reserve(mine.size());
+  for (int r : mine) {
     Rank k;
     k.rank = r;
     k.host = r / a_.rph;
@@ -530,7 +579,8 @@ int Server::run() {
       const uint64_t tag = events[i].data.u64 >> 56;
       const uint64_t id = events[i].data.u64 & ((uint64_t{1} << 56) - 1);
       if (tag == kStdin) {  // the driver is done: report and end
-        std::printf("peak_fds %lu\n", static_cast<unsigned long>(peak_fds_));
+        std::printf("peak_fds %lu %lu %lu\n", static_cast<unsigned long>(peak_fds_),
+                    static_cast<unsigned long>(abandoned_), static_cast<unsigned long>(cancelled_));
         std::fflush(stdout);
         return 0;
       }
@@ -616,14 +666,15 @@ int driver(const Args& a, const char* self) {
     store.multi_set(keys, values);
   }
   std::vector<Child> servers;
-  for (int first = 0; first < a.ranks; first += a.per_proc) {
-    const int count = std::min(a.per_proc, a.ranks - first);
-    servers.push_back(spawn(
-        {self, "--serve", "--ranks", std::to_string(a.ranks), "--first", std::to_string(first),
-         "--count", std::to_string(count), "--pattern", a.pattern, "--ranks-per-host",
-         std::to_string(a.rph), "--base-port", std::to_string(a.base_port), "--store-port",
-         std::to_string(server.port()), a.host_groups ? "--host-groups" : "--no-host-groups"},
-        true));
+  const int procs = (a.ranks + a.per_proc - 1) / a.per_proc;
+  for (int p = 0; p < procs; ++p) {
+    servers.push_back(
+        spawn({self, "--serve", "--ranks", std::to_string(a.ranks), "--proc", std::to_string(p),
+               "--procs", std::to_string(procs), "--layout", a.layout, "--pattern", a.pattern,
+               "--ranks-per-host", std::to_string(a.rph), "--base-port",
+               std::to_string(a.base_port), "--store-port", std::to_string(server.port()),
+               a.host_groups ? "--host-groups" : "--no-host-groups"},
+              true));
   }
   uint64_t reads = 0, keys = 0;
   double read_s = 0;
@@ -642,9 +693,15 @@ int driver(const Args& a, const char* self) {
   double server_cpu0 = 0;
   for (const Child& c : servers) server_cpu0 += cpu_s(c.pid);
   const auto t0 = Steady::now();
-  Child q = spawn({a.collie, "analyze", "--live", fmt::format("127.0.0.1:{}", server.port()),
-                   "--timeout", fmt::format("{}ms", a.level_ms), "--stall", "10s", "--json"},
-                  false);
+  std::vector<std::string> query = {
+      a.collie, "analyze", "--live", fmt::format("127.0.0.1:{}", server.port()), "--stall", "10s"};
+  if (a.level_ms > 0) {  // else collie's default --timeout
+    query.push_back("--timeout");
+    query.push_back(fmt::format("{}ms", a.level_ms));
+  }
+  std::vector<std::string> json_query = query;
+  json_query.push_back("--json");
+  Child q = spawn(json_query, false);
   // Sample the querier and the servers while the query runs.
   uint64_t q_threads = 0, q_fds = 0, q_hwm = 0, s_fds = 0, s_fds_proc = 0;
   std::string out;
@@ -684,18 +741,19 @@ int driver(const Args& a, const char* self) {
     server_cpu += cpu_s(c.pid);
   }
   if (a.show) {
-    Child t = spawn({a.collie, "analyze", "--live", fmt::format("127.0.0.1:{}", server.port()),
-                     "--timeout", fmt::format("{}ms", a.level_ms), "--stall", "10s"},
-                    false);
+    Child t = spawn(query, false);
     char buf[4096];
     size_t n;
     while ((n = std::fread(buf, 1, sizeof buf, t.out)) > 0) std::fwrite(buf, 1, n, stderr);
     waitpid(t.pid, nullptr, 0);
   }
+  uint64_t abandoned = 0, cancelled_asks = 0;
   for (Child& c : servers) {
     ::close(c.in);
-    unsigned long peak = 0;
-    if (std::fscanf(c.out, " peak_fds %lu", &peak) == 1) {
+    unsigned long peak = 0, gone = 0, cancelled = 0;
+    if (std::fscanf(c.out, " peak_fds %lu %lu %lu", &peak, &gone, &cancelled) == 3) {
+      abandoned += gone;
+      cancelled_asks += cancelled;
       s_fds += peak;
       s_fds_proc = std::max<uint64_t>(s_fds_proc, peak);
     }
@@ -706,6 +764,8 @@ int driver(const Args& a, const char* self) {
       {"pattern", a.pattern},
       {"collie", a.collie},
       {"host_groups", a.host_groups},
+      {"layout", a.layout},
+      {"level_ms", a.level_ms},
       {"exit", WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status)},
       {"wall_s", wall},
       {"querier_threads", q_threads},
@@ -716,6 +776,8 @@ int driver(const Args& a, const char* self) {
       {"server_fds_max_proc", s_fds_proc},
       {"server_rss_mib", static_cast<double>(s_rss) / 1024},
       {"server_cpu_s", server_cpu},
+      {"abandoned_requests", abandoned},   // their asker had given up: not answered
+      {"cancelled_asks", cancelled_asks},  // asks of those that were under way, ended
       {"querier_cpu_s", static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
                             (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6},
       {"store_requests", after.requests - before.requests},
@@ -759,8 +821,12 @@ Args parse(int argc, char** argv) {
   app.add_option("--per-proc", a.per_proc, "ranks per server process")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  app.add_option("--level-ms", a.level_ms, "the query's --timeout, per tree level")
-      ->check(CLI::PositiveNumber)
+  app.add_option("--layout", a.layout, "which ranks each server process serves")
+      ->check(CLI::IsMember({"interleaved", "blocks"}))
+      ->capture_default_str();
+  app.add_option("--level-ms", a.level_ms,
+                 "the query's --timeout, per tree level (0: collie's default, not passed)")
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app.add_flag("--host-groups,!--no-host-groups", a.host_groups, "one more group per host");
   app.add_flag("--show", a.show, "also print the text report on stderr");
@@ -768,8 +834,8 @@ Args parse(int argc, char** argv) {
   app.add_option("--timeout-s", a.timeout_s)->capture_default_str();
   // A server process (started by the driver).
   app.add_flag("--serve", a.serve);
-  app.add_option("--first", a.first);
-  app.add_option("--count", a.count);
+  app.add_option("--proc", a.proc);
+  app.add_option("--procs", a.procs);
   app.add_option("--store-port", a.store_port);
   try {
     app.parse(argc, argv);
