@@ -217,7 +217,17 @@ TreeAddressResolver::~TreeAddressResolver() { stop(); }
 void TreeAddressResolver::stop() { thread_.stop(); }
 
 std::vector<RankAddress> TreeAddressResolver::addresses(const std::vector<int>& ranks) {
-  return addrs_.cached(ranks);
+  std::vector<RankAddress> out = addrs_.cached(ranks);
+  if (std::chrono::steady_clock::now() - started_ >= kUnpublishedGrace) return out;
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (out[i].state != RankAddress::State::kNone) continue;
+    out[i].state = RankAddress::State::kUnknown;
+    out[i].why = fmt::format(
+        "no {} in the store when this node read it at its start; the node waits for it (a rank "
+        "still starting, or a slow store); ask again",
+        key_of(ranks[i]));
+  }
+  return out;
 }
 
 // Reads every address once; ranks that have not published are waited for (the store parks the

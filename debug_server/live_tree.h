@@ -25,6 +25,7 @@
 // Thread safety: TreeSpan functions are pure; StoreAddresses and TreeAddressResolver are
 // thread-safe; a TreeQuery belongs to one thread.
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <map>
 #include <memory>
@@ -115,8 +116,13 @@ class StoreAddresses : public AddressSource {
 // grandchildren's (collie-tree-addr; one store request when they are all published, then it
 // parks until stop; ranks that have not published are read again as they appear). A query
 // answered by this rank reads them from here and never waits for the store.
+// A rank that had not published when this node read the store may have published since (the
+// node's wait for it wakes only as fast as the store answers): for kUnpublishedGrace after the
+// node started, such a rank is "not read yet" (kUnknown: not reached, not blamed); after it,
+// "no address" (kNone: a rank that never started its debug server, or died first).
 class TreeAddressResolver : public AddressSource {
  public:
+  static constexpr Millis kUnpublishedGrace{30000};
   // `store`: a client of its own (a clone), interrupted by stop(). REQUIRES: world > 1.
   TreeAddressResolver(std::shared_ptr<Store> store, int rank, int world);
   ~TreeAddressResolver() override;
@@ -128,6 +134,7 @@ class TreeAddressResolver : public AddressSource {
  private:
   void body();
   StoreAddresses addrs_;
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   std::vector<int> ranks_;
   std::mutex mu_;
   std::condition_variable cv_;
