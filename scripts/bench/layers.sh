@@ -4,15 +4,19 @@
 # same process, rounds interleaved; then (CALLGRIND=1, the default when valgrind is installed)
 # the instructions per op each layer adds, counted by callgrind (robust on a loaded machine).
 # Usage: scripts/bench/layers.sh [BUILD_DIR=build]   env: ROUNDS=15 SAMPLES=300 CALLGRIND=1
-#        CG_OPS=20000 (ops per callgrind run)
+#        CG_OPS=20000 (ops per callgrind run)  BIN=<a collie_layers_bench copied aside> runs that
+#        binary instead of building one (before/after: copy the old build's binary first)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$root/build}
 ROUNDS=${ROUNDS:-15} SAMPLES=${SAMPLES:-300} CG_OPS=${CG_OPS:-20000}
 CALLGRIND=${CALLGRIND:-$(command -v valgrind >/dev/null && echo 1 || echo 0)}
-cmake --build "$build" --target collie_layers_bench >/dev/null ||
-  { echo "layers.sh: cannot build collie_layers_bench in $build (scripts/build.sh first)" >&2; exit 2; }
-bin=$build/scripts/bench/collie_layers_bench
+bin=${BIN:-}
+if [[ -z $bin ]]; then
+  cmake --build "$build" --target collie_layers_bench >/dev/null ||
+    { echo "layers.sh: cannot build collie_layers_bench in $build (scripts/build.sh first)" >&2; exit 2; }
+  bin=$build/scripts/bench/collie_layers_bench
+fi
 echo "# load: $(uptime)"
 "$bin" "$ROUNDS" "$SAMPLES"
 [[ $CALLGRIND == 1 ]] || exit 0

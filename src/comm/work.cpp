@@ -11,24 +11,16 @@ namespace collie {
 Work::Work(OpType op, uint64_t seq, Millis timeout) : op_(op), seq_(seq), timeout_(timeout) {}
 
 bool Work::is_completed() {
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    if (done_) return true;
-  }
+  if (done_.load(std::memory_order_acquire)) return true;
   progress();
-  std::lock_guard<std::mutex> lk(mu_);
-  return done_;
+  return done_.load(std::memory_order_acquire);
 }
 
-bool Work::is_success() {
-  if (!is_completed()) return false;
-  std::lock_guard<std::mutex> lk(mu_);
-  return error_ == nullptr;
-}
+bool Work::is_success() { return is_completed() && error_ == nullptr; }
 
 std::exception_ptr Work::exception() {
-  std::lock_guard<std::mutex> lk(mu_);
-  return error_;
+  // error_ is set before done_ and never changes after: no lock once done.
+  return done_.load(std::memory_order_acquire) ? error_ : nullptr;
 }
 
 void Work::wait(Millis timeout) {
@@ -61,9 +53,9 @@ bool Work::complete(std::exception_ptr error) {
   std::vector<std::function<void(Work&)>> cbs;
   {
     std::lock_guard<std::mutex> lk(mu_);
-    if (done_) return false;
-    done_ = true;
+    if (done_.load(std::memory_order_relaxed)) return false;
     error_ = std::move(error);
+    done_.store(true, std::memory_order_release);
     cbs.swap(callbacks_);
   }
   cv_.notify_all();

@@ -5,6 +5,7 @@
 // first completion wins, so a watchdog may also fail a Work whose backend is stuck.
 // Works that advance only when polled (MPI requests, CUDA events) override progress().
 // Thread safety: all public methods may be called from any thread.
+#include <atomic>
 #include <condition_variable>
 #include <exception>
 #include <functional>
@@ -57,7 +58,9 @@ class COLLIE_API Work {
   int rank_ = -1;
   std::mutex mu_;
   std::condition_variable cv_;
-  bool done_ = false;
+  // Written under mu_ (error_ first, then done_ with release); is_completed() and exception()
+  // read them without the lock once done_ is true.
+  std::atomic<bool> done_{false};
   std::exception_ptr error_;
   std::vector<std::function<void(Work&)>> callbacks_;
 };

@@ -31,7 +31,8 @@ namespace {
 
 constexpr size_t kDefaultCapacity = 2000;
 
-// Thread identity is cached per thread so the hot path makes no system call.
+// Thread identity is cached per thread so the hot path makes no system call. A Linux thread id
+// fits in 32 bits (pid_max is at most 2^22): the ring keeps it beside the op's state.
 struct ThreadIdentity {
   uint64_t id = 0;
   char name[16] = {};
@@ -44,15 +45,6 @@ struct ThreadIdentity {
 const ThreadIdentity& this_thread_identity() {
   thread_local ThreadIdentity t;
   return t;
-}
-
-void fill_sizes(FrEntry::Sizes& s, const TensorView& t, bool present) {
-  s.present = present;
-  if (!present) return;
-  s.dtype = t.dtype;
-  Shape sh = t.effective_shape();
-  s.ndim = sh.ndim;
-  s.dims = sh.dims;
 }
 
 nlohmann::json sizes_json(const FrEntry::Sizes& s) {
@@ -144,11 +136,37 @@ std::string_view fr_state_name(FrState s) {
 
 std::string fr_dump_file_name(int rank) { return fmt::format("collie_fr_rank_{}.json", rank); }
 
-// A ring slot: a seqlock over the entry kept as atomic words. The version is odd while a writer
-// holds the slot; readers copy the words and retry when the version moved.
-struct FlightRecorder::Slot {
-  static_assert(std::is_trivially_copyable_v<FrEntry> && sizeof(FrEntry) % 8 == 0);
-  static constexpr size_t kWords = sizeof(FrEntry) / 8;
+// A ring slot: a seqlock over the op kept as atomic words in a compact layout of its own (not
+// FrEntry's): record() writes each word once, straight from the call, and only the words the op
+// has (its dims), so a common op touches the slot's first two cache lines; read() unpacks them
+// into an FrEntry, rebuilding the profiling name from the group, op and peer. The version is odd
+// while a writer holds the slot; readers copy the words and retry when the version moved.
+struct alignas(64) FlightRecorder::Slot {
+  // Word indices. kFlags packs: op | reduce_op << 8 | input dtype << 16 | output dtype << 24 |
+  // input ndim << 32 | output ndim << 40 | kInPresent | kOutPresent | kIsP2p | kHasReduceOp.
+  // kMarks: state | retired << 8 | failed << 9 | thread id (a pid_t) << 32. kRootPeer: root
+  // (low 32 bits) | peer (high). kDims: the input's ndim dims, then the output's. With the
+  // version, a 1-D op's words fill the slot's first two cache lines exactly.
+  enum : size_t {
+    kRecordId,
+    kGroup,
+    kSeq,
+    kOpId,
+    kCreated,
+    kStarted,
+    kCompleted,
+    kMarks,
+    kFlags,
+    kTimeout,
+    kRootPeer,
+    kThreadName,  // 2 words
+    kDims = kThreadName + 2,
+    kWords = kDims + 2 * Shape::kMaxDims
+  };
+  static constexpr uint64_t kInPresent = uint64_t{1} << 48, kOutPresent = uint64_t{1} << 49,
+                            kIsP2p = uint64_t{1} << 50, kHasReduceOp = uint64_t{1} << 51;
+  static constexpr uint64_t kRetired = uint64_t{1} << 8, kFailed = uint64_t{1} << 9;
+  static constexpr uint64_t kThreadIdMask = ~uint64_t{0} << 32;
   std::atomic<uint64_t> version{0};
   std::array<std::atomic<uint64_t>, kWords> words{};
 
@@ -168,54 +186,101 @@ struct FlightRecorder::Slot {
     }
   }
   void unlock(uint64_t v) { version.store(v + 2, std::memory_order_release); }
-  // Words [first, end) of the entry into / out of `e` (the same bytes of an FrEntry).
-  void load(FrEntry& e, size_t first = 0, size_t end = kWords) const {
-    char* bytes = reinterpret_cast<char*>(&e);
-    for (size_t i = first; i < end; ++i) {
-      const uint64_t w = words[i].load(std::memory_order_relaxed);
-      std::memcpy(bytes + i * 8, &w, 8);
-    }
-  }
-  void store(const FrEntry& e, size_t first = 0, size_t end = kWords) {
-    const char* bytes = reinterpret_cast<const char*>(&e);
-    for (size_t i = first; i < end; ++i) {
-      uint64_t w;
-      std::memcpy(&w, bytes + i * 8, 8);
-      words[i].store(w, std::memory_order_relaxed);
-    }
-  }
-  uint64_t record_id() const { return words[0].load(std::memory_order_relaxed); }
+  uint64_t get(size_t i) const { return words[i].load(std::memory_order_relaxed); }
+  void put(size_t i, uint64_t w) { words[i].store(w, std::memory_order_relaxed); }
+  uint64_t record_id() const { return get(kRecordId); }
   // A consistent copy, retried while a writer holds the slot. A slot whose writer never lets go
   // (it crashed there, and this is the crash dump) reads as empty (record_id 0).
   FrEntry read() const {
-    FrEntry e;
+    std::array<uint64_t, kWords> w;
     for (int tries = 0; tries < 100000; ++tries) {
       const uint64_t v = version.load(std::memory_order_acquire);
       if ((v & 1) == 0) {
-        load(e);
+        for (size_t i = 0; i < kWords; ++i) w[i] = get(i);
         std::atomic_thread_fence(std::memory_order_acquire);
-        if (version.load(std::memory_order_relaxed) == v) return e;
+        if (version.load(std::memory_order_relaxed) == v) return unpack(w);
       }
       if (tries > 16) std::this_thread::yield();
     }
-    e.record_id = 0;
-    return e;
+    return FrEntry{};
   }
+  static FrEntry unpack(const std::array<uint64_t, kWords>& w);
 };
-static_assert(offsetof(FrEntry, record_id) == 0);
+
+namespace {
+// torch's profiling name: "gloo:all_reduce", "gloo:send 1->2", cut at kNameLen - 1 characters.
+void write_profiling_name(char (&out)[FrEntry::kNameLen], const GroupTrace& g, OpType type,
+                          int peer) {
+  const std::string_view op = op_name(type);
+  if (type == OpType::Send) {
+    fmt::format_to_n(out, FrEntry::kNameLen - 1, "{}:{} {}->{}", g.backend, op, g.global_rank,
+                     peer);
+  } else if (type == OpType::Recv) {
+    fmt::format_to_n(out, FrEntry::kNameLen - 1, "{}:{} {}<-{}", g.backend, op, g.global_rank,
+                     peer);
+  } else {
+    char* p = out;
+    char* const end = out + FrEntry::kNameLen - 1;
+    for (std::string_view part : {std::string_view(g.backend), std::string_view(":"), op}) {
+      const size_t n = std::min(part.size(), static_cast<size_t>(end - p));
+      std::memcpy(p, part.data(), n);
+      p += n;
+    }
+  }
+}
+}  // namespace
+
+FrEntry FlightRecorder::Slot::unpack(const std::array<uint64_t, kWords>& w) {
+  FrEntry e;
+  e.record_id = w[kRecordId];
+  if (e.record_id == 0) return e;
+  e.group = reinterpret_cast<const GroupTrace*>(static_cast<uintptr_t>(w[kGroup]));
+  const uint64_t f = w[kFlags];
+  e.op = static_cast<OpType>(f & 0xff);
+  e.is_p2p = (f & kIsP2p) != 0;
+  (e.is_p2p ? e.p2p_seq_id : e.collective_seq_id) = w[kSeq];
+  e.op_id = w[kOpId];
+  e.time_created_ns = static_cast<int64_t>(w[kCreated]);
+  e.time_discovered_started_ns = static_cast<int64_t>(w[kStarted]);
+  e.time_discovered_completed_ns = static_cast<int64_t>(w[kCompleted]);
+  e.state = static_cast<FrState>(w[kMarks] & 0xff);
+  e.retired = (w[kMarks] & kRetired) != 0;
+  e.failed = (w[kMarks] & kFailed) != 0;
+  size_t d = kDims;
+  FrEntry::Sizes* sizes[2] = {&e.input, &e.output};
+  for (int k = 0; k < 2; ++k) {
+    FrEntry::Sizes& s = *sizes[k];
+    s.present = (f & (k == 0 ? kInPresent : kOutPresent)) != 0;
+    if (!s.present) continue;
+    s.dtype = static_cast<DType>((f >> (16 + 8 * k)) & 0xff);
+    s.ndim = static_cast<uint8_t>((f >> (32 + 8 * k)) & 0xff);
+    for (int i = 0; i < s.ndim; ++i) s.dims[i] = static_cast<int64_t>(w[d++]);
+  }
+  e.timeout_ms = static_cast<int64_t>(w[kTimeout]);
+  e.root = static_cast<int32_t>(static_cast<uint32_t>(w[kRootPeer]));
+  e.peer = static_cast<int32_t>(static_cast<uint32_t>(w[kRootPeer] >> 32));
+  e.has_reduce_op = (f & kHasReduceOp) != 0;
+  e.reduce_op = static_cast<ReduceOp>((f >> 8) & 0xff);
+  e.thread_id = w[kMarks] >> 32;
+  std::memcpy(e.thread_name, &w[kThreadName], sizeof(e.thread_name));
+  e.thread_name[sizeof(e.thread_name) - 1] = '\0';
+  write_profiling_name(e.profiling_name, *e.group, e.op, e.peer);
+  return e;
+}
 
 void FlightRecorder::SlotDeleter::operator()(Slot* s) const { delete[] s; }
 
 FlightRecorder::FlightRecorder(size_t capacity, Clock* clock)
     : slots_(capacity ? new Slot[capacity] : nullptr),
       capacity_(capacity),
-      clock_(clock ? clock : &Clock::system()) {}
+      clock_(clock ? clock : &Clock::system()) {
+  static_assert(sizeof(Slot) == 256);  // 4 cache lines; an op with 1-D tensors writes 2
+}
 
 size_t FlightRecorder::capacity_from_env(const Env& env) {
-  const auto v =
-      env.get_int_in("COLLIE_FR_BUFFER_SIZE", 0, static_cast<long long>(kMaxCapacity),
-                     fmt::format(" (ops the flight recorder keeps, {} bytes each; 0 turns it off)",
-                                 sizeof(FrEntry)));
+  const auto v = env.get_int_in(
+      "COLLIE_FR_BUFFER_SIZE", 0, static_cast<long long>(kMaxCapacity),
+      fmt::format(" (ops the flight recorder keeps, {} bytes each; 0 turns it off)", sizeof(Slot)));
   return v ? static_cast<size_t>(*v) : kDefaultCapacity;
 }
 
@@ -227,7 +292,7 @@ FlightRecorder& FlightRecorder::global() {
     } catch (const std::bad_alloc&) {
       throw InvalidArgument(fmt::format(
           "COLLIE_FR_BUFFER_SIZE={}: cannot allocate the flight recorder's {} bytes; lower it", n,
-          n * sizeof(FrEntry)));
+          n * sizeof(Slot)));
     }
   }();
   return fr;
@@ -253,109 +318,87 @@ uint64_t FlightRecorder::record(const GroupTrace& g, uint64_t op_id, const OpCal
                ? g.global_ranks[group_rank]
                : group_rank;
   };
-  FrEntry e;
-  e.group = &g;
-  e.op = call.type;
-  e.is_p2p = is_p2p(call.type);
-  (e.is_p2p ? e.p2p_seq_id : e.collective_seq_id) = call.seq;
-  e.op_id = op_id;
-  e.time_created_ns = now;
-  const bool has_in = call.input.data != nullptr || call.input.numel > 0;
-  const bool has_out = call.output.data != nullptr || call.output.numel > 0;
-  fill_sizes(e.input, call.input, has_in);
-  fill_sizes(e.output, call.output, has_out);
-  e.timeout_ms = call.timeout.count();
-  e.root = has_root(call.type) ? global(call.root) : -1;
-  e.peer = e.is_p2p ? global(call.peer) : -1;
-  e.has_reduce_op = has_reduce_op(call.type);
-  e.reduce_op = call.reduce_op;
-  e.thread_id = self.id;
-  std::memcpy(e.thread_name, self.name, sizeof(e.thread_name));
-  const std::string_view op = op_name(call.type);
-  if (call.type == OpType::Send) {
-    fmt::format_to_n(e.profiling_name, FrEntry::kNameLen - 1, "{}:{} {}->{}", g.backend, op,
-                     g.global_rank, e.peer);
-  } else if (call.type == OpType::Recv) {
-    fmt::format_to_n(e.profiling_name, FrEntry::kNameLen - 1, "{}:{} {}<-{}", g.backend, op,
-                     g.global_rank, e.peer);
-  } else {
-    // "<backend>:<op>" without fmt: this is every collective's hot path.
-    char* p = e.profiling_name;
-    char* const end = e.profiling_name + FrEntry::kNameLen - 1;
-    for (std::string_view part : {std::string_view(g.backend), std::string_view(":"), op}) {
-      const size_t n = std::min(part.size(), static_cast<size_t>(end - p));
-      std::memcpy(p, part.data(), n);
-      p += n;
-    }
+  const bool p2p = is_p2p(call.type);
+  const int root = has_root(call.type) ? global(call.root) : -1;
+  const int peer = p2p ? global(call.peer) : -1;
+  uint64_t flags = static_cast<uint64_t>(call.type) | static_cast<uint64_t>(call.reduce_op) << 8 |
+                   (p2p ? Slot::kIsP2p : 0) | (has_reduce_op(call.type) ? Slot::kHasReduceOp : 0);
+  // A tensor's dims: its shape, or [numel] when it has none (TensorView::effective_shape).
+  const TensorView* tensors[2] = {&call.input, &call.output};
+  uint8_t ndims[2] = {0, 0};
+  for (int k = 0; k < 2; ++k) {
+    const TensorView& t = *tensors[k];
+    if (t.data == nullptr && t.numel == 0) continue;  // no tensor (barrier, non-root output)
+    ndims[k] = t.shape.ndim > 0 ? std::min<uint8_t>(t.shape.ndim, Shape::kMaxDims) : 1;
+    flags |= (k == 0 ? Slot::kInPresent : Slot::kOutPresent) |
+             static_cast<uint64_t>(t.dtype) << (16 + 8 * k) |
+             static_cast<uint64_t>(ndims[k]) << (32 + 8 * k);
   }
-  e.record_id = next_id_.fetch_add(1, std::memory_order_relaxed);
-  Slot& s = slots_[(e.record_id - 1) % capacity_];
+  uint64_t name[2];
+  std::memcpy(name, self.name, sizeof(name));
+  const uint64_t id = next_id_.fetch_add(1, std::memory_order_relaxed);
+  Slot& s = slots_[(id - 1) % capacity_];
   const uint64_t v = s.lock();
   // A thread that took a later id for this slot (the ring wrapped meanwhile) keeps it.
-  if (s.record_id() < e.record_id) s.store(e);
+  if (s.record_id() < id) {
+    s.put(Slot::kRecordId, id);
+    s.put(Slot::kGroup, static_cast<uint64_t>(reinterpret_cast<uintptr_t>(&g)));
+    s.put(Slot::kSeq, call.seq);
+    s.put(Slot::kOpId, op_id);
+    s.put(Slot::kCreated, static_cast<uint64_t>(now));
+    s.put(Slot::kStarted, 0);
+    s.put(Slot::kCompleted, 0);
+    s.put(Slot::kMarks, static_cast<uint64_t>(FrState::Scheduled) | self.id << 32);
+    s.put(Slot::kFlags, flags);
+    s.put(Slot::kTimeout, static_cast<uint64_t>(call.timeout.count()));
+    s.put(Slot::kRootPeer, static_cast<uint64_t>(static_cast<uint32_t>(root)) |
+                               static_cast<uint64_t>(static_cast<uint32_t>(peer)) << 32);
+    s.put(Slot::kThreadName, name[0]);
+    s.put(Slot::kThreadName + 1, name[1]);
+    size_t d = Slot::kDims;
+    for (int k = 0; k < 2; ++k) {
+      const TensorView& t = *tensors[k];
+      if (ndims[k] == 0) continue;
+      if (t.shape.ndim == 0) {
+        s.put(d++, static_cast<uint64_t>(t.numel));
+      } else {
+        for (int i = 0; i < ndims[k]; ++i) s.put(d++, static_cast<uint64_t>(t.shape.dims[i]));
+      }
+    }
+  }
   s.unlock(v);
-  return e.record_id;
+  return id;
 }
-
-namespace {
-// What a mark rewrites: FrEntry's time_discovered_started_ns through failed, in the same layout,
-// so a mark copies three words instead of building a whole entry.
-struct FrMarks {
-  int64_t time_discovered_started_ns;
-  int64_t time_discovered_completed_ns;
-  FrState state;
-  bool retired;
-  bool failed;
-};
-constexpr size_t kMarkOffset = offsetof(FrEntry, time_discovered_started_ns);
-static_assert(kMarkOffset % 8 == 0 && sizeof(FrMarks) % 8 == 0);
-static_assert(offsetof(FrEntry, time_discovered_completed_ns) - kMarkOffset ==
-                  offsetof(FrMarks, time_discovered_completed_ns) &&
-              offsetof(FrEntry, state) - kMarkOffset == offsetof(FrMarks, state) &&
-              offsetof(FrEntry, retired) - kMarkOffset == offsetof(FrMarks, retired) &&
-              offsetof(FrEntry, failed) - kMarkOffset == offsetof(FrMarks, failed));
-constexpr size_t kMarkFirst = kMarkOffset / 8;
-constexpr size_t kMarkWords = sizeof(FrMarks) / 8;
-}  // namespace
 
 template <typename F>
 void FlightRecorder::mark(uint64_t id, F&& fn) {
   if (id == 0 || capacity_ == 0) return;
   Slot& s = slots_[(id - 1) % capacity_];
   const uint64_t v = s.lock();
-  if (s.record_id() == id) {
-    uint64_t w[kMarkWords];
-    for (size_t i = 0; i < kMarkWords; ++i)
-      w[i] = s.words[kMarkFirst + i].load(std::memory_order_relaxed);
-    FrMarks m;
-    std::memcpy(&m, w, sizeof(m));
-    fn(m);
-    std::memcpy(w, &m, sizeof(m));
-    for (size_t i = 0; i < kMarkWords; ++i)
-      s.words[kMarkFirst + i].store(w[i], std::memory_order_relaxed);
-  }
+  if (s.record_id() == id) fn(s);
   s.unlock(v);
 }
 
 void FlightRecorder::mark_started(uint64_t id) {
   if (id == 0) return;
   const int64_t now = clock_->mono_ns();
-  mark(id, [&](FrMarks& e) {
-    if (e.state != FrState::Scheduled) return;
-    e.state = FrState::Started;
-    e.time_discovered_started_ns = now;
+  mark(id, [&](Slot& s) {
+    const uint64_t marks = s.get(Slot::kMarks);
+    if ((marks & 0xff) != static_cast<uint64_t>(FrState::Scheduled)) return;
+    s.put(Slot::kStarted, static_cast<uint64_t>(now));
+    s.put(Slot::kMarks, (marks & Slot::kThreadIdMask) | static_cast<uint64_t>(FrState::Started));
   });
 }
 
 void FlightRecorder::mark_completed(uint64_t id, bool failed, int64_t now_ns) {
   if (id == 0) return;
   const int64_t now = now_ns != 0 ? now_ns : clock_->mono_ns();
-  mark(id, [&](FrMarks& e) {
-    if (e.time_discovered_started_ns == 0) e.time_discovered_started_ns = now;
-    e.state = FrState::Completed;
-    e.time_discovered_completed_ns = now;
-    e.retired = true;
-    e.failed = failed;
+  mark(id, [&](Slot& s) {
+    if (s.get(Slot::kStarted) == 0) s.put(Slot::kStarted, static_cast<uint64_t>(now));
+    s.put(Slot::kCompleted, static_cast<uint64_t>(now));
+    s.put(Slot::kMarks, (s.get(Slot::kMarks) & Slot::kThreadIdMask) |
+                            static_cast<uint64_t>(FrState::Completed) | Slot::kRetired |
+                            (failed ? Slot::kFailed : 0));
   });
 }
 

@@ -4,10 +4,11 @@
 //
 // Hot path (record / mark_started / mark_completed): no allocation, no I/O and no lock shared
 // between threads: the record id comes from an atomic counter and each ring slot is a seqlock
-// (a version word and the entry as atomic words), so a writer only ever waits for the other
-// writer of the same slot (an op's submitting and completing threads) and a dump never blocks an
-// op: it copies each slot, retrying a slot that was being written. JSON is built at dump time
-// from that snapshot.
+// (a version word and the op packed into atomic words, 256 bytes, of which an op with 1-D
+// tensors writes the first 128; the profiling name is rebuilt at dump time from the group, op
+// and peer), so a writer only ever waits for the other writer of the same slot (an op's
+// submitting and completing threads) and a dump never blocks an op: it copies each slot,
+// retrying a slot that was being written. JSON is built at dump time from that snapshot.
 // Field names follow torch's dump (REFERENCE.md) so its users and tools read collie's dumps.
 //
 // Ownership: FlightRecorder::global() lives for the whole process; GroupTrace objects are shared
@@ -50,7 +51,7 @@ struct GroupTrace {
   std::atomic<uint64_t> last_completed_p2p{0};
 };
 
-// One slot of the ring, all fixed-size so recording never allocates.
+// One recorded op as a snapshot gives it (the ring keeps it packed; flight_recorder.cpp).
 struct FrEntry {
   static constexpr int kNameLen = 48;
   struct Sizes {
@@ -130,7 +131,7 @@ class FlightRecorder {
   FlightRecorder(const FlightRecorder&) = delete;
   FlightRecorder& operator=(const FlightRecorder&) = delete;
 
-  // The largest ring COLLIE_FR_BUFFER_SIZE may ask for: about 320 MB per process, and a JSON
+  // The largest ring COLLIE_FR_BUFFER_SIZE may ask for: about 256 MB per process, and a JSON
   // dump of about 0.5 GB (collie analyze reads JSON dumps up to 1 GiB).
   static constexpr size_t kMaxCapacity = 1000000;
   // The process recorder, sized from COLLIE_FR_BUFFER_SIZE (default 2000, 0 = off). Throws

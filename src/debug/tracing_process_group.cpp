@@ -25,6 +25,14 @@ std::shared_ptr<GroupTrace> make_trace(const ProcessGroup& pg) {
   return t;
 }
 
+// The enqueued and started seqs are written only by the submitting thread (a group takes submits
+// from one thread at a time, ProcessGroup's contract; current_ relies on it too), so a load and a
+// store raise them without a locked instruction. The completed seqs may be raised by several
+// completing threads: raise_max.
+void raise_owned(std::atomic<uint64_t>& a, uint64_t v) {
+  if (a.load(std::memory_order_relaxed) < v) a.store(v, std::memory_order_relaxed);
+}
+
 std::string describe(std::exception_ptr e) {
   try {
     std::rethrow_exception(e);
@@ -53,9 +61,9 @@ void TracingProcessGroup::before(const OpCall& call) {
   current_ = InFlight{};
   current_.created_ns = shared_->fr->clock().mono_ns();
   if (is_p2p(call.type)) {
-    raise_max(t.last_enqueued_p2p, call.seq, std::memory_order_relaxed);
+    raise_owned(t.last_enqueued_p2p, call.seq);
   } else {
-    raise_max(t.last_enqueued_collective, call.seq, std::memory_order_relaxed);
+    raise_owned(t.last_enqueued_collective, call.seq);
   }
   current_.record = shared_->fr->record(t, ++op_id_, call, current_.created_ns);
   // The recorder's reading serves the watchdog too when both keep the same clock.
@@ -82,7 +90,7 @@ void TracingProcessGroup::before(const OpCall& call) {
 
 std::shared_ptr<Work> TracingProcessGroup::after(const OpCall& call, std::shared_ptr<Work> work) {
   GroupTrace& t = *shared_->trace;
-  if (!is_p2p(call.type)) raise_max(t.last_started_collective, call.seq, std::memory_order_relaxed);
+  if (!is_p2p(call.type)) raise_owned(t.last_started_collective, call.seq);
   const Done d{current_,         call.type,      call.seq, call.input.nbytes(),
                call.input.dtype, call.in_metrics};
   if (work->is_completed()) {

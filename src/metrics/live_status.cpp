@@ -46,7 +46,7 @@ int LiveStatus::add_group(const GroupTrace& g) {
 void LiveStatus::started(int slot, OpType op, uint64_t seq, uint64_t bytes, int64_t now) {
   if (slot < 0) return;
   Slot& s = slots_[slot];
-  s.inflight.fetch_add(1, std::memory_order_relaxed);
+  s.started.fetch_add(1, std::memory_order_relaxed);
   s.last_progress_ns.store(now, std::memory_order_relaxed);
   const uint64_t key = key_of(op, seq);
   for (Entry& e : s.entries) {
@@ -66,11 +66,10 @@ void LiveStatus::finished(int slot, OpType op, uint64_t seq, bool ok, int64_t no
   Slot& s = slots_[slot];
   if (ok) {
     s.last_completed_op.store(static_cast<int>(op), std::memory_order_relaxed);
-    s.completed.fetch_add(1, std::memory_order_relaxed);
+    s.completed.fetch_add(1, std::memory_order_release);  // after the op's started (snapshot)
   } else {
-    s.failed.fetch_add(1, std::memory_order_relaxed);
+    s.failed.fetch_add(1, std::memory_order_release);
   }
-  s.inflight.fetch_sub(1, std::memory_order_relaxed);
   s.last_progress_ns.store(now, std::memory_order_relaxed);
   const uint64_t key = key_of(op, seq);
   for (Entry& e : s.entries) {
@@ -103,9 +102,12 @@ std::vector<LiveStatus::GroupSnapshot> LiveStatus::snapshot() const {
     g.last_completed_p2p_seq = t.last_completed_p2p.load(std::memory_order_relaxed);
     const int last_op = s.last_completed_op.load(std::memory_order_relaxed);
     if (last_op >= 0) g.last_completed_op = op_name(static_cast<OpType>(last_op));
-    g.inflight = std::max<int64_t>(0, s.inflight.load(std::memory_order_relaxed));
-    g.ops_completed = s.completed.load(std::memory_order_relaxed);
-    g.ops_failed = s.failed.load(std::memory_order_relaxed);
+    // The finished counts before the started one: an op counted finished was started earlier.
+    g.ops_completed = s.completed.load(std::memory_order_acquire);
+    g.ops_failed = s.failed.load(std::memory_order_acquire);
+    g.inflight =
+        std::max<int64_t>(0, static_cast<int64_t>(s.started.load(std::memory_order_acquire) -
+                                                  g.ops_completed - g.ops_failed));
     g.since_last_progress_s = (now - s.last_progress_ns.load(std::memory_order_relaxed)) * 1e-9;
     for (const Entry& e : s.entries) {
       const uint64_t key = e.key.load(std::memory_order_acquire);

@@ -83,8 +83,9 @@ class LiveStatus {
     const GroupTrace* trace = nullptr;
     int size = 1;
     std::atomic<int> last_completed_op{-1};
-    std::atomic<int64_t> inflight{0};
-    std::atomic<uint64_t> completed{0}, failed{0};
+    // In flight = started - completed - failed (snapshot), so finishing an op adds to one
+    // counter only.
+    std::atomic<uint64_t> started{0}, completed{0}, failed{0};
     std::atomic<int64_t> last_progress_ns{0};
     std::array<Entry, kMaxInflight> entries;
   };

@@ -103,7 +103,6 @@ Metrics::Row& Metrics::row(int backend, OpType op, uint64_t bytes) {
 
 void Metrics::record_op(int backend, OpType op, uint64_t bytes, std::chrono::nanoseconds duration) {
   Row& r = row(backend, op, bytes);
-  r.ops.fetch_add(1, std::memory_order_relaxed);
   r.bytes.fetch_add(bytes, std::memory_order_relaxed);
   const uint64_t ns = duration.count() > 0 ? static_cast<uint64_t>(duration.count()) : 0;
   r.duration_ns.fetch_add(ns, std::memory_order_relaxed);

@@ -80,8 +80,7 @@ class Metrics {
 
  private:
   struct Row {
-    std::atomic<uint64_t> ops{0};
-    std::atomic<uint64_t> bytes{0};
+    std::atomic<uint64_t> bytes{0};  // the op count is the buckets' sum (serialize)
     std::atomic<uint64_t> errors{0};
     std::atomic<uint64_t> duration_ns{0};
     std::array<std::atomic<uint64_t>, kDurationBuckets.size() + 1> buckets{};  // not cumulative
