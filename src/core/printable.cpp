@@ -75,7 +75,14 @@ std::string escape(std::string_view s, bool keep_newlines, size_t limit = SIZE_M
 
 }  // namespace
 
-std::string printable(std::string_view text) { return escape(text, false); }
+std::string printable(std::string_view text) {
+  // Most text (every field of a dump) is plain printable ASCII: copied as it is, without the
+  // per-character walk, which was a tenth of `collie analyze`'s time.
+  const bool plain = std::all_of(text.begin(), text.end(), [](char c) {
+    return static_cast<unsigned char>(c) >= 0x20 && static_cast<unsigned char>(c) < 0x7f;
+  });
+  return plain ? std::string(text) : escape(text, false);
+}
 
 std::string printable_lines(std::string_view text) { return escape(text, true); }
 

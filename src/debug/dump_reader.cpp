@@ -226,9 +226,30 @@ constexpr std::array<std::string_view, 19> kEntryKeys = {"collective_seq_id",
                                                          "time_discovered_completed_ns",
                                                          "time_discovered_started_ns"};
 
+// The keys' indexes by length (at most 3 keys share one), so a key costs one or two compares;
+// a binary search of the sorted keys was a quarter of `collie analyze`'s time.
+constexpr size_t kMaxEntryKeyChars = 28;
+struct KeysByLength {
+  std::array<std::array<int8_t, 4>, kMaxEntryKeyChars + 1> index{};
+  constexpr KeysByLength() {
+    for (auto& row : index) row.fill(-1);
+    for (size_t i = 0; i < kEntryKeys.size(); ++i) {
+      auto& row = index[kEntryKeys[i].size()];
+      size_t j = 0;
+      while (row[j] >= 0) ++j;
+      row[j] = static_cast<int8_t>(i);
+    }
+  }
+};
+constexpr KeysByLength kKeysByLength;
+
 int entry_key(std::string_view k) {
-  auto it = std::lower_bound(kEntryKeys.begin(), kEntryKeys.end(), k);
-  return it != kEntryKeys.end() && *it == k ? static_cast<int>(it - kEntryKeys.begin()) : -1;
+  if (k.size() > kMaxEntryKeyChars) return -1;
+  for (const int8_t i : kKeysByLength.index[k.size()]) {
+    if (i < 0) return -1;
+    if (kEntryKeys[i] == k) return i;
+  }
+  return -1;
 }
 
 // Where a value is, for messages: a chain of keys and indexes on the stack, written out only
