@@ -80,9 +80,12 @@ gate)
   run() { "$COLLIE" perf all_reduce -b 16K -e 16K -w 2 -I 1 --np 2 -J "$W/$1.json" "${@:2}" \
     > "$W/$1.log" 2>&1 || fail "collie perf $1 failed: $(tail -3 "$W/$1.log")"; }
   gate=(--metric time --max-regression 1000%)
+  # Baseline (a, b) and current (c, d) runs alternate, as docs/ci.md tells users to run them: a
+  # change in this machine's load then lands on both sides (run back to back, a load that came
+  # between b and c made both current runs 20x slower than the baseline in a CI run).
   run a -n 30
-  run b -n 30
   run c -n 30
+  run b -n 30
   run d -n 30
   "$COLLIE" report baseline "$W/a.json" "$W/b.json" -o "$W/base.json" 2>/dev/null
   rc=0
