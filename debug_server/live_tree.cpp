@@ -191,8 +191,9 @@ bool StoreAddresses::wait_and_read(const std::vector<int>& ranks, Millis timeout
   return read(ranks).empty();
 }
 
-TreeAddressResolver::TreeAddressResolver(std::shared_ptr<Store> store, int rank, int world)
-    : addrs_(std::move(store)) {
+TreeAddressResolver::TreeAddressResolver(std::shared_ptr<Store> store, int rank, int world,
+                                         Millis unpublished_grace)
+    : addrs_(std::move(store)), grace_(unpublished_grace) {
   const TreeSpan s = tree_span_of(rank, world);
   const std::vector<TreeSpan> children = tree_children(s);
   for (const TreeSpan& c : children) ranks_.push_back(c.lo);
@@ -218,7 +219,7 @@ void TreeAddressResolver::stop() { thread_.stop(); }
 
 std::vector<RankAddress> TreeAddressResolver::addresses(const std::vector<int>& ranks) {
   std::vector<RankAddress> out = addrs_.cached(ranks);
-  if (std::chrono::steady_clock::now() - started_ >= kUnpublishedGrace) return out;
+  if (std::chrono::steady_clock::now() - started_ >= grace_) return out;
   for (size_t i = 0; i < out.size(); ++i) {
     if (out[i].state != RankAddress::State::kNone) continue;
     out[i].state = RankAddress::State::kUnknown;

@@ -124,7 +124,9 @@ class TreeAddressResolver : public AddressSource {
  public:
   static constexpr Millis kUnpublishedGrace{30000};
   // `store`: a client of its own (a clone), interrupted by stop(). REQUIRES: world > 1.
-  TreeAddressResolver(std::shared_ptr<Store> store, int rank, int world);
+  // `unpublished_grace`: kUnpublishedGrace but in tests.
+  TreeAddressResolver(std::shared_ptr<Store> store, int rank, int world,
+                      Millis unpublished_grace = kUnpublishedGrace);
   ~TreeAddressResolver() override;
   std::vector<RankAddress> addresses(const std::vector<int>& ranks) override;
   void stop();
@@ -135,6 +137,7 @@ class TreeAddressResolver : public AddressSource {
   void body();
   StoreAddresses addrs_;
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+  Millis grace_;
   std::vector<int> ranks_;
   std::mutex mu_;
   std::condition_variable cv_;

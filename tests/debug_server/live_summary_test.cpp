@@ -6,9 +6,11 @@
 
 #include <nlohmann/json.hpp>
 #include <set>
+#include <thread>
 
 #include "debug_server/live_tree.h"
 #include "debug_server/live_verdict.h"
+#include "store/hash_store.h"
 
 namespace collie {
 namespace {
@@ -226,6 +228,39 @@ TEST(LiveVerdict, ManyGroupsCollapse) {
   EXPECT_NE(text.find("64 groups 1-64 (tp), 8 members each: all are in all_reduce #40"),
             std::string::npos)
       << text;
+}
+
+// A child that had not published when its tree node started is "not read yet" (not blamed) for
+// the grace, then "no address"; once it publishes, the node's background wait reads it.
+TEST(TreeAddressResolver, UnpublishedChildIsUnknownForTheGraceThenNoneThenRead) {
+  auto store = std::make_shared<HashStore>();
+  const auto kids = tree_children({0, 3});
+  ASSERT_EQ(kids.size(), 2u);  // ranks 1 and 2, both children of rank 0
+  store->set("debug_server/1", std::string_view("http://127.0.0.1:4001"));
+  const Millis grace{1500};
+  const auto t0 = std::chrono::steady_clock::now();
+  TreeAddressResolver resolver(store, 0, 3, grace);
+  auto state_of = [&](int rank) { return resolver.addresses({rank}).at(0); };
+  const auto deadline = t0 + std::chrono::seconds(10);
+  while (state_of(1).state != RankAddress::State::kKnown &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(Millis(10));
+  EXPECT_EQ(state_of(1).url, "http://127.0.0.1:4001");
+  const RankAddress early = state_of(2);
+  if (std::chrono::steady_clock::now() - t0 < grace) {
+    EXPECT_EQ(early.state, RankAddress::State::kUnknown) << early.why;
+    EXPECT_NE(early.why.find("ask again"), std::string::npos) << early.why;
+  }
+  std::this_thread::sleep_until(t0 + grace + Millis(50));
+  const RankAddress late = state_of(2);
+  EXPECT_EQ(late.state, RankAddress::State::kNone) << late.why;
+  EXPECT_NE(late.why.find("has not started"), std::string::npos) << late.why;
+  store->set("debug_server/2", std::string_view("http://127.0.0.1:4002"));
+  while (state_of(2).state != RankAddress::State::kKnown &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(Millis(10));
+  EXPECT_EQ(state_of(2).url, "http://127.0.0.1:4002");
+  resolver.stop();
 }
 
 }  // namespace
