@@ -44,13 +44,13 @@ std::vector<RankArrival> late_ranks(const ArrivalStats& s, const LateRule& rule 
 // its core busy, so it is slow inside the collectives as well as between them (where lateness
 // sees it). shares[r]: seconds rank r's threads waited for a CPU per second of the loop
 // (core/cpu_wait.h). Named: at least `excess` above the others' median and `stand_out` times it,
-// so a host where every rank queues for a core (other jobs' load) names nobody. The values sit
-// between what this project's 2-vCPU machines measured (docs/evidence.md): healthy 2-rank runs,
-// each rank pinned to its own core, up to 0.46 s per s against the other's 0.15 (a rank's own
-// threads queue behind its main thread); a core shared with a busy loop 0.86-1.21 s per s.
+// so a host where every rank queues for a core (other jobs' load) names nobody. perf -I applies
+// it to each rank's wait over the whole run (reports::find_cpu_stragglers): measured here, 2
+// ranks each on its own core, healthy runs differed by up to 0.21 s per s (151 runs), a core
+// shared with a busy loop by 0.90-1.0, and 0.37-0.43 with another busy loop on the machine.
 struct CpuRule {
-  double excess = 0.5;   // s per s of loop, above the others' median
-  double stand_out = 2;  // and this many times it
+  double excess = 0.3;     // s per s of loop, above the others' median
+  double stand_out = 1.5;  // and this many times it
 };
 std::vector<int> cpu_starved(const std::vector<double>& shares, const CpuRule& rule = {});
 

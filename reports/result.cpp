@@ -77,11 +77,24 @@ std::vector<int> find_arrival_stragglers(const std::vector<ResultRow>& rows) {
   });
 }
 
+std::vector<double> run_cpu_waits(const std::vector<ResultRow>& rows, int* rows_used) {
+  size_t world = 0;
+  for (const auto& r : rows) world = std::max(world, r.rank_cpu_wait.size());
+  std::vector<double> sum(world, 0);
+  int n = 0;
+  for (const auto& r : rows) {
+    if (world == 0 || r.rank_cpu_wait.size() != world) continue;
+    ++n;
+    for (size_t k = 0; k < world; ++k) sum[k] += r.rank_cpu_wait[k];
+  }
+  if (rows_used) *rows_used = n;
+  if (n == 0) return {};
+  for (double& v : sum) v /= n;
+  return sum;
+}
+
 std::vector<int> find_cpu_stragglers(const std::vector<ResultRow>& rows) {
-  return named_in_most(rows, [](const ResultRow& r) -> std::optional<std::vector<int>> {
-    if (r.rank_cpu_wait.empty()) return std::nullopt;
-    return cpu_starved(r.rank_cpu_wait);
-  });
+  return cpu_starved(run_cpu_waits(rows));
 }
 
 Summary summarize(const std::vector<ResultRow>& rows, int world_size) {

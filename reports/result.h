@@ -97,7 +97,7 @@ struct Summary {
   // Ranks that late_ranks() (arrival.h) names in more than half of the rows that carry arrival
   // statistics (-I on a host runtime): who kept the others waiting.
   std::vector<int> arrival_stragglers;
-  // Ranks cpu_starved() (arrival.h) names in more than half of the rows that carry CPU waits.
+  // Ranks cpu_starved() (arrival.h) names from their CPU waits over the run (run_cpu_waits()).
   std::vector<int> cpu_stragglers;
 };
 
@@ -139,7 +139,14 @@ std::vector<int> find_stragglers(const std::vector<ResultRow>& rows, int world_s
 
 // Summary::arrival_stragglers over `rows`; empty when no row carries arrival statistics.
 std::vector<int> find_arrival_stragglers(const std::vector<ResultRow>& rows);
-// Summary::cpu_stragglers over `rows`; empty when no row carries CPU waits.
+// Each rank's CPU wait over the run: the mean of its rank_cpu_wait over the rows that carry a
+// value for every rank (the most ranks any row has); empty when no row does. `rows_used`, when
+// given, receives how many rows that was.
+std::vector<double> run_cpu_waits(const std::vector<ResultRow>& rows, int* rows_used = nullptr);
+// Summary::cpu_stragglers over `rows`: cpu_starved() of run_cpu_waits(), so one rank must queue
+// for a core across the run, not in a few short rows (a row's loop lasts tens of ms, in which a
+// healthy rank's own threads can queue 0.46 s per s behind its main thread while the other's
+// 0.15; see CpuRule for what whole runs measured). Empty when no row carries CPU waits.
 std::vector<int> find_cpu_stragglers(const std::vector<ResultRow>& rows);
 
 }  // namespace collie::reports

@@ -188,7 +188,7 @@ std::string format_arrival_lines(const std::vector<ResultRow>& rows,
                                  const std::vector<std::string>& hosts, int world_size) {
   if (world_size < 2) return "";
   std::string out;
-  int measured = 0, cpu_rows = 0;
+  int measured = 0;
   for (const auto& r : rows) {
     const RankArrival* last = most_often_last(r.arrival);
     if (r.arrival.iters == 0 || last == nullptr) continue;
@@ -204,7 +204,6 @@ std::string format_arrival_lines(const std::vector<ResultRow>& rows,
       named += fmt::format("{}{}", named.empty() ? "" : ",", x.rank);
     std::string cpu = fmt::format("{:>15}  {:>6}", "-", "-");
     if (r.rank_cpu_wait.size() > 1) {
-      ++cpu_rows;
       const auto top = std::max_element(r.rank_cpu_wait.begin(), r.rank_cpu_wait.end());
       std::vector<double> others(r.rank_cpu_wait.begin(), top);
       others.insert(others.end(), top + 1, r.rank_cpu_wait.end());
@@ -238,19 +237,16 @@ std::string format_arrival_lines(const std::vector<ResultRow>& rows,
         "taskset -p PID) or run `collie probe stragglers`\n",
         rank, host_of(hosts, rank), median(lates), lates.size(), measured);
   }
+  int waits_rows = 0;
+  const std::vector<double> waits = run_cpu_waits(rows, &waits_rows);
   for (int rank : find_cpu_stragglers(rows)) {
-    std::vector<double> mine, others;
-    for (const auto& r : rows) {
-      if (static_cast<size_t>(rank) >= r.rank_cpu_wait.size()) continue;
-      mine.push_back(r.rank_cpu_wait[rank]);
-      for (size_t k = 0; k < r.rank_cpu_wait.size(); ++k)
-        if (static_cast<int>(k) != rank) others.push_back(r.rank_cpu_wait[k]);
-    }
+    std::vector<double> others(waits.begin(), waits.end());
+    others.erase(others.begin() + rank);
     out += fmt::format(
         "# Straggler by CPU: rank {} ({}) queued for a core {:.2f} s per second of its timed "
-        "loops, the others {:.2f} (medians over {} rows): something else keeps its core busy; "
-        "see top and taskset -p PID on that host\n",
-        rank, host_of(hosts, rank), median(mine), median(others), cpu_rows);
+        "loops, the others {:.2f} (means over {} rows, the others' median): something else keeps "
+        "its core busy; see top and taskset -p PID on that host\n",
+        rank, host_of(hosts, rank), waits[rank], median(others), waits_rows);
   }
   return out;
 }
