@@ -137,10 +137,13 @@ assert j["verdict"] == "CRIT" and f["code"] == "LINK_SLOW" and f["severity"] == 
 assert f["direction"].startswith(sys.argv[2]) and sys.argv[3] in f["direction"], f["direction"]
 assert f["separated"] is False and f["effect"] > 0.9, f
 assert f["rule"] in ("capacity", "reverse"), f["rule"]
-# The survey matrix itself: the slow direction hundreds of times below its reverse.
+# The survey matrix itself: the slow direction far below its reverse. 40 Mbit/s is ~0.005 GB/s
+# and an idle veth ~1 GB/s (200x), but the reverse is one timed message on a loaded machine: a
+# CI run measured it at 0.45 GB/s (95x; 0.60-1.35 in the re-measurements). The verdict's own
+# rule is 10x below what the hosts can do; the matrix must show at least twice that.
 m = j["bandwidth_gbps"]
 a, b = (0, 2) if sys.argv[2] == "host0" else (2, 0)
-assert m[a][b] * 100 < m[b][a], (m[a][b], m[b][a])
+assert m[a][b] * 20 < m[b][a], (m[a][b], m[b][a])
 PY
     # The reverse direction alone (what the hosts can do not measured) names it too.
     run_check rev 2 120 1 probe pairwise --capacity-fraction 0 --bytes 1M -n 3
