@@ -12,12 +12,15 @@
 //   worse   = relative worsening of the median run in the metric (busbw: 1 - current/baseline;
 //             time: current/baseline - 1); < 0 is better. One sign convention everywhere.
 //   regression   worse > allowed, and even the closest runs (the best current run against the
-//                worst baseline run) are worse by more than allowed; needs >= 2 runs on each
-//                side (a single run may have sat in a noisy moment, and nothing shows it)
+//                worst baseline run) are worse by more than allowed, and worse > what the
+//                baseline's noise makes by chance (Resolution::resolvable, which matters when an
+//                allowance is asked below it); needs >= 2 runs on each side (a single run may
+//                have sat in a noisy moment, and nothing shows it)
 //   improvement  the same the other way
 //   unchanged    |worse| <= allowed, or better by more than allowed without the runs to show it
 //                (a possible improvement is no reason to stop a pipeline)
-//   inconclusive worse > allowed but the runs overlap, or a side has one run: the evidence
+//   inconclusive worse > allowed but the runs overlap, or the change is within what the noise
+//                makes by chance, or a side has one run: the evidence
 //                cannot separate the change from run-to-run noise (more runs decide)
 //   wrong-data   a current (or baseline) run reported wrong elements for the row (#wrong > 0)
 //   missing      a baseline row the current runs do not have;  new: the reverse (informational)

@@ -89,7 +89,12 @@ Resolution resolve(const std::vector<std::vector<double>>& baseline_runs, int cu
   const double spread =
       r.noise * (max_mean(r.baseline_runs) + max_mean(current_runs)) +
       1.2816 * r.noise * std::sqrt(max_var(r.baseline_runs) + max_var(current_runs));
-  r.detectable = from_log(to_log(r.allowance, metric) + spread, metric);
+  // A regression needs the closest runs beyond the allowance and the medians beyond `resolvable`.
+  const double median_spread =
+      1.2816 * r.noise * std::sqrt(median_var(r.baseline_runs) + median_var(current_runs));
+  r.detectable = from_log(
+      std::max(to_log(r.allowance, metric) + spread, to_log(r.resolvable, metric) + median_spread),
+      metric);
   // Runs on each side that would resolve what was asked (the baseline remade with as many).
   if (r.resolvable > asked) {
     r.runs_for_asked = -1;

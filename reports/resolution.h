@@ -14,7 +14,8 @@
 //   detectable   allowance + sigma * (E[max of nb] + E[max of nc]) + 1.2816 * sigma *
 //                sqrt(Var[max of nb] + Var[max of nc]): a worsening this large leaves even the
 //                closest runs beyond the allowance 9 times in 10 for a row (order statistics of
-//                normal noise)
+//                normal noise); at least resolvable + 1.2816 * sigma * sqrt(v(nb) + v(nc)), as the
+//                median runs must differ by more than `resolvable` too
 // All in the metric's terms (busbw: 1 - current/baseline; time: current/baseline - 1).
 // Pure functions; thread-safe.
 #include <vector>
