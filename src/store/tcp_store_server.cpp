@@ -44,8 +44,9 @@ constexpr uint64_t kListenId = 0;
 constexpr uint64_t kWakeId = 1;
 // How long a connection whose request was rejected may keep sending before it is cut off; the
 // grace lets the client read the error instead of a connection reset. While the client still
-// reads what was queued before the error (a loaded machine can take longer than the grace), the
-// grace restarts, up to kRejectMaxGrace in all.
+// sends the rest of what was refused (at most the per-connection cap, discarded) or reads what
+// was queued before the error (a loaded machine can take longer than the grace), the grace
+// restarts, up to kRejectMaxGrace in all.
 constexpr auto kDiscardGrace = std::chrono::seconds(2);
 constexpr auto kRejectMaxGrace = std::chrono::seconds(30);
 // Before authentication a frame can only be an AUTH: op byte + id + length + secret.
@@ -194,6 +195,7 @@ class TcpStoreServer::Loop : public ReplySink {
     size_t held = 0;           // bytes counted in held_total_
     size_t out_head_tail = 0;  // out starts with this much of a frame written in part directly
     size_t undelivered = 0;    // after a rejection: unsent + kernel-queued bytes at the last check
+    bool sent_since_check = false;  // after a rejection: it sent bytes we discarded since then
     SteadyClock::time_point accepted, partial_since, last_activity, reject_deadline, rejected_at;
     std::optional<SteadyClock::time_point> timer;  // entry in timers_
   };
@@ -307,6 +309,7 @@ class TcpStoreServer::Loop : public ReplySink {
         if (c.discarding || c.close_after_write) {
           // Let a client finish sending the request that was refused (so it reads our error
           // rather than a reset), but not stream forever: past the budget, stop reading.
+          c.sent_since_check = true;
           if (c.discard_left <= static_cast<size_t>(n)) return stop_reading(c);
           c.discard_left -= static_cast<size_t>(n);
           continue;
@@ -561,12 +564,16 @@ class TcpStoreServer::Loop : public ReplySink {
     return unsent(c) + static_cast<size_t>(queued);
   }
 
-  // True when the rejected client read some of what is ahead of its error since the last check
-  // and has not received all of it, within kRejectMaxGrace of the rejection.
+  // True when the rejected client has not received all that is ahead of its error and, since
+  // the last check, read some of it or still sent (what it sends is discarded: a client that
+  // is still writing its refused request has not begun to read; a CI run under ASan cut one
+  // off 2 s after the rejection, mid-send, and it saw a reset instead of the error), within
+  // kRejectMaxGrace of the rejection.
   static bool still_reading_its_error(Conn& c, SteadyClock::time_point now) {
     const size_t left = undelivered(c);
-    const bool progressed = left < c.undelivered;
+    const bool progressed = left < c.undelivered || c.sent_since_check;
     c.undelivered = left;
+    c.sent_since_check = false;
     return left > 0 && progressed && now - c.rejected_at < kRejectMaxGrace;
   }
 

@@ -439,6 +439,44 @@ TEST(TcpStoreLimits, ARejectedClientThatKeepsReadingSlowlyStillGetsItsError) {
   EXPECT_NE(msg.find("per-connection cap (2097152)"), std::string::npos) << msg;
 }
 
+// The grace also restarts while the rejected client still sends the rest of what was refused
+// (discarded): it has not begun to read yet. A CI run under ASan cut a streaming client 2 s
+// after its rejection, and it saw a reset instead of the error. Here the answer ahead of the
+// error cannot be delivered (a small receive buffer), so only the sending shows the client alive.
+TEST(TcpStoreLimits, ARejectedClientStillSendingItsRequestGetsItsError) {
+  TcpStoreOptions so = server_with("");
+  so.max_message_bytes = 1 << 20;  // cap 2 MiB: the discarded rest of a refused request fits
+  TcpStore server(so);
+  server.set("big", Bytes(1000 << 10, 7));
+  Raw raw(server.port());
+  const int small = 128 << 10;  // above loopback's 64 KiB segment, so window updates flow
+  ASSERT_EQ(setsockopt(raw.fd(), SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)), 0);
+  Writer g = get_req("big", 1000);
+  ASSERT_TRUE(raw.send_frame(g));  // its ~1 MB answer waits in the server's queues, unread
+  // A request of 1.5 MiB, above max_message_bytes: refused at its header; its body follows
+  // slowly, 64 KiB per 250 ms for 6 s (three times the 2 s grace: the first grace may be
+  // restarted by the answer still flowing into the client's buffer), within the discard budget.
+  const uint8_t header[4] = {0x00, 0x00, 0x18, 0x00};  // 0x180000, little-endian as the wire
+  ASSERT_EQ(store_wire::decode_u32(header), 3u << 19);
+  ASSERT_TRUE(raw.send_bytes(header, sizeof(header)));
+  const Bytes chunk(64 << 10, 1);
+  const auto t0 = Steady::now();
+  int sent = 0;
+  for (; sent < 24; ++sent) {
+    if (!raw.send_bytes(chunk.data(), chunk.size())) break;
+    std::this_thread::sleep_for(250ms);
+  }
+  const double send_s = std::chrono::duration<double>(Steady::now() - t0).count();
+  EXPECT_EQ(sent, 24) << "cut off while still sending, after " << send_s << " s";
+  EXPECT_GT(send_s, 5.0) << "sent too fast to outlast the grace; the test proves nothing";
+  auto [status, length] = raw.reply_slowly(256 << 10, 0ms);
+  EXPECT_EQ(status, static_cast<int>(Status::kOk));
+  EXPECT_GT(length, 1000u << 10);
+  auto [error, msg] = raw.error_reply();
+  EXPECT_NE(msg.find("exceeds the store server's max_message_bytes (1048576)"), std::string::npos)
+      << msg;
+}
+
 // A client that sends GETs of a 512 KiB value and never reads the replies.
 TEST(TcpStoreLimits, UnreadRepliesAreBoundedThenTheClientIsCut) {
   TcpStoreOptions so = server_with("");
