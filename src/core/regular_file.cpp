@@ -47,6 +47,15 @@ RegularFile::RegularFile(const std::string& path, uint64_t max_bytes) : path_(pa
   stream_.rdbuf(buf_.get());
 }
 
+void prefetch_regular_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0) return;
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+    (void)::posix_fadvise(fd, 0, 0, POSIX_FADV_WILLNEED);
+  ::close(fd);
+}
+
 RegularFile::~RegularFile() {
   if (fd_ >= 0) ::close(fd_);
 }

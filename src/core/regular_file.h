@@ -48,4 +48,10 @@ class RegularFile {
   std::istream stream_{nullptr};
 };
 
+// Asks the kernel to start reading `path` into the page cache now (posix_fadvise WILLNEED), so
+// a RegularFile read of it later does not wait on the disk: a reader of many files names the
+// next ones while it parses this one. Best effort: anything but a regular file, or any error,
+// does nothing. Never blocks on a FIFO (opened as RegularFile opens). Thread-safe.
+void prefetch_regular_file(const std::string& path);
+
 }  // namespace collie

@@ -2,13 +2,18 @@
 // flood the reader.
 #include "core/regular_file.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
+#include <vector>
 
 #include "core/error.h"
 
@@ -55,6 +60,61 @@ TEST(RegularFile, SizeIsCappedAndReadsStopAtTheSizeWhenOpened) {
   EXPECT_EQ(all.str(), "0123456789");
   RegularFile g(p.string(), 100);
   EXPECT_EQ(g.read_all().size(), g.size());
+}
+
+// Pages of `path` in the page cache (mincore over a mapping of it), of `pages`.
+size_t resident_pages(const std::string& path, size_t& pages) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  struct stat st {};
+  ::fstat(fd, &st);
+  const size_t len = static_cast<size_t>(st.st_size);
+  void* m = ::mmap(nullptr, len, PROT_READ, MAP_SHARED, fd, 0);
+  ::close(fd);
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  pages = (len + page - 1) / page;
+  std::vector<unsigned char> in(pages);
+  size_t n = 0;
+  if (m != MAP_FAILED && ::mincore(m, len, in.data()) == 0) {
+    for (unsigned char c : in) n += c & 1;
+  }
+  if (m != MAP_FAILED) ::munmap(m, len);
+  return n;
+}
+
+TEST(RegularFile, PrefetchReadsARegularFileAheadAndLeavesAnythingElseAlone) {
+  Dir d;
+  // Nothing else is opened in a way that blocks, and nothing throws.
+  const std::string fifo = (d.path / "fifo").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+  prefetch_regular_file(fifo);  // no writer: a blocking open would hang here
+  prefetch_regular_file("/dev/zero");
+  prefetch_regular_file(d.path.string());
+  prefetch_regular_file((d.path / "missing").string());
+  // A regular file's pages come into the page cache.
+  const std::string file = (d.path / "collie_fr_rank_0.json").string();
+  {
+    std::ofstream out(file);
+    out << std::string(4 << 20, 'x');
+  }
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::fsync(fd), 0);  // clean pages, which the kernel can drop
+  ASSERT_EQ(::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+  ::close(fd);
+  size_t pages = 0;
+  if (resident_pages(file, pages) > pages / 2) {
+    GTEST_SKIP() << "the file system under " << d.path
+                 << " keeps a file's pages cached (tmpfs?), so read-ahead cannot be seen";
+  }
+  prefetch_regular_file(file);
+  size_t resident = 0;
+  for (int i = 0; i < 500 && resident < pages; ++i) {  // up to 5 s on a busy disk
+    resident = resident_pages(file, pages);
+    if (resident < pages) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(resident, pages) << "read ahead: " << resident << " of " << pages << " pages cached";
+  RegularFile f(file, 8 << 20);
+  EXPECT_EQ(f.read_all(), std::string(4 << 20, 'x'));
 }
 
 }  // namespace
