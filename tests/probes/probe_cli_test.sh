@@ -208,7 +208,9 @@ EOF
   COLLIE_ENABLE_TEST_HOOKS=1 COLLIE_PERF_TEST_DELAY_US=150000 timeout 90 "$COLLIE" accept --spec "$W/rel.yaml" -np 3 \
     -J "$W/rel.json" > "$W/rel.log" 2>&1 || rc=$?
   [ "$rc" = 1 ] || { show "$W/rel.log"; fail "slowed sweep vs baseline: exit $rc, expected 1"; }
-  expect "$W/rel.log" "size 1M: busbw@1M fell [0-9]+% below the baseline" "size not named"
+  # Which sizes cross 90 % depends on how fast the baseline's own rows ran (a loaded run here
+  # made a.json's 1M row slow, and only 512K crossed): any size, named with its drop.
+  expect "$W/rel.log" "size (256K|512K|1M): busbw@\1 fell [0-9]+% below the baseline" "size not named"
   [ "$(json "$W/rel.json" "j['passed']")" = False ] || fail "JSON report should say rejected"
 
   # Rank 0 stuck in a perf step past -T plus the perf watchdog's grace (as with a backend that
