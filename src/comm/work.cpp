@@ -51,16 +51,40 @@ void Work::wait(Millis timeout) {
 
 bool Work::complete(std::exception_ptr error) {
   std::vector<std::function<void(Work&)>> cbs;
+  CompletionFn fn = nullptr;
+  void* ctx = nullptr;
+  std::shared_ptr<void> owner;
   {
     std::lock_guard<std::mutex> lk(mu_);
     if (done_.load(std::memory_order_relaxed)) return false;
     error_ = std::move(error);
     done_.store(true, std::memory_order_release);
     cbs.swap(callbacks_);
+    std::swap(fn, hook_fn_);
+    std::swap(ctx, hook_ctx_);
+    owner.swap(hook_owner_);
   }
   cv_.notify_all();
   for (auto& cb : cbs) cb(*this);
+  if (fn != nullptr) fn(*this, ctx);
   return true;
+}
+
+void Work::set_completion_hook(CompletionFn fn, void* ctx, std::shared_ptr<void> owner) {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (!done_ && hook_fn_ == nullptr) {
+      hook_fn_ = fn;
+      hook_ctx_ = ctx;
+      hook_owner_ = std::move(owner);
+      return;
+    }
+    if (!done_) {  // a second hook: an ordinary callback (this one allocates)
+      callbacks_.push_back([fn, ctx, owner = std::move(owner)](Work& w) { fn(w, ctx); });
+      return;
+    }
+  }
+  fn(*this, ctx);
 }
 
 void Work::on_complete(std::function<void(Work&)> cb) {

@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -38,6 +39,13 @@ class COLLIE_API Work {
   // Runs cb once when the op completes: immediately (on this thread) if it already has,
   // otherwise on the completing thread. REQUIRES: cb does not block.
   void on_complete(std::function<void(Work&)> cb);
+  // The same without allocating (an op's always-on bookkeeping): fn(work, ctx) runs once when
+  // the op completes, immediately if it already has; `owner` is held until then (or until the
+  // Work is destroyed uncompleted) and keeps what ctx points into alive. The first hook of a
+  // Work is kept inline; a second one becomes an on_complete callback (which allocates). fn
+  // must not block.
+  using CompletionFn = void (*)(Work&, void* ctx);
+  void set_completion_hook(CompletionFn fn, void* ctx, std::shared_ptr<void> owner);
 
   OpType op() const { return op_; }
   uint64_t seq() const { return seq_; }
@@ -63,6 +71,9 @@ class COLLIE_API Work {
   std::atomic<bool> done_{false};
   std::exception_ptr error_;
   std::vector<std::function<void(Work&)>> callbacks_;
+  CompletionFn hook_fn_ = nullptr;
+  void* hook_ctx_ = nullptr;
+  std::shared_ptr<void> hook_owner_;
 };
 
 }  // namespace collie

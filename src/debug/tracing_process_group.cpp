@@ -53,6 +53,7 @@ TracingProcessGroup::TracingProcessGroup(std::shared_ptr<ProcessGroup> inner,
   shared_->watchdog = watchdog ? watchdog : &Watchdog::global();
   shared_->observers = std::move(observers);
   shared_->trace = make_trace(*this);
+  for (Pending& p : shared_->pending) p.shared = shared_.get();
   shared_->fr->add_group(shared_->trace);
 }
 
@@ -101,8 +102,50 @@ std::shared_ptr<Work> TracingProcessGroup::after(const OpCall& call, std::shared
   }
   shared_->fr->mark_started(current_.record);
   shared_->watchdog->attach(current_.token, work);
-  work->on_complete([shared = shared_, d](Work& w) { d.finish(*shared, w.exception()); });
+  if (Pending* p = claim_pending()) {
+    p->done = d;
+    work->set_completion_hook(&complete_pending, p, shared_);
+  } else {
+    // More ops in flight than slots: this one's state gets an allocation of its own, which the
+    // Work holds (with the group's state) until it completes.
+    struct Allocated {
+      Pending slot;
+      std::shared_ptr<Shared> keep;
+    };
+    auto own = std::make_shared<Allocated>();
+    own->slot.shared = shared_.get();
+    own->slot.done = d;
+    own->keep = shared_;
+    Pending* slot = &own->slot;
+    work->set_completion_hook(&complete_allocated, slot, std::move(own));
+  }
   return work;
+}
+
+TracingProcessGroup::Pending* TracingProcessGroup::claim_pending() {
+  for (size_t i = 0; i < kPendingSlots; ++i) {
+    const size_t at = (next_pending_ + i) % kPendingSlots;
+    Pending& p = shared_->pending[at];
+    if (!p.busy.load(std::memory_order_acquire)) {
+      p.busy.store(true, std::memory_order_relaxed);
+      next_pending_ = (at + 1) % kPendingSlots;
+      return &p;
+    }
+  }
+  return nullptr;
+}
+
+void TracingProcessGroup::complete_pending(Work& w, void* pending) {
+  auto* p = static_cast<Pending*>(pending);
+  const Done d = p->done;
+  Shared& shared = *p->shared;  // alive: the Work holds it until this returns
+  p->busy.store(false, std::memory_order_release);
+  d.finish(shared, w.exception());
+}
+
+void TracingProcessGroup::complete_allocated(Work& w, void* pending) {
+  auto* p = static_cast<Pending*>(pending);
+  p->done.finish(*p->shared, w.exception());
 }
 
 void TracingProcessGroup::failed(const OpCall& call, std::exception_ptr error) {

@@ -9,6 +9,11 @@
 // also starts the DumpService (SIGUSR1, store `dump_request`).
 // Ownership: shares the inner group; the GroupTrace is shared with the recorder.
 // Thread safety: as ProcessGroup.
+// Cost: an op allocates nothing here; an async op's completion state waits in one of its group's
+// kPendingSlots slots (a heap one only while more ops than that are in flight at once; a slot
+// whose Work is destroyed without ever completing stays taken).
+#include <array>
+#include <atomic>
 #include <memory>
 
 #include "comm/wrapper.h"
@@ -40,13 +45,7 @@ class TracingProcessGroup : public ProcessGroupWrapper {
     uint64_t token = 0;
     int64_t created_ns = 0;
   };
-  // What completion needs; shared so a Work may outlive this group.
-  struct Shared {
-    FlightRecorder* fr = nullptr;
-    Watchdog* watchdog = nullptr;
-    std::vector<std::shared_ptr<OpObserver>> observers;
-    std::shared_ptr<GroupTrace> trace;
-  };
+  struct Shared;
   struct Done {
     InFlight f;
     OpType op;
@@ -56,9 +55,30 @@ class TracingProcessGroup : public ProcessGroupWrapper {
     bool in_metrics;
     void finish(Shared& shared, std::exception_ptr error) const;
   };
+  // An async op's Done until its Work completes. `busy` is set by the submitting thread and
+  // cleared (release) by the completing one once it has copied `done` out.
+  struct Pending {
+    std::atomic<bool> busy{false};
+    Shared* shared = nullptr;
+    Done done{};
+  };
+  static constexpr size_t kPendingSlots = 64;
+  // What completion needs; shared so a Work may outlive this group (each waiting Work holds it).
+  struct Shared {
+    FlightRecorder* fr = nullptr;
+    Watchdog* watchdog = nullptr;
+    std::vector<std::shared_ptr<OpObserver>> observers;
+    std::shared_ptr<GroupTrace> trace;
+    std::array<Pending, kPendingSlots> pending;
+  };
+  // A free slot of shared_->pending, claimed for the caller; nullptr when all are in use.
+  Pending* claim_pending();
+  static void complete_pending(Work& w, void* pending);
+  static void complete_allocated(Work& w, void* pending);
   std::shared_ptr<Shared> shared_;
   uint64_t op_id_ = 0;
-  InFlight current_;  // between before() and after()/failed(); submits are single-threaded
+  size_t next_pending_ = 0;  // submitting thread only
+  InFlight current_;         // between before() and after()/failed(); submits are single-threaded
 };
 
 }  // namespace collie

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <thread>
 
 #include "core/error.h"
@@ -90,6 +91,54 @@ TEST(Work, CallbacksRunOnceOnTheCompletingThreadOrAtOnceWhenDone) {
   bool late = false;
   w.on_complete([&](Work&) { late = true; });  // already complete: runs here, now
   EXPECT_TRUE(late);
+}
+
+// The allocation-free hook: runs once, after the callbacks, on the completing thread; holds its
+// owner until then (and lets it go when the Work dies uncompleted); a second hook still runs;
+// set on a completed Work it runs at once.
+TEST(Work, ACompletionHookRunsOnceAndHoldsItsOwnerUntilThen) {
+  struct Seen {
+    std::atomic<int> hooks{0};
+    int callbacks_before_hook = -1;
+    int callbacks = 0;
+  };
+  auto seen = std::make_shared<Seen>();
+  std::weak_ptr<Seen> alive = seen;
+  const Work::CompletionFn fn = [](Work& w, void* ctx) {
+    auto* s = static_cast<Seen*>(ctx);
+    if (s->hooks++ == 0) s->callbacks_before_hook = s->callbacks;
+    EXPECT_EQ(w.seq(), 3u);
+  };
+  {
+    Work w(OpType::AllReduce, 3, Millis(1000));
+    w.on_complete([s = seen.get()](Work&) { ++s->callbacks; });
+    w.set_completion_hook(fn, seen.get(), seen);
+    w.set_completion_hook(fn, seen.get(), seen);  // a second hook: a callback of its own
+    Seen* raw = seen.get();
+    seen.reset();
+    EXPECT_FALSE(alive.expired());  // the Work holds it
+    std::thread completer([&] { w.complete(); });
+    completer.join();
+    EXPECT_EQ(raw->hooks.load(), 2);
+    EXPECT_EQ(raw->callbacks_before_hook, 1);
+    EXPECT_TRUE(alive.expired());  // let go once run
+    w.complete();
+  }
+  auto again = std::make_shared<Seen>();
+  {
+    Work done(OpType::AllReduce, 3, Millis(1000));
+    done.complete();
+    done.set_completion_hook(fn, again.get(), again);  // already complete: runs here, now
+    EXPECT_EQ(again->hooks.load(), 1);
+  }
+  std::weak_ptr<Seen> dropped = again;
+  {
+    Work never(OpType::AllReduce, 3, Millis(1000));
+    never.set_completion_hook(fn, again.get(), again);
+    again.reset();
+    EXPECT_FALSE(dropped.expired());
+  }
+  EXPECT_TRUE(dropped.expired());  // destroyed uncompleted: the hook never ran, the owner freed
 }
 
 // An op that advances only when polled (as MPI requests do): done on the third progress() call.

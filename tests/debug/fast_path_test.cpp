@@ -171,10 +171,11 @@ TEST(FastPath, WatchdogBeyondItsSlotsStillExpiresEveryOp) {
   EXPECT_EQ(wd.pending(), 0u);
 }
 
-// A backend whose ops cost nothing: the same completed Work every time (an inline op).
-class InlineBackend : public ProcessGroup {
+// A backend whose ops cost nothing. Inline: the same completed Work every time. Async: a new
+// Work per op, completed only when the caller completes it.
+class FakeBackend : public ProcessGroup {
  public:
-  InlineBackend() : ProcessGroup(info()) {
+  explicit FakeBackend(bool async) : ProcessGroup(info()), async_(async) {
     caps_.backend = "fake";
     for (auto& o : caps_.ops) o = OpCapability{true, false, kAllDTypeBits, kAllReduceOpBits};
     done_->complete();
@@ -182,7 +183,9 @@ class InlineBackend : public ProcessGroup {
   const Capabilities& capabilities() const override { return caps_; }
 
  protected:
-  std::shared_ptr<Work> run(const OpCall&) override { return done_; }
+  std::shared_ptr<Work> run(const OpCall& call) override {
+    return async_ ? std::make_shared<Work>(call.type, call.seq, call.timeout) : done_;
+  }
 
  private:
   static GroupInfo info() {
@@ -192,8 +195,25 @@ class InlineBackend : public ProcessGroup {
     i.global_ranks = {0, 1};
     return i;
   }
+  const bool async_;
   Capabilities caps_;
   std::shared_ptr<Work> done_ = std::make_shared<Work>(OpType::AllReduce, 0, Millis(1));
+};
+
+// A group wrapped as the stack wraps it: the flight recorder, a watchdog with its thread
+// running, metrics, live status and the Inspector series.
+struct Traced {
+  explicit Traced(std::shared_ptr<ProcessGroup> backend, size_t ring = 64) : fr(ring) {
+    auto obs = std::make_shared<MetricsObserver>(m, live, &inspector);
+    pg = std::make_shared<TracingProcessGroup>(std::move(backend), &fr, &wd,
+                                               std::vector<std::shared_ptr<OpObserver>>{obs});
+  }
+  FlightRecorder fr;
+  Watchdog wd{Clock::system()};
+  Metrics m;
+  LiveStatus live;
+  InspectorMetrics inspector{InspectorMetrics::Options{}};
+  std::shared_ptr<TracingProcessGroup> pg;
 };
 
 // An inline op through the whole tracing layer (recorder, watchdog with its thread running,
@@ -203,14 +223,9 @@ TEST(FastPath, TracedInlineOpsDoNotAllocate) {
   GTEST_SKIP() << "ThreadSanitizer's runtime defines operator new, so a counting one cannot be "
                   "linked; the plain and ASan builds count the allocations";
 #else
-  FlightRecorder fr(64);
-  Watchdog wd(Clock::system());
-  Metrics m;
-  LiveStatus live;
-  InspectorMetrics inspector(InspectorMetrics::Options{});
-  auto obs = std::make_shared<MetricsObserver>(m, live, &inspector);
-  auto pg = std::make_shared<TracingProcessGroup>(std::make_shared<InlineBackend>(), &fr, &wd,
-                                                  std::vector<std::shared_ptr<OpObserver>>{obs});
+  Traced traced(std::make_shared<FakeBackend>(false));
+  FlightRecorder& fr = traced.fr;
+  auto& pg = traced.pg;
   float buf[2] = {};
   const auto t = TensorView::cpu(buf, 2, DType::Float32);
   for (int i = 0; i < 3; ++i) pg->all_reduce(t);  // first sight of the group may allocate
@@ -221,12 +236,86 @@ TEST(FastPath, TracedInlineOpsDoNotAllocate) {
   }
   EXPECT_EQ(fr.total_recorded(), 2003u);
   EXPECT_EQ(pg->trace()->last_completed_collective.load(), 2003u);
-  EXPECT_EQ(wd.pending(), 0u);
-  EXPECT_NE(
-      m.serialize(&live).find("collie_last_completed_seq{backend=\"fake\",pg=\"0\",rank=\"0\"} "
-                              "2003"),
-      std::string::npos);
+  EXPECT_EQ(traced.wd.pending(), 0u);
+  EXPECT_NE(traced.m.serialize(&traced.live)
+                .find("collie_last_completed_seq{backend=\"fake\",pg=\"0\",rank=\"0\"} "
+                      "2003"),
+            std::string::npos);
 #endif
+}
+
+// An async op (its Work completed after submit returned) costs the tracing layer no allocation:
+// the bare backend and the traced one allocate the same per op (the backend's own Work).
+TEST(FastPath, TracedAsyncOpsAllocateNothingBeyondTheBackend) {
+#ifdef COLLIE_NO_ALLOC_COUNTER
+  GTEST_SKIP() << "ThreadSanitizer's runtime defines operator new, so a counting one cannot be "
+                  "linked; the plain and ASan builds count the allocations";
+#else
+  Traced traced(std::make_shared<FakeBackend>(true));
+  FlightRecorder& fr = traced.fr;
+  auto& pg = traced.pg;
+  auto bare = std::make_shared<FakeBackend>(true);
+  float buf[2] = {};
+  const auto t = TensorView::cpu(buf, 2, DType::Float32);
+  for (int i = 0; i < 3; ++i) {  // first sight of the group may allocate
+    pg->all_reduce(t)->complete();
+    bare->all_reduce(t)->complete();
+  }
+  constexpr int kOps = 2000;
+  int bare_allocs = 0, traced_allocs = 0;
+  {
+    testing::AllocationCounter allocs;
+    for (int i = 0; i < kOps; ++i) bare->all_reduce(t)->complete();
+    bare_allocs = allocs.count();
+  }
+  {
+    testing::AllocationCounter allocs;
+    for (int i = 0; i < kOps; ++i) pg->all_reduce(t)->complete();
+    traced_allocs = allocs.count();
+  }
+  EXPECT_GE(bare_allocs, kOps);  // the backend's Work
+  EXPECT_EQ(traced_allocs, bare_allocs)
+      << "the tracing layer allocated " << (traced_allocs - bare_allocs) / double(kOps)
+      << " times per async op";
+  EXPECT_EQ(fr.total_recorded(), kOps + 3u);
+  EXPECT_EQ(pg->trace()->last_completed_collective.load(), kOps + 3u);
+  EXPECT_EQ(traced.wd.pending(), 0u);
+#endif
+}
+
+// More async ops in flight than the group keeps completion slots for, completed in reverse
+// order; then one completed after its group is gone. Each is recorded completed exactly once.
+TEST(FastPath, AsyncOpsBeyondThePendingSlotsAndPastTheirGroupComplete) {
+  Traced traced(std::make_shared<FakeBackend>(true), 1000);
+  FlightRecorder& fr = traced.fr;
+  auto pg = traced.pg;
+  traced.pg.reset();  // this test drops the group while a Work is in flight
+  float buf[2] = {};
+  const auto t = TensorView::cpu(buf, 2, DType::Float32);
+  std::vector<std::shared_ptr<Work>> works;
+  for (int i = 0; i < 300; ++i) works.push_back(pg->all_reduce(t));
+  EXPECT_EQ(traced.wd.pending(), 300u);
+  for (auto it = works.rbegin(); it != works.rend(); ++it) (*it)->complete();
+  works.clear();
+  EXPECT_EQ(traced.wd.pending(), 0u);
+  EXPECT_EQ(pg->trace()->last_completed_collective.load(), 300u);
+  // The slots are free again: another round reuses them.
+  for (int i = 0; i < 100; ++i) works.push_back(pg->all_reduce(t));
+  for (auto& w : works) w->complete();
+  works.clear();
+  auto late = pg->all_reduce(t);
+  const std::shared_ptr<GroupTrace> trace = pg->trace();
+  pg.reset();  // the Work outlives its group
+  late->complete();
+  EXPECT_EQ(trace->last_completed_collective.load(), 401u);
+  EXPECT_EQ(traced.wd.pending(), 0u);
+  int completed = 0;
+  for (const FrEntry& e : fr.snapshot()) completed += e.state == FrState::Completed;
+  EXPECT_EQ(completed, 401);
+  EXPECT_NE(traced.m.serialize(&traced.live)
+                .find("collie_last_completed_seq{backend=\"fake\",pg=\"0\",rank=\"0\"} "
+                      "401"),
+            std::string::npos);
 }
 
 }  // namespace
