@@ -441,30 +441,18 @@ void analyze_stuck(const Ctx& c, const GroupAgg& g, std::vector<Finding>& out) {
 // (SeqAgg::latest); each rank's share of the collectives it was in comes from the runs of ranks
 // that recorded them.
 void note_last_arrivals(const DumpFold::State& s, Analysis& a) {
-  struct Last {
-    size_t count = 0;
-    std::vector<double> margins_ms;
-  };
-  std::map<int, Last> last;
-  std::vector<int64_t> in_ops(a.rank_host.size() + 1, 0);  // difference array over ranks
+  fold::LastArrivals all = s.retired;  // the collectives the fold retired, then the rest
   for (const auto& [id, g] : s.groups) {
-    for (const auto& [seq, agg] : g.seqs) {
-      if (agg.count() < 2 || agg.latest.size() < 2) continue;
-      std::vector<SeqAgg::Arrival> top = agg.latest;
-      std::partial_sort(top.begin(), top.begin() + 2, top.end(),
-                        [](const auto& x, const auto& y) { return x.created > y.created; });
-      Last& l = last[top[0].rank];
-      ++l.count;
-      l.margins_ms.push_back(static_cast<double>(top[0].created - top[1].created) / 1e6);
-      for (const SeqAgg::Variant& v : agg.variants) {
-        for (const auto& [lo, hi] : v.ranks.runs()) {
-          if (static_cast<size_t>(hi) + 1 >= in_ops.size()) continue;
-          ++in_ops[lo];
-          --in_ops[hi + 1];
-        }
-      }
-    }
+    for (const auto& [seq, agg] : g.seqs) all.add(agg);
   }
+  std::vector<int64_t> in_ops(a.rank_host.size() + 1, 0);  // difference array over ranks
+  for (const auto& [run, n] : all.runs) {
+    const auto [lo, hi] = run;
+    if (static_cast<size_t>(hi) + 1 >= in_ops.size()) continue;
+    in_ops[lo] += n;
+    in_ops[hi + 1] -= n;
+  }
+  auto& last = all.by_rank;
   for (size_t r = 1; r < in_ops.size(); ++r) in_ops[r] += in_ops[r - 1];
   for (auto& [rank, l] : last) {
     std::sort(l.margins_ms.begin(), l.margins_ms.end());

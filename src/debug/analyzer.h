@@ -205,6 +205,9 @@ class DumpFold {
   bool add(const RankDump& d);
   bool has(int rank) const;
   size_t size() const;  // dumps added
+  // Collectives (group, seq) the fold holds: those no check can find anything in yet (every rank
+  // of the group recorded them, completed and alike) are already reduced to who arrived last.
+  size_t collectives_held() const;
   // The analysis of every dump added. Precondition: options.expected_world <= kMaxAnalyzeWorld;
   // unreachable ranks in [0, that). The fold is left empty.
   Analysis analyze(const AnalyzeOptions& options);

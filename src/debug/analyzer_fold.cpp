@@ -50,6 +50,19 @@ void RankRuns::append_to(std::vector<int>& out) const {
   }
 }
 
+void LastArrivals::add(const SeqAgg& agg) {
+  if (agg.count() < 2 || agg.latest.size() < 2) return;
+  std::vector<SeqAgg::Arrival> top = agg.latest;
+  std::partial_sort(top.begin(), top.begin() + 2, top.end(),
+                    [](const auto& x, const auto& y) { return x.created > y.created; });
+  Last& l = by_rank[top[0].rank];
+  ++l.count;
+  l.margins_ms.push_back(static_cast<double>(top[0].created - top[1].created) / 1e6);
+  for (const SeqAgg::Variant& v : agg.variants) {
+    for (const auto& run : v.ranks.runs()) ++runs[run];
+  }
+}
+
 size_t SeqAgg::count() const {
   size_t n = 0;
   for (const Variant& v : variants) n += v.ranks.count();
@@ -95,7 +108,10 @@ void fold_entry(DumpFold::State& s, SeqAgg& a, int rank, int64_t dump_time, cons
   v->ranks.add(rank);
   const double age = age_s(dump_time, e);
   a.max_age = std::max(a.max_age, age);
-  if (e.failed || e.state != "completed") a.max_open_age = std::max(a.max_open_age, age);
+  if (e.failed || e.state != "completed") {
+    a.open = true;
+    a.max_open_age = std::max(a.max_open_age, age);
+  }
   if (e.time_created_ns > 0 && (a.first_created == 0 || e.time_created_ns < a.first_created))
     a.first_created = e.time_created_ns;
   const SeqAgg::Arrival arrival{rank, e.time_created_ns, e.time_completed_ns};
@@ -110,6 +126,13 @@ void fold_entry(DumpFold::State& s, SeqAgg& a, int rank, int64_t dump_time, cons
     a.latest.back() = arrival;
     std::push_heap(a.latest.begin(), a.latest.end(), later);
   }
+}
+
+// Every rank of the group recorded it (and no other rank names the group), all completed, none
+// failed, all alike: nothing for a check to find.
+bool retirable(const GroupAgg& g, const SeqAgg& a) {
+  return !a.open && a.failed.empty() && a.variants.size() == 1 && g.size >= 2 &&
+         g.members.size() == g.size && a.count() == g.size;
 }
 
 RankInfo rank_info(DumpFold::State& s, const RankDump& d) {
@@ -164,6 +187,12 @@ bool DumpFold::has(int rank) const {
 }
 
 size_t DumpFold::size() const { return s_->ranks.size(); }
+
+size_t DumpFold::collectives_held() const {
+  size_t n = 0;
+  for (const auto& [id, g] : s_->groups) n += g.seqs.size();
+  return n;
+}
 
 bool DumpFold::add(const RankDump& d) {
   using namespace fold;
@@ -229,6 +258,7 @@ bool DumpFold::add(const RankDump& d) {
       if (hint == g.seqs.end() || hint->first != seq)
         hint = g.seqs.emplace_hint(hint, seq, SeqAgg{});
       fold_entry(s, hint->second, d.rank, d.dump_time_ns, e);
+      const bool retire = retirable(g, hint->second);
       // A failed op is one the rank gave up waiting in: as if still in flight (PyTorch's dumps,
       // which record no failure, show it so), named "failed".
       const uint32_t state = s.strings.id(e.failed ? "failed" : e.state);
@@ -242,6 +272,10 @@ bool DumpFold::add(const RankDump& d) {
         m.open_op = m.last_op;
         m.open_state = state;
         m.open_age = age_s(d.dump_time_ns, e);
+      }
+      if (retire) {
+        s.retired.add(hint->second);
+        hint = g.seqs.erase(hint);
       }
     }
   }

@@ -1,7 +1,9 @@
 #pragma once
 // The analyzer's summary of the dumps (DumpFold::State): what the checks need of every dump,
 // kept once per collective (group, seq) and once per rank in each group, so that memory follows
-// the distinct ops and the ranks rather than the sum of the dumps' entries. Filled by
+// the distinct ops and the ranks rather than the sum of the dumps' entries; a collective every
+// rank of its group recorded, completed and alike, is retired as soon as it is (State::retired)
+// and only what is still open stays. Filled by
 // analyzer_fold.cpp (DumpFold::add), read by the checks (analyzer.cpp) and the reports
 // (analyzer_report.cpp). Internal to src/debug.
 // Thread safety: none; one thread owns a State.
@@ -68,6 +70,7 @@ struct SeqAgg {
   int64_t first_created = 0;      // the earliest known creation time, 0 = none
   std::vector<Arrival> failed;    // entries that failed, with their times
   std::vector<Arrival> latest;    // min-heap by created: the kKeptArrivals latest arrivals
+  bool open = false;              // some entry not completed, or failed
   size_t count() const;
   // The variant holding the lowest rank (whose op names the collective in messages).
   const Variant& first() const;
@@ -126,6 +129,19 @@ struct RankInfo {
   uint64_t newest_seq = 0;
 };
 
+// Who arrived last at each collective (SeqAgg::latest), and which ranks were in it: kept for
+// the collectives the fold retires (State::retired) and summed with the rest by the analysis.
+struct LastArrivals {
+  struct Last {
+    size_t count = 0;
+    std::vector<double> margins_ms;  // over the second latest arrival, one per collective
+  };
+  std::map<int, Last> by_rank;
+  std::map<std::pair<int, int>, int64_t> runs;  // ranks [lo, hi] -> collectives they were in
+  // Adds collective `agg` (two or more arrivals; otherwise nothing).
+  void add(const SeqAgg& agg);
+};
+
 }  // namespace collie::fold
 
 namespace collie {
@@ -138,6 +154,10 @@ struct DumpFold::State {
   std::vector<bool> seen;                        // by rank
   std::vector<std::string> hosts;
   std::unordered_map<std::string, int32_t> host_ids;
+  // Collectives that every rank of their group recorded, completed and alike: no check can
+  // find anything in them, so the fold keeps only who arrived last and drops them (memory
+  // follows the collectives still open, not every op of every ring).
+  fold::LastArrivals retired;
 };
 
 }  // namespace collie

@@ -51,6 +51,10 @@ Report analyze_job(const SyntheticJob& job, bool torch) {
   std::vector<std::string> errors;
   fold_dump_dir(dir.string(), fold, errors);
   EXPECT_TRUE(errors.empty()) << errors.front();
+  // Memory follows what is still open, not N x entries: the fold keeps at most the rings'
+  // collectives of the groups a hung or missing rank is in (4 per rank here: 0, 1, tp, dp).
+  // Keeping every collective, 4,096 ranks hold thousands (each host's tp group's own).
+  EXPECT_LE(fold.collectives_held(), 4 * job.options().entries + 8);
   const Analysis a = fold.analyze(AnalyzeOptions{});
   const Diagnosis d = diagnose(a, "flight-recorder dumps");
   Report r;
