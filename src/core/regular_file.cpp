@@ -47,13 +47,30 @@ RegularFile::RegularFile(const std::string& path, uint64_t max_bytes) : path_(pa
   stream_.rdbuf(buf_.get());
 }
 
-void prefetch_regular_file(const std::string& path) {
+namespace {
+
+void advise_regular_file(const std::string& path, int advice) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
   if (fd < 0) return;
   struct stat st {};
-  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
-    (void)::posix_fadvise(fd, 0, 0, POSIX_FADV_WILLNEED);
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) (void)::posix_fadvise(fd, 0, 0, advice);
   ::close(fd);
+}
+
+}  // namespace
+
+void prefetch_regular_file(const std::string& path) {
+  advise_regular_file(path, POSIX_FADV_WILLNEED);
+}
+
+void release_regular_file(const std::string& path) {
+  advise_regular_file(path, POSIX_FADV_DONTNEED);
+}
+
+bool exceeds_page_cache(uint64_t bytes) {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return false;
+  return bytes > static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) / 2;
 }
 
 RegularFile::~RegularFile() {

@@ -53,5 +53,14 @@ class RegularFile {
 // next ones while it parses this one. Best effort: anything but a regular file, or any error,
 // does nothing. Never blocks on a FIFO (opened as RegularFile opens). Thread-safe.
 void prefetch_regular_file(const std::string& path);
+// The other end: tells the kernel this reader is done with `path` (posix_fadvise DONTNEED), so
+// its clean pages leave the page cache now instead of being reclaimed later, when a reader of
+// more files than memory holds needs room (each read would otherwise wait for that reclaim).
+// Best effort, as prefetch_regular_file. Thread-safe.
+void release_regular_file(const std::string& path);
+// Whether `bytes` of files is more than half of this machine's physical memory: a reader of that
+// much keeps nothing of it cached for long anyway, so releasing each file after reading it costs
+// a later reader nothing.
+bool exceeds_page_cache(uint64_t bytes);
 
 }  // namespace collie

@@ -153,6 +153,15 @@ void fold_dump_dir(const std::string& dir, DumpFold& fold, std::vector<std::stri
   } sh;
   sh.done.resize(files.size());
   const size_t window = 4 * static_cast<size_t>(threads);
+  // A folder larger than the page cache: each file's pages are let go once it is parsed, so
+  // that reading the next ones does not wait for the kernel to reclaim room first.
+  uint64_t bytes = 0;
+  for (const DumpFile& f : files) {
+    std::error_code ec;
+    const uintmax_t n = fs::file_size(f.path, ec);
+    if (!ec) bytes += n;
+  }
+  const bool release = exceeds_page_cache(bytes);
   auto work = [&] {
     name_this_thread("collie-analyze");
     while (true) {
@@ -168,6 +177,7 @@ void fold_dump_dir(const std::string& dir, DumpFold& fold, std::vector<std::stri
       // folder larger than the page cache (16,384 dumps: 25 GB) otherwise waits on the disk.
       if (i + threads < files.size()) prefetch_regular_file(files[i + threads].path.string());
       Parsed p = parse_or_error(files[i]);
+      if (release) release_regular_file(files[i].path.string());
       std::lock_guard<std::mutex> lk(sh.mu);
       sh.done[i] = std::move(p);
       sh.cv.notify_all();

@@ -81,7 +81,7 @@ size_t resident_pages(const std::string& path, size_t& pages) {
   return n;
 }
 
-TEST(RegularFile, PrefetchReadsARegularFileAheadAndLeavesAnythingElseAlone) {
+TEST(RegularFile, PrefetchAndReleaseMoveAFileIntoAndOutOfThePageCacheAndLeaveAnythingElseAlone) {
   Dir d;
   // Nothing else is opened in a way that blocks, and nothing throws.
   const std::string fifo = (d.path / "fifo").string();
@@ -115,6 +115,23 @@ TEST(RegularFile, PrefetchReadsARegularFileAheadAndLeavesAnythingElseAlone) {
   EXPECT_EQ(resident, pages) << "read ahead: " << resident << " of " << pages << " pages cached";
   RegularFile f(file, 8 << 20);
   EXPECT_EQ(f.read_all(), std::string(4 << 20, 'x'));
+  // Released, its clean pages leave the cache; the file is unchanged.
+  release_regular_file(file);
+  EXPECT_LE(resident_pages(file, pages), pages / 8) << "released pages are still cached";
+  RegularFile again(file, 8 << 20);
+  EXPECT_EQ(again.read_all(), std::string(4 << 20, 'x'));
+  release_regular_file(fifo);  // as prefetch: nothing but a regular file is touched
+  release_regular_file("/dev/zero");
+}
+
+// A reader releases what it read only where the files are more than half of memory.
+TEST(RegularFile, OnlyFilesLargerThanHalfOfMemoryExceedThePageCache) {
+  const uint64_t memory = static_cast<uint64_t>(::sysconf(_SC_PHYS_PAGES)) *
+                          static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  EXPECT_FALSE(exceeds_page_cache(0));
+  EXPECT_FALSE(exceeds_page_cache(memory / 2));
+  EXPECT_TRUE(exceeds_page_cache(memory / 2 + 1));
+  EXPECT_TRUE(exceeds_page_cache(memory * 4));
 }
 
 }  // namespace
