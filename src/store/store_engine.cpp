@@ -212,8 +212,7 @@ StoreEngine::Parked& StoreEngine::park(uint64_t conn, uint32_t id, Op op, int64_
   parked_.emplace(pid, std::move(p));
   cp.by_id.emplace(id, pid);
   deadlines_.emplace(ref.deadline, pid);
-  parked_now_.store(parked_.size(), std::memory_order_relaxed);
-  return ref;
+  return ref;  // counted in parked_now() once the caller has filed it (publish_parked)
 }
 
 size_t StoreEngine::link_missing(Parked& p) {
@@ -239,6 +238,12 @@ void StoreEngine::wait_or_reply(uint64_t conn, uint32_t id, Op op, std::vector<s
   for (const auto& k : p.keys) p.bytes += k.size() + kPerKeyOverhead;
   conn_parked_[conn].bytes += p.bytes;
   link_missing(p);
+  publish_parked();
+}
+
+void StoreEngine::publish_parked() {
+  // After the request's wait steps: a reader that sees it parked sees what parking it cost.
+  parked_now_.store(parked_.size(), std::memory_order_release);
 }
 
 void StoreEngine::reply_ready(uint64_t conn, uint32_t id, Op op,
@@ -286,7 +291,7 @@ void StoreEngine::unpark(ParkedId pid) {
     if (cp->second.by_id.empty()) conn_parked_.erase(cp);
   }
   parked_.erase(it);
-  parked_now_.store(parked_.size(), std::memory_order_relaxed);
+  publish_parked();
 }
 
 // `key` now exists: every request parked on it has one key fewer to wait for.

@@ -72,7 +72,7 @@ class StoreEngine {
   size_t stored_bytes() const { return data_.stored_bytes() + gather_bytes_.load(); }
   // Requests parked now, and the key-wait registrations made, notified or unlinked since start
   // (the work parked waits cost: O(K) per request on K keys, whatever N). Thread-safe.
-  uint64_t parked_now() const { return parked_now_.load(std::memory_order_relaxed); }
+  uint64_t parked_now() const { return parked_now_.load(std::memory_order_acquire); }
   uint64_t wait_steps() const { return wait_steps_.load(std::memory_order_relaxed); }
 
  private:
@@ -133,6 +133,7 @@ class StoreEngine {
   bool delete_gather(const std::string& name);
 
   Parked& park(uint64_t conn, uint32_t id, store_wire::Op op, int64_t timeout_ms);
+  void publish_parked();  // parked_now() = the requests parked now
   // Registers p on every key of p.keys missing now; returns how many are missing.
   size_t link_missing(Parked& p);
   void unlink(Parked& p);

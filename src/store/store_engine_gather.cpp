@@ -94,6 +94,7 @@ void StoreEngine::on_gather(uint64_t conn, uint32_t id, Reader& r) {
   p.bytes = kParkedOverhead + name.size();
   conn_parked_[conn].bytes += p.bytes;
   g.waiting.push_back(p.pid);
+  publish_parked();
 }
 
 void StoreEngine::complete_gather(const std::string& name, Gather& g, uint32_t last_member,
