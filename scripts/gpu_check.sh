@@ -242,7 +242,8 @@ if needs_gpu "$log" "3 NCCL op that cannot complete: timeout, abort, dump"; then
   GPU_TESTS=1 run "$log" 60 "3 NCCL op that cannot complete: timeout, abort, dump" \
     env COLLIE_FR_DUMP_DIR="$work/dumps-nccl-timeout" \
     "$libexec/nccl_backend_test" --gtest_filter='*CannotComplete*'
-  EXPECT_TEXT='all_reduce' run "$log" 20 "3 collie analyze (NCCL timeout dump)" \
+  # A hang found is exit 1 (collie analyze's "problem found"); the verdict names the op.
+  EXPECT_RC=1 EXPECT_TEXT='all_reduce #1' run "$log" 20 "3 collie analyze (NCCL timeout dump)" \
     "$collie" analyze "$work/dumps-nccl-timeout"
 fi
 if ((gpus == 1)); then

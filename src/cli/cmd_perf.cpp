@@ -132,7 +132,8 @@ PerfOptions to_options(const PerfFlags& f, bool iters_given) {
         "accepted",
         f.ngpus));
   PerfOptions o;
-  o.collectives = perf::parse_collectives(f.collectives, /*allow_all=*/true, "collectives");
+  o.collectives =
+      perf::parse_collectives(f.collectives, /*allow_all=*/true, "collectives", &o.collectives_all);
   o.min_bytes = parse_byte_size(f.min_bytes, "-b");
   o.max_bytes = parse_byte_size(f.max_bytes, "-e");
   o.step_bytes = parse_byte_size(f.step_bytes, "-i");
@@ -286,10 +287,12 @@ int run_rank(const PerfFlags& f, PerfOptions o, const std::map<std::string, std:
 const Command kCommand{
     "perf", "benchmark collectives (nccl-tests compatible table)", [](CLI::App& app) {
       auto f = std::make_shared<PerfFlags>();
-      app.add_option("collectives", f->collectives,
-                     "all_reduce all_gather broadcast reduce reduce_scatter alltoall alltoallv "
-                     "gather scatter sendrecv barrier, or all (default all_reduce; all_to_all and "
-                     "nccl-tests' binary names such as all_reduce_perf work too)");
+      app.add_option(
+          "collectives", f->collectives,
+          "all_reduce all_gather broadcast reduce reduce_scatter alltoall alltoallv "
+          "gather scatter sendrecv barrier, or all (on one rank all leaves out sendrecv; "
+          "default all_reduce; all_to_all and nccl-tests' binary names such as "
+          "all_reduce_perf work too)");
       app.add_option("-b,--minbytes", f->min_bytes,
                      "smallest size (8, 8B, 64K, 64KB, 64KiB, 1M, 1G: 1024-based)");
       app.add_option("-e,--maxbytes", f->max_bytes, "largest size");

@@ -30,13 +30,18 @@ void Work::wait(Millis timeout) {
   const auto deadline =
       done_ ? std::chrono::steady_clock::time_point{} : std::chrono::steady_clock::now() + limit;
   while (!done_) {
-    if (std::chrono::steady_clock::now() >= deadline) break;
+    const bool past = std::chrono::steady_clock::now() >= deadline;
     if (needs_polling()) {
+      // A polled op acts on its own deadline inside progress() (NCCL aborts its communicator
+      // there), a deadline set when the op was issued, so no later than this one: it is polled
+      // once more after this deadline has passed before the wait gives up on it.
       lk.unlock();
       progress();
       lk.lock();
-      if (!done_) cv_.wait_for(lk, std::chrono::microseconds(50));
+      if (done_ || past) break;
+      cv_.wait_for(lk, std::chrono::microseconds(50));
     } else {
+      if (past) break;
       cv_.wait_until(lk, deadline);
     }
   }

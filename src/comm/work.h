@@ -29,7 +29,9 @@ class COLLIE_API Work {
   bool is_completed();
   bool is_success();
   // Blocks until the op completes or `timeout` passes (kUseGroupTimeout = the op's own
-  // timeout). Rethrows the op's error; throws TimeoutError naming op, seq and rank if late.
+  // timeout). Rethrows the op's error; throws TimeoutError naming op, seq and rank if late. A
+  // polled op (needs_polling) is polled once more after `timeout` has passed, so that its own
+  // deadline handling in progress() decides (and its error is the one thrown).
   void wait(Millis timeout = kUseGroupTimeout);
   // The op's error once completed with one, else nullptr.
   std::exception_ptr exception();

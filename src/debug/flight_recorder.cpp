@@ -565,7 +565,11 @@ FrDumpFormat FrDumpFormat::from_env(const Env& env) {
     }
     f.torch_prefix = *p;
   }
-  f.torch_backend = env.get("COLLIE_FR_TORCH_BACKEND").value_or("");
+  // Every release of torch's fr_trace accepts "nccl:" (torch up to 2.11 accepts nothing else,
+  // and torch's own recorder wrote "nccl:" for every backend then); "group" keeps each group's.
+  f.torch_backend = env.get("COLLIE_FR_TORCH_BACKEND").value_or("nccl");
+  if (f.torch_backend.empty()) f.torch_backend = "nccl";
+  if (f.torch_backend == "group") f.torch_backend.clear();
   return f;
 }
 

@@ -114,12 +114,13 @@ const char* dump_trigger_name(DumpTrigger t);  // "request" | "failure"
 
 // Which files a dump writes: COLLIE_FR_DUMP_FORMAT = json (default) | torch | json,torch;
 // COLLIE_FR_DUMP_PREFIX names torch's files (default nccl_trace_rank_, as torch's own);
-// COLLIE_FR_TORCH_BACKEND replaces the backend in torch's profiling_name (torch_dump.h).
+// COLLIE_FR_TORCH_BACKEND names the backend in torch's profiling_name: nccl (default, the one
+// every fr_trace release accepts), gloo, xccl, ..., or "group" for each group's own (torch_dump.h).
 struct FrDumpFormat {
   bool json = true;    // <dir>/collie_fr_rank_<rank>.json
   bool torch = false;  // <dir>/<torch_prefix><rank>: PyTorch's pickled layout
   std::string torch_prefix = "nccl_trace_rank_";
-  std::string torch_backend;  // empty: each group's own backend
+  std::string torch_backend = "nccl";  // empty: each group's own backend
   // Throws InvalidArgument on an unknown format or a prefix that has a '/' or ends in a digit.
   static FrDumpFormat from_env(const Env& env);
 };

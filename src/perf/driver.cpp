@@ -96,6 +96,7 @@ class Driver {
       sink_->run_started(out.result.meta);
       if (!o_.hooks.active.empty()) sink_->note("# " + o_.hooks.warning());
     }
+    if (o_.collectives_all) leave_out_too_small(descs);
     total_rows_ = estimate_rows(descs);
     const bool soak = o_.cycles == 0 || o_.duration.count() > 0;
     const auto started = SteadyClock::now();
@@ -254,6 +255,19 @@ class Driver {
                                                  kTrafficAlign)
                                    : "");
     throw InvalidArgument(fmt::format("{}: nothing to measure: {}", d.name, what));
+  }
+
+  // "all" on a group smaller than a collective needs (sendrecv on one rank): that collective is
+  // left out with a note, as one that the backend does not support is; named on its own, it is
+  // refused (run_collective).
+  void leave_out_too_small(std::vector<const CollectiveDescriptor*>& descs) const {
+    std::erase_if(descs, [&](const CollectiveDescriptor* d) {
+      if (pg_.size() >= d->min_ranks) return false;
+      if (sink_)
+        sink_->note(fmt::format("# skipping {}: it needs at least {} ranks, this run has {}",
+                                d->name, d->min_ranks, pg_.size()));
+      return true;
+    });
   }
 
   void run_collective(const CollectiveDescriptor& d, int cycle, PerfOutcome& out) {

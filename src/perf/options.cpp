@@ -110,8 +110,9 @@ std::vector<int64_t> sweep_sizes(const PerfOptions& o) {
 }
 
 std::vector<std::string> parse_collectives(const std::vector<std::string>& words, bool allow_all,
-                                           const std::string& setting) {
+                                           const std::string& setting, bool* asked_all) {
   std::vector<std::string> out;
+  if (asked_all != nullptr) *asked_all = false;
   for (const std::string& word : words) {
     size_t start = 0;
     while (start <= word.size()) {
@@ -119,6 +120,7 @@ std::vector<std::string> parse_collectives(const std::vector<std::string>& words
       const std::string name = perf_name(word.substr(start, comma - start));
       start = comma + 1;
       if (allow_all && name == "all") {
+        if (asked_all != nullptr) *asked_all = true;
         for (const auto* d : all_collectives()) out.push_back(d->name);
       } else if (find_collective(name) != nullptr) {
         out.push_back(name);

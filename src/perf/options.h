@@ -54,6 +54,9 @@ struct TestHooks {
 
 struct PerfOptions {
   std::vector<std::string> collectives = {"all_reduce"};
+  // Asked for as "all" (the collective list's word): a collective the group has too few ranks
+  // for (sendrecv on one rank) is left out with a note instead of ending the run.
+  bool collectives_all = false;
   int64_t min_bytes = 8;
   int64_t max_bytes = 64 << 20;
   int64_t step_bytes = 1 << 20;  // used when step_factor <= 1
@@ -120,9 +123,10 @@ class SettingError : public InvalidArgument {
 };
 
 // Collective names, each a name or a comma-separated list; "all" (when allow_all) is every
-// collective. Empty = {"all_reduce"}. "unknown collective 'X' (known: ...)".
+// collective. Empty = {"all_reduce"}. "unknown collective 'X' (known: ...)". *asked_all, when
+// given, says whether "all" was one of the words.
 std::vector<std::string> parse_collectives(const std::vector<std::string>& words, bool allow_all,
-                                           const std::string& setting);
+                                           const std::string& setting, bool* asked_all = nullptr);
 // sum, prod, max, min, avg (PreMulSum is not a user's op), or "all" (when allow_all) for those 5.
 std::vector<ReduceOp> parse_ops(const std::string& word, bool allow_all,
                                 const std::string& setting);

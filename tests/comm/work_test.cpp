@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <string>
 #include <thread>
 
 #include "core/error.h"
@@ -161,6 +162,52 @@ TEST(Work, APolledOpIsDrivenByWaitAndByIsCompleted) {
   EXPECT_NO_THROW(w.wait());  // polls until done
   EXPECT_EQ(w.polls.load(), 3);
   EXPECT_TRUE(w.is_success());
+}
+
+// An op polled for completion that acts on its own deadline (NCCL: abort the communicator, fail
+// with the backend's error), set when the op is issued. Each poll takes 30 ms (a slow query), so
+// the wait's last poll before its deadline comes too early and the next check comes after it.
+class SelfTimingWork : public Work {
+ public:
+  explicit SelfTimingWork(Millis timeout)
+      : Work(OpType::AllReduce, 1, timeout),
+        deadline_(std::chrono::steady_clock::now() + timeout) {}
+  std::atomic<int> polls{0};
+  std::atomic<bool> aborted{false};
+
+ protected:
+  void progress() override {
+    ++polls;
+    if (std::chrono::steady_clock::now() >= deadline_) {
+      aborted = true;
+      complete(std::make_exception_ptr(TimeoutError("own deadline: the communicator was aborted")));
+      return;
+    }
+    std::this_thread::sleep_for(30ms);
+  }
+  bool needs_polling() const override { return true; }
+
+ private:
+  const std::chrono::steady_clock::time_point deadline_;
+};
+
+// Seen on an H200: wait() gave up on its own deadline between two polls, so the NCCL op's
+// timeout never aborted the communicator and the next op on it ran as if nothing had happened.
+TEST(Work, APolledOpDecidesItsOwnTimeoutWhenTheWaitRunsOut) {
+  SelfTimingWork w(Millis(100));
+  try {
+    w.wait();
+    ADD_FAILURE() << "a late op completed";
+  } catch (const TimeoutError& e) {
+    EXPECT_NE(std::string(e.what()).find("own deadline"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(w.aborted.load());
+  EXPECT_TRUE(w.is_completed());
+  // A shorter wait than the op's timeout leaves the op running: the wait's own TimeoutError.
+  SelfTimingWork longer(Millis(60000));
+  EXPECT_THROW(longer.wait(Millis(50)), TimeoutError);
+  EXPECT_FALSE(longer.aborted.load());
+  EXPECT_FALSE(longer.is_completed());
 }
 
 }  // namespace

@@ -224,6 +224,13 @@ TEST(TorchDump, FormatFromEnv) {
   EXPECT_TRUE(d.json);
   EXPECT_FALSE(d.torch);
   EXPECT_EQ(d.torch_prefix, "nccl_trace_rank_");
+  // torch 2.11's fr_trace stops at any profiling_name but nccl:/xccl: (seen on the GPU machine,
+  // docs/gpu-results.md): the default is what every release reads; "group" keeps each group's.
+  EXPECT_EQ(d.torch_backend, "nccl");
+  EXPECT_EQ(FrDumpFormat::from_env(MapEnv(M{{"COLLIE_FR_TORCH_BACKEND", "group"}})).torch_backend,
+            "");
+  EXPECT_EQ(FrDumpFormat::from_env(MapEnv(M{{"COLLIE_FR_TORCH_BACKEND", "gloo"}})).torch_backend,
+            "gloo");
   FrDumpFormat t = FrDumpFormat::from_env(
       MapEnv(M{{"COLLIE_FR_DUMP_FORMAT", "torch"}, {"COLLIE_FR_DUMP_PREFIX", "job_rank_"}}));
   EXPECT_FALSE(t.json);

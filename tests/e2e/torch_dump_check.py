@@ -15,7 +15,8 @@ types.py, utils.py; REFERENCE.md), re-implemented here from that documented beha
     gloo, xccl and op a collective torch knows, or "send a->b" / "recv a<-b" in group ranks;
   - record_id grows within a rank (align_trace_from_beginning relies on it).
 Then every number of every entry is compared with collie_fr_rank_<rank>.json in the same
-directory.
+directory; profiling_name's backend must be nccl (collie's default for torch files, the one every
+fr_trace accepts), or the JSON dump's when COLLIE_FR_TORCH_BACKEND=group.
 
   usage: torch_dump_check.py DUMP_DIR        exit 0 pass, 1 fail
 """
@@ -29,6 +30,8 @@ import sys
 from collections import defaultdict
 
 BACKENDS = {"nccl", "ncclx", "gloo", "xccl"}
+# What the job was run with: the torch files' backend follows it (default nccl).
+TORCH_BACKEND = os.environ.get("COLLIE_FR_TORCH_BACKEND", "nccl") or "nccl"
 COLLECTIVES = {"broadcast", "reduce", "all_gather", "all_reduce", "reduce_scatter", "gather",
                "scatter", "all_to_all", "barrier", "all_reduce_barrier", "_all_gather_base",
                "_reduce_scatter_base", "all_to_all_single", "coalesced"}
@@ -160,8 +163,14 @@ def compare(rank, t, j, errors):
         for key in ("input_dtypes", "output_dtypes"):
             if a[key] != [DTYPES[x] for x in b[key]]:
                 err(f"entry {i} {key}: {a[key]!r} vs {b[key]!r}")
-        if a["profiling_name"].split(" ")[0] != b["profiling_name"].split(" ")[0]:
-            err(f"entry {i} op: {a['profiling_name']!r} vs {b['profiling_name']!r}")
+        # The op must match; the backend is nccl whatever the group's (the one every fr_trace
+        # release accepts), or the group's own under COLLIE_FR_TORCH_BACKEND=group.
+        t_backend, _, t_op = a["profiling_name"].split(" ")[0].partition(":")
+        j_backend, _, j_op = b["profiling_name"].split(" ")[0].partition(":")
+        want_backend = "nccl" if TORCH_BACKEND != "group" else j_backend
+        if t_op != j_op or t_backend != want_backend:
+            err(f"entry {i} op: {a['profiling_name']!r} vs {b['profiling_name']!r} "
+                f"(backend {want_backend} expected)")
         if (b["duration_ms"] is None) == ("duration_ms" in a) or \
                 ("duration_ms" in a and abs(a["duration_ms"] - b["duration_ms"]) > 1e-9):
             err(f"entry {i} duration_ms {a.get('duration_ms')!r} vs {b['duration_ms']!r}")

@@ -178,6 +178,14 @@ std::shared_ptr<Work> ProcessGroupNCCL::run(const OpCall& call) {
     throw BackendError(fmt::format("{}: the group was shut down; create a new one", label(call)));
   }
   cudaSetDevice(comm_->device);
+  // An op's deadline (NcclWork::progress, on any polling thread) may abort the communicator:
+  // ncclCommAbort frees it, so no op may be enqueued on it after, or while it runs. The lock is
+  // the communicator's own (held otherwise only for an error query and for the abort itself).
+  std::unique_lock<std::mutex> comm_lock(comm_->mu);
+  if (comm_->aborted) {
+    throw BackendError(fmt::format("{}: the communicator was aborted ({}); create a new group",
+                                   label(call), comm_->abort_reason));
+  }
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   cudaStreamIsCapturing(stream_, &capture);
   if (capture == cudaStreamCaptureStatusActive) {
@@ -185,6 +193,7 @@ std::shared_ptr<Work> ProcessGroupNCCL::run(const OpCall& call) {
     // launched, so there is nothing to wait for now (and events recorded during a capture may not
     // be queried afterwards). The caller synchronizes the runtime after the launches.
     enqueue(call);
+    comm_lock.unlock();  // completion hooks run on this thread
     auto captured = std::make_shared<Work>(call.type, call.seq, call.timeout);
     captured->complete();
     return captured;
