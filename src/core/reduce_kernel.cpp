@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "core/dtype_visit.h"
 #include "core/error.h"
@@ -18,16 +19,41 @@ void apply(void* acc, const void* in, size_t n, F f) {
   for (size_t i = 0; i < n; ++i) a[i] = f(a[i], b[i]);
 }
 
+// Integer sums and products wrap around, as NCCL's, Gloo's and MPI's do on two's-complement
+// machines; done in unsigned arithmetic (at least as wide as unsigned, so that 16-bit operands are
+// not promoted to int), where a signed overflow would be undefined behaviour.
+template <typename T>
+using WrapOf =
+    std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
+
+template <typename T>
+T sum_of(T x, T y) {
+  if constexpr (std::is_integral_v<T>) {
+    return static_cast<T>(static_cast<WrapOf<T>>(x) + static_cast<WrapOf<T>>(y));
+  } else {
+    return static_cast<T>(x + y);
+  }
+}
+
+template <typename T>
+T product_of(T x, T y) {
+  if constexpr (std::is_integral_v<T>) {
+    return static_cast<T>(static_cast<WrapOf<T>>(x) * static_cast<WrapOf<T>>(y));
+  } else {
+    return static_cast<T>(x * y);
+  }
+}
+
 template <typename T>
 void reduce_typed(void* acc, const void* in, size_t n, ReduceOp op) {
   switch (op) {
     case ReduceOp::Sum:
     case ReduceOp::Avg:
     case ReduceOp::PreMulSum:
-      apply<T>(acc, in, n, [](T x, T y) { return static_cast<T>(x + y); });
+      apply<T>(acc, in, n, [](T x, T y) { return sum_of(x, y); });
       return;
     case ReduceOp::Prod:
-      apply<T>(acc, in, n, [](T x, T y) { return static_cast<T>(x * y); });
+      apply<T>(acc, in, n, [](T x, T y) { return product_of(x, y); });
       return;
     case ReduceOp::Min:
       apply<T>(acc, in, n, [](T x, T y) { return std::min(x, y); });

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <climits>
 #include <cstdint>
 #include <vector>
 
@@ -24,6 +25,24 @@ TEST(ReduceKernel, IntegerOps) {
   EXPECT_EQ(run(ReduceOp::BAnd), (std::vector<int32_t>{0, 2, 5, 8}));
   EXPECT_EQ(run(ReduceOp::BOr), (std::vector<int32_t>{5, 6, -3, 14}));
   EXPECT_EQ(run(ReduceOp::BXor), (std::vector<int32_t>{5, 4, -8, 6}));
+}
+
+// perf's int32 prod validation multiplies 262144 by 262144 (UBSan in CI's ASan build: "signed
+// integer overflow"); integer sums and products wrap as the backends' do, defined behaviour.
+TEST(ReduceKernel, IntegerSumsAndProductsWrapAround) {
+  std::vector<int32_t> a = {262144, INT32_MAX, INT32_MIN}, b = {262144, 1, -1};
+  auto prod = a;
+  reduce_into(prod.data(), b.data(), 3, DType::Int32, ReduceOp::Prod);
+  EXPECT_EQ(prod, (std::vector<int32_t>{0, INT32_MAX, INT32_MIN}));  // 2^36 mod 2^32 = 0
+  auto sum = a;
+  reduce_into(sum.data(), b.data(), 3, DType::Int32, ReduceOp::Sum);
+  EXPECT_EQ(sum, (std::vector<int32_t>{524288, INT32_MIN, INT32_MAX}));
+  std::vector<int64_t> c = {INT64_MAX}, d = {2};
+  reduce_into(c.data(), d.data(), 1, DType::Int64, ReduceOp::Prod);
+  EXPECT_EQ(c[0], -2);
+  std::vector<uint8_t> u = {200}, v = {100};  // 16-bit and narrower: no int promotion overflow
+  reduce_into(u.data(), v.data(), 1, DType::UInt8, ReduceOp::Prod);
+  EXPECT_EQ(u[0], static_cast<uint8_t>(20000 % 256));
 }
 
 TEST(ReduceKernel, UnsignedMinMaxAndDivide) {
