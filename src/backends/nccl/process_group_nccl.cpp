@@ -178,13 +178,16 @@ std::shared_ptr<Work> ProcessGroupNCCL::run(const OpCall& call) {
     throw BackendError(fmt::format("{}: the group was shut down; create a new one", label(call)));
   }
   cudaSetDevice(comm_->device);
-  // An op's deadline (NcclWork::progress, on any polling thread) may abort the communicator:
-  // ncclCommAbort frees it, so no op may be enqueued on it after, or while it runs. The lock is
-  // the communicator's own (held otherwise only for an error query and for the abort itself).
-  std::unique_lock<std::mutex> comm_lock(comm_->mu);
-  if (comm_->aborted) {
-    throw BackendError(fmt::format("{}: the communicator was aborted ({}); create a new group",
-                                   label(call), comm_->abort_reason));
+  // An op's deadline (NcclWork::progress, on any polling thread) may abort the communicator,
+  // and ncclCommAbort frees it: no op is enqueued on it after. The lock is not held while NCCL
+  // enqueues (as torch's ProcessGroupNCCL): an enqueue that blocks (a lazy connection to a peer
+  // that never comes) must stay abortable from the watchdog's thread.
+  {
+    std::lock_guard<std::mutex> lk(comm_->mu);
+    if (comm_->aborted) {
+      throw BackendError(fmt::format("{}: the communicator was aborted ({}); create a new group",
+                                     label(call), comm_->abort_reason));
+    }
   }
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   cudaStreamIsCapturing(stream_, &capture);
@@ -193,7 +196,6 @@ std::shared_ptr<Work> ProcessGroupNCCL::run(const OpCall& call) {
     // launched, so there is nothing to wait for now (and events recorded during a capture may not
     // be queried afterwards). The caller synchronizes the runtime after the launches.
     enqueue(call);
-    comm_lock.unlock();  // completion hooks run on this thread
     auto captured = std::make_shared<Work>(call.type, call.seq, call.timeout);
     captured->complete();
     return captured;
