@@ -14,6 +14,12 @@
 namespace collie {
 
 std::string printable(std::string_view text);
+// The same for a string about to be dropped: returned as it is (no copy) when nothing in it
+// needs an escape, the common case.
+std::string printable(std::string&& text);
+// Resolves a string literal or a named std::string to the copying overload above.
+inline std::string printable(const std::string& text) { return printable(std::string_view(text)); }
+inline std::string printable(const char* text) { return printable(std::string_view(text)); }
 
 // The same, but '\n' stays: for text whose line structure is ours and whose parts from elsewhere
 // went through printable() already.

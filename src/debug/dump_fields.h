@@ -13,6 +13,7 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "core/error.h"
 #include "core/printable.h"
@@ -32,22 +33,43 @@ inline std::string op_of(const std::string& profiling_name) {
   return space == std::string::npos ? op : op.substr(0, space);
 }
 
+// Where a field is, for messages: a prefix ("pg_config[0]: ", "" at the top), or an entry,
+// whose "entry <index>: " is written only when something is wrong (read_entry runs per entry).
+// REQUIRES: a prefix outlives the call it is passed to.
+class Where {
+ public:
+  Where(const char* prefix) : prefix_(prefix) {}         // NOLINT: implicit by design
+  Where(const std::string& prefix) : prefix_(prefix) {}  // NOLINT
+  static Where entry(size_t index) {
+    Where w("");
+    w.entry_ = index;
+    return w;
+  }
+  std::string str() const {
+    return entry_ ? fmt::format("entry {}: ", *entry_) : std::string(prefix_);
+  }
+
+ private:
+  std::string_view prefix_;
+  std::optional<size_t> entry_;
+};
+
 template <class O>
-uint64_t get_u64(const O& o, const char* key, const std::string& where) {
+uint64_t get_u64(const O& o, const char* key, const Where& where) {
   const auto v = o.get(key);
   if (!v) return 0;
   if (v->is_uint()) return v->u64();
-  if (v->is_int()) bad(fmt::format("{}{} {} is negative", where, key, v->text()));
-  bad(fmt::format("{}{} is {}, not a non-negative integer", where, key, v->text()));
+  if (v->is_int()) bad(fmt::format("{}{} {} is negative", where.str(), key, v->text()));
+  bad(fmt::format("{}{} is {}, not a non-negative integer", where.str(), key, v->text()));
 }
 
 template <class O>
-int64_t get_i64(const O& o, const char* key, const std::string& where) {
+int64_t get_i64(const O& o, const char* key, const Where& where) {
   const auto v = o.get(key);
   if (!v) return 0;
   if (v->is_int()) return v->i64();
-  if (v->is_uint()) bad(fmt::format("{}{} {} is out of range", where, key, v->text()));
-  bad(fmt::format("{}{} is {}, not an integer", where, key, v->text()));
+  if (v->is_uint()) bad(fmt::format("{}{} {} is out of range", where.str(), key, v->text()));
+  bad(fmt::format("{}{} is {}, not an integer", where.str(), key, v->text()));
 }
 
 // An integer in [lo, hi], or nullopt (not an integer, or out of range).
@@ -71,9 +93,11 @@ int get_rank(const V& v, const std::string& what, int lo) {
 }
 
 template <class O>
-int get_rank_or(const O& o, const char* key, int def, int lo, const std::string& where) {
+int get_rank_or(const O& o, const char* key, int def, int lo, const Where& where) {
   const auto v = o.get(key);
-  return v ? get_rank(*v, where + key, lo) : def;
+  if (!v) return def;
+  if (const auto r = int_in(*v, lo, kMaxAnalyzeWorld - 1)) return static_cast<int>(*r);
+  return get_rank(*v, where.str() + key, lo);  // throws, naming it
 }
 
 template <class O>
@@ -85,20 +109,20 @@ bool get_bool(const O& o, const char* key) {
 }
 
 template <class O>
-std::string get_str(const O& o, const char* key, const std::string& where, bool required) {
+std::string get_str(const O& o, const char* key, const Where& where, bool required) {
   const auto v = o.get(key);
   if (!v) {
-    if (required) bad(fmt::format("{}{} is missing", where, key));
+    if (required) bad(fmt::format("{}{} is missing", where.str(), key));
     return "";
   }
-  if (!v->is_string()) bad(fmt::format("{}{} is {}, not a string", where, key, v->text()));
+  if (!v->is_string()) bad(fmt::format("{}{} is {}, not a string", where.str(), key, v->text()));
   return printable(v->str());
 }
 
 // One entry of a dump (`index` names it in errors).
 template <class O>
 DumpEntry read_entry(const O& e, size_t index) {
-  const std::string where = fmt::format("entry {}: ", index);
+  const Where where = Where::entry(index);
   DumpEntry x;
   x.record_id = get_u64(e, "record_id", where);
   x.pg_id = get_str(e, "pg_id", where, true);
@@ -117,7 +141,8 @@ DumpEntry read_entry(const O& e, size_t index) {
   x.reduce_op = get_str(e, "reduce_op", where, false);
   if (const auto d = e.get("duration_ms")) {
     if (!d->is_number() || !(d->dbl() >= 0 && d->dbl() < 1e12))
-      bad(fmt::format("{}duration_ms {} is not a duration in ms", where, printable(d->text())));
+      bad(fmt::format("{}duration_ms {} is not a duration in ms", where.str(),
+                      printable(d->text())));
     x.duration_ms = d->dbl();
   }
   x.state = get_str(e, "state", where, true);

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 
 namespace collie {
 namespace {
@@ -39,6 +40,20 @@ TEST(Printable, OrdinaryTextIsUnchangedAndEscapingTwiceChangesNothing) {
   }
   const std::string hostile = "x\x1b]0;title\x07\xc2\x9b\xff\n";
   EXPECT_EQ(printable(printable(hostile)), printable(hostile));
+}
+
+// The overload for a string about to be dropped gives the same text, and keeps the string's own
+// buffer when nothing needed an escape (no copy: the dump reader's sizes and dtypes).
+TEST(Printable, AStringGivenAwayIsTheSameTextAndKeptWhenPlain) {
+  for (const std::string& s : {std::string(40, 'x'), std::string("a\x1b[31mred"), std::string()}) {
+    std::string given = s;
+    const char* buffer = given.data();
+    const std::string out = printable(std::move(given));
+    EXPECT_EQ(out, printable(std::string_view(s)));
+    if (s == std::string(40, 'x')) {
+      EXPECT_EQ(out.data(), buffer) << "a plain string was copied";
+    }
+  }
 }
 
 TEST(Printable, LinesKeepTheirNewlinesOnly) {

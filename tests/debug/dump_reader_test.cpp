@@ -71,6 +71,27 @@ void expect_rejected(const std::string& text, const std::string& words) {
   }
 }
 
+// Sizes and dtypes are kept as compact JSON text; collie writes the plain ones itself and hands
+// the rest to simdjson's minify: the same bytes either way, whatever spacing the file had.
+TEST(DumpReader, SizesAndDtypesAreKeptAsCompactJson) {
+  json e = entry(1, 1);
+  e["input_sizes"] = json::parse("[[1, -2], [18446744073709551615, 0], [], [[[3]]]]");
+  e["input_dtypes"] = {"Float", "Half"};
+  e["output_sizes"] = json::parse("[[1.5], [true, null]]");               // a double: minify's
+  e["output_dtypes"] = {"a\"b", "t\tab", "caf\u00e9", "[[[[[deep]]]]]"};  // escapes: minify's
+  std::string text = dump(0, 2, {e}).dump(2);  // indented: the reader must not keep spaces
+  const RankDump d = parse_dump(text);
+  ASSERT_EQ(d.entries.size(), 1u);
+  EXPECT_EQ(d.entries[0].sizes, "[[1,-2],[18446744073709551615,0],[],[[[3]]]]");
+  EXPECT_EQ(d.entries[0].dtypes, "[\"Float\",\"Half\"]");
+  EXPECT_EQ(d.entries[0].output_sizes, "[[1.5],[true,null]]");
+  // printable() escapes the tab and keeps the accented letter (valid UTF-8).
+  EXPECT_EQ(d.entries[0].output_dtypes, "[\"a\\\"b\",\"t\\tab\",\"caf\u00e9\",\"[[[[[deep]]]]]\"]");
+  e["input_sizes"] = json::parse("[[[[[[7]]]]]]");  // deeper than the direct writer goes
+  const RankDump deep = parse_dump(dump(0, 2, {e}).dump());
+  EXPECT_EQ(deep.entries[0].sizes, "[[[[[[7]]]]]]");
+}
+
 TEST(DumpReader, NegativeAndNonIntegerNumbersAreRejected) {
   expect_rejected(dump(0, 2, {entry(1, -5)}).dump(), "collective_seq_id -5 is negative");
   expect_rejected(dump(0, 2, {entry(1, 1.5)}).dump(), "collective_seq_id is 1.5");
