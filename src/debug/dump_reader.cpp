@@ -32,6 +32,8 @@ namespace collie {
 namespace {
 
 using dump_fields::bad;
+using dump_fields::entry_key;
+using dump_fields::kEntryKeys;
 using nlohmann::json;
 
 // Deepest nesting a real dump has is 4 (root, entries, entry, input_sizes, dims).
@@ -70,8 +72,8 @@ class NValue {
 class NObject {
  public:
   explicit NObject(const json& o) : o_(o) {}
-  std::optional<NValue> get(const char* key) const {
-    auto it = o_.find(key);
+  std::optional<NValue> get(const dump_fields::Key& key) const {
+    auto it = o_.find(key.name);
     if (it == o_.end() || it->is_null()) return std::nullopt;
     return NValue(*it);
   }
@@ -263,54 +265,6 @@ class SValue {
   dom::element e_;
 };
 
-// An entry's fields as the converter asks for them: one pass over the object puts each known key
-// in its slot, so get() is an array lookup.
-constexpr std::array<std::string_view, 19> kEntryKeys = {"collective_seq_id",
-                                                         "duration_ms",
-                                                         "failed",
-                                                         "input_dtypes",
-                                                         "input_sizes",
-                                                         "is_p2p",
-                                                         "output_dtypes",
-                                                         "output_sizes",
-                                                         "p2p_seq_id",
-                                                         "peer",
-                                                         "pg_id",
-                                                         "profiling_name",
-                                                         "record_id",
-                                                         "reduce_op",
-                                                         "root",
-                                                         "state",
-                                                         "time_created_ns",
-                                                         "time_discovered_completed_ns",
-                                                         "time_discovered_started_ns"};
-
-// The keys' indexes by length (at most 3 keys share one), so a key costs one or two compares;
-// a binary search of the sorted keys was a quarter of `collie analyze`'s time.
-constexpr size_t kMaxEntryKeyChars = 28;
-struct KeysByLength {
-  std::array<std::array<int8_t, 4>, kMaxEntryKeyChars + 1> index{};
-  constexpr KeysByLength() {
-    for (auto& row : index) row.fill(-1);
-    for (size_t i = 0; i < kEntryKeys.size(); ++i) {
-      auto& row = index[kEntryKeys[i].size()];
-      size_t j = 0;
-      while (row[j] >= 0) ++j;
-      row[j] = static_cast<int8_t>(i);
-    }
-  }
-};
-constexpr KeysByLength kKeysByLength;
-
-int entry_key(std::string_view k) {
-  if (k.size() > kMaxEntryKeyChars) return -1;
-  for (const int8_t i : kKeysByLength.index[k.size()]) {
-    if (i < 0) return -1;
-    if (kEntryKeys[i] == k) return i;
-  }
-  return -1;
-}
-
 // Where a value is, for messages: a chain of keys and indexes on the stack, written out only
 // when something is wrong ("/entries/5/input_sizes/0").
 struct Path {
@@ -375,8 +329,8 @@ class SEntry {
       }
     }
   }
-  std::optional<SValue> get(const char* key) const {
-    const int k = entry_key(key);
+  std::optional<SValue> get(const dump_fields::Key& key) const {
+    const int k = key.slot != dump_fields::Key::kNotLookedUp ? key.slot : entry_key(key.name);
     if (k < 0 || !slots_[k] || slots_[k]->is_null()) return std::nullopt;
     return SValue(*slots_[k]);
   }
