@@ -8,10 +8,15 @@ namespace collie {
 
 void NcclCommState::abort(const std::string& why) {
   std::lock_guard<std::mutex> lk(mu);
-  if (aborted) return;
-  aborted = true;
+  if (aborted.load(std::memory_order_relaxed)) return;
   abort_reason = why;
+  aborted.store(true, std::memory_order_release);
   ncclCommAbort(comm);
+}
+
+std::string NcclCommState::aborted_error(const std::string& label) const {
+  return fmt::format("{}: the communicator was aborted ({}); create a new group", label,
+                     abort_reason);
 }
 
 NcclWork::NcclWork(OpType op, uint64_t seq, Millis timeout, std::string label,
@@ -53,9 +58,7 @@ void NcclWork::progress() {
   {
     std::lock_guard<std::mutex> lk(comm_->mu);
     if (comm_->aborted) {
-      complete(std::make_exception_ptr(
-          BackendError(fmt::format("{}: the communicator was aborted ({}); create a new group",
-                                   label_, comm_->abort_reason))));
+      complete(std::make_exception_ptr(BackendError(comm_->aborted_error(label_))));
       return;
     }
     ncclCommGetAsyncError(comm_->comm, &async);

@@ -7,6 +7,7 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <mutex>
@@ -21,10 +22,14 @@ struct NcclCommState {
   ncclComm_t comm = nullptr;
   int device = 0;
   std::mutex mu;
-  bool aborted = false;
+  // Set (release) under mu, with abort_reason, when the communicator is aborted or shut down;
+  // an op's submission reads it without the lock (acquire), so the fast path takes none.
+  std::atomic<bool> aborted{false};
   // Aborts once; returns the reason recorded by the first abort.
   void abort(const std::string& why);
-  std::string abort_reason;
+  std::string abort_reason;  // guarded by mu
+  // The error of an op that finds the communicator aborted. REQUIRES: mu held.
+  std::string aborted_error(const std::string& label) const;
 };
 
 class NcclWork : public Work {

@@ -156,8 +156,8 @@ void ProcessGroupNCCL::shutdown() {
       } else {
         ncclCommAbort(comm_->comm);
       }
-      comm_->aborted = true;
       comm_->abort_reason = "the group was shut down";
+      comm_->aborted.store(true, std::memory_order_release);
     }
   }
   if (scratch_) cudaFree(scratch_);
@@ -179,15 +179,12 @@ std::shared_ptr<Work> ProcessGroupNCCL::run(const OpCall& call) {
   }
   cudaSetDevice(comm_->device);
   // An op's deadline (NcclWork::progress, on any polling thread) may abort the communicator,
-  // and ncclCommAbort frees it: no op is enqueued on it after. The lock is not held while NCCL
-  // enqueues (as torch's ProcessGroupNCCL): an enqueue that blocks (a lazy connection to a peer
-  // that never comes) must stay abortable from the watchdog's thread.
-  {
+  // and ncclCommAbort frees it: no op is enqueued on it after. Read without the lock; no lock is
+  // held while NCCL enqueues (as torch's ProcessGroupNCCL): an enqueue that blocks (a lazy
+  // connection to a peer that never comes) must stay abortable from the watchdog's thread.
+  if (comm_->aborted.load(std::memory_order_acquire)) {
     std::lock_guard<std::mutex> lk(comm_->mu);
-    if (comm_->aborted) {
-      throw BackendError(fmt::format("{}: the communicator was aborted ({}); create a new group",
-                                     label(call), comm_->abort_reason));
-    }
+    throw BackendError(comm_->aborted_error(label(call)));
   }
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   cudaStreamIsCapturing(stream_, &capture);
