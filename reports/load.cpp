@@ -2,9 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <string_view>
 
 #include "core/error.h"
 #include "core/printable.h"
@@ -57,9 +59,14 @@ void check_schema(const std::string& path, const json& j) {
   const std::string schema = j["schema"].get<std::string>();
   if (schema == kSchemaName) return;
   if (schema.starts_with(kSchemaPrefix)) {
+    // A version is compared as text (leading zeros dropped), so one past int's range is just
+    // newer rather than an exception from a conversion.
     const std::string v = schema.substr(std::string(kSchemaPrefix).size());
-    const bool newer =
-        !v.empty() && v.find_first_not_of("0123456789") == std::string::npos && std::stoi(v) > 1;
+    const bool digits = !v.empty() && v.find_first_not_of("0123456789") == std::string::npos;
+    const std::string_view n =
+        digits ? std::string_view(v).substr(std::min(v.find_first_not_of('0'), v.size()))
+               : std::string_view();
+    const bool newer = n.size() > 1 || (n.size() == 1 && n[0] > '1');
     throw InvalidArgument(path + ": schema " + schema + " is " +
                           (newer ? "newer than this collie reads" : "not supported") +
                           " (this collie reads " + kSchemaName + "); " +

@@ -468,6 +468,10 @@ TEST(ReportLoad, UnusableFilesSayWhatIsWrongInOneLine) {
       {"{\"schema\": \"collie.perf.v1\", ]", "corrupt"},
       {"[1, 2]", "not a collie results file"},
       {"{\"schema\": \"collie.perf.v7\"}", "newer than this collie reads"},
+      // Past int's range (fuzz_results found std::stoi's out_of_range ending the process).
+      {"{\"schema\": \"collie.perf.v99999999999999999999\"}", "newer than this collie reads"},
+      {"{\"schema\": \"collie.perf.v0001\"}", "not supported"},
+      {"{\"schema\": \"collie.perf.v0\"}", "not supported"},
       {"{\"schema\": \"other.thing\"}", "is not a collie perf results file"},
       {"{\"schema\": \"collie.perf.v1\", \"run\": {}}", "missing field"},
       {negative_times(full, "\"time_us\": -5.0"), "'time_us' is '-5.0', not a time"},
