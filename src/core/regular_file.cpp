@@ -93,12 +93,22 @@ RegularFile::Buf::int_type RegularFile::Buf::underflow() {
 
 std::string RegularFile::read_all() {
   std::string out(size_, '\0');
-  stream_.read(out.data(), static_cast<std::streamsize>(size_));
-  if (static_cast<uint64_t>(stream_.gcount()) != size_) {
-    throw InvalidArgument(fmt::format("{}: read {} of its {} bytes (did it shrink?)", path_,
-                                      stream_.gcount(), size_));
-  }
+  read_into(out.data());
   return out;
+}
+
+void RegularFile::read_into(char* dst) {
+  uint64_t got = 0;
+  while (got < size_) {
+    const ssize_t n = ::read(fd_, dst + got, static_cast<size_t>(size_ - got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;  // shrank under us, or an error
+    got += static_cast<uint64_t>(n);
+  }
+  if (got != size_) {
+    throw InvalidArgument(
+        fmt::format("{}: read {} of its {} bytes (did it shrink?)", path_, got, size_));
+  }
 }
 
 }  // namespace collie

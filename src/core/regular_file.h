@@ -27,6 +27,11 @@ class RegularFile {
   std::istream& stream() { return stream_; }
   // The file's first size() bytes. Throws InvalidArgument when fewer can be read.
   std::string read_all();
+  // The file's first size() bytes into dst, which has room for at least size() bytes, read
+  // straight from the file (no copy through a stream buffer): a reader that needs its own
+  // buffer (a parser's padding) reads each byte once. Precondition: stream() was not read from.
+  // Throws InvalidArgument when fewer can be read.
+  void read_into(char* dst);
 
  private:
   class Buf : public std::streambuf {

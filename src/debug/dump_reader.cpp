@@ -14,7 +14,9 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <cstring>
 #include <limits>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string_view>
@@ -38,6 +40,8 @@ using nlohmann::json;
 
 // Deepest nesting a real dump has is 4 (root, entries, entry, input_sizes, dims).
 constexpr int kMaxDepth = 16;
+// A read buffer larger than this (a dump of a ring far above the default) is freed after use.
+constexpr size_t kKeptBufferBytes = size_t{64} << 20;
 // A host name is at most 64 bytes on Linux (HOST_NAME_MAX); escapes may make it longer.
 constexpr size_t kMaxHostNameChars = 255;
 
@@ -392,11 +396,13 @@ dom::parser& thread_parser() {
   return p;
 }
 
-RankDump parse(std::string_view text, const std::string& what) {
+// `padded`: text is followed by at least SIMDJSON_PADDING readable bytes, so the parser reads it
+// where it is instead of copying it into a padded buffer of its own.
+RankDump parse(std::string_view text, const std::string& what, bool padded) {
   RankDump d;
   InputBudget budget = dump_budget(text.size(), what);
   dom::element root;
-  if (const auto err = thread_parser().parse(text.data(), text.size()).get(root); err) {
+  if (const auto err = thread_parser().parse(text.data(), text.size(), !padded).get(root); err) {
     if (err == simdjson::DEPTH_ERROR) bad(fmt::format("nested deeper than {} levels", kMaxDepth));
     throw InvalidArgument(
         fmt::format("not a collie flight-recorder dump: {}", simdjson::error_message(err)));
@@ -439,11 +445,31 @@ RankDump parse(std::string_view text, const std::string& what) {
 
 }  // namespace
 
-RankDump parse_dump(const std::string& text) { return parse(text, "flight-recorder dump"); }
+RankDump parse_dump(const std::string& text) {
+  return parse(text, "flight-recorder dump", /*padded=*/false);
+}
 
 RankDump parse_dump_file(const std::string& path) {
   RegularFile f(path, kMaxJsonDumpBytes);
-  return parse(f.read_all(), "dump " + path);
+  // One buffer per thread, with the parser's padding, reused from dump to dump: each byte is
+  // read once from the file and parsed where it lies (no zero fill, no copy to a padded buffer).
+  // One far larger than a dump of the default ring is let go after its parse.
+  thread_local std::unique_ptr<char[]> buf;
+  thread_local size_t room = 0;
+  const size_t need = f.size() + simdjson::SIMDJSON_PADDING;
+  if (need > room) {
+    buf.reset();
+    buf = std::make_unique_for_overwrite<char[]>(need);
+    room = need;
+  }
+  f.read_into(buf.get());
+  std::memset(buf.get() + f.size(), 0, simdjson::SIMDJSON_PADDING);
+  struct LetGo {
+    ~LetGo() {
+      if (room > kKeptBufferBytes) buf.reset(), room = 0;
+    }
+  } let_go;
+  return parse(std::string_view(buf.get(), f.size()), "dump " + path, /*padded=*/true);
 }
 
 }  // namespace collie

@@ -62,6 +62,29 @@ TEST(RegularFile, SizeIsCappedAndReadsStopAtTheSizeWhenOpened) {
   EXPECT_EQ(g.read_all().size(), g.size());
 }
 
+TEST(RegularFile, ReadIntoFillsTheCallersBufferWithTheSizeWhenOpenedAndRefusesAShrunkFile) {
+  Dir d;
+  const fs::path p = d.path / "dump";
+  { std::ofstream(p) << "0123456789"; }
+  RegularFile f(p.string(), 100);
+  { std::ofstream(p, std::ios::app) << "grown after it was opened"; }
+  std::string buf(16, '#');
+  f.read_into(buf.data());
+  EXPECT_EQ(buf, "0123456789######");  // nothing past size() is written
+
+  RegularFile g(p.string(), 100);
+  ASSERT_EQ(::truncate(p.c_str(), 4), 0);
+  std::string small(g.size(), '\0');
+  try {
+    g.read_into(small.data());
+    ADD_FAILURE() << "a file that shrank after it was opened was read as whole";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("read 4 of its 35 bytes (did it shrink?)"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 // Pages of `path` in the page cache (mincore over a mapping of it), of `pages`.
 size_t resident_pages(const std::string& path, size_t& pages) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
