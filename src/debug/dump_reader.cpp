@@ -453,23 +453,21 @@ RankDump parse_dump_file(const std::string& path) {
   RegularFile f(path, kMaxJsonDumpBytes);
   // One buffer per thread, with the parser's padding, reused from dump to dump: each byte is
   // read once from the file and parsed where it lies (no zero fill, no copy to a padded buffer).
-  // One far larger than a dump of the default ring is let go after its parse.
-  thread_local std::unique_ptr<char[]> buf;
-  thread_local size_t room = 0;
+  // A dump far larger than one of the default ring gets a buffer of its own, freed after it.
+  thread_local std::unique_ptr<char[]> kept;
+  thread_local size_t kept_room = 0;
+  std::unique_ptr<char[]> own;
   const size_t need = f.size() + simdjson::SIMDJSON_PADDING;
-  if (need > room) {
-    buf.reset();
-    buf = std::make_unique_for_overwrite<char[]>(need);
-    room = need;
+  if (need > kKeptBufferBytes) {
+    own = std::make_unique_for_overwrite<char[]>(need);
+  } else if (need > kept_room) {
+    kept = std::make_unique_for_overwrite<char[]>(need);
+    kept_room = need;
   }
-  f.read_into(buf.get());
-  std::memset(buf.get() + f.size(), 0, simdjson::SIMDJSON_PADDING);
-  struct LetGo {
-    ~LetGo() {
-      if (room > kKeptBufferBytes) buf.reset(), room = 0;
-    }
-  } let_go;
-  return parse(std::string_view(buf.get(), f.size()), "dump " + path, /*padded=*/true);
+  char* const buf = own ? own.get() : kept.get();
+  f.read_into(buf);
+  std::memset(buf + f.size(), 0, simdjson::SIMDJSON_PADDING);
+  return parse(std::string_view(buf, f.size()), "dump " + path, /*padded=*/true);
 }
 
 }  // namespace collie
