@@ -184,6 +184,7 @@ Observation Engine::observe(const LinkSample& s, int self, bool* absolute) {
   ob.ref_gbps = ref.gbps;
   ob.bad = j.bad;
   ob.starved = j.starved;
+  ob.behind = j.behind;
   ob.cpu_wait = s.cpu_wait;
   ob.rule = j.rule;
   ob.expected_gbps = j.expected_gbps;
@@ -339,10 +340,12 @@ void Engine::describe(IsolationFinding& f, const Track& t, bool unit) const {
   // Starved re-measurements: the most CPU wait among them, and the first one (its rule, rate).
   const int starved = t.starved();
   double wait = 0;
+  int behind = 0;
   const Observation* first_starved = nullptr;
   for (const Observation& ob : t.obs) {
     if (!ob.starved) continue;
     wait = std::max(wait, ob.cpu_wait);
+    behind += ob.behind ? 1 : 0;
     if (!first_starved) first_starved = &ob;
   }
   if (bad == 0 && first_starved) {
@@ -352,10 +355,15 @@ void Engine::describe(IsolationFinding& f, const Track& t, bool unit) const {
     f.effect = 0;
     f.reason = fmt::format(
         "{} of {} re-measurements {} CPU-starved (its ranks waited for a CPU up to {:.0f}% of the "
-        "time, which explains their slowness: {}), {} judged where {} are needed; neither "
+        "time, which explains their slowness: {}{}), {} judged where {} are needed; neither "
         "confirmed nor cleared",
         starved, n, unit ? "against known-good partners" : "of the link itself", wait * 100,
-        first_starved->why.substr(0, first_starved->why.find("; but")), n - starved, o_.confirm);
+        first_starved->why.substr(0, first_starved->why.find("; but")),
+        behind > 0 ? fmt::format("; {} of them also far below what their peers reached under the "
+                                 "same load, which at that wait healthy links are too",
+                                 behind)
+                   : "",
+        n - starved, o_.confirm);
     f.next_step =
         "re-run the probe when the hosts' CPUs are not oversubscribed (fewer ranks per host, or "
         "without the competing load); a host that stays slow then is named";
@@ -473,7 +481,7 @@ IsolationReport Engine::run(const std::vector<LinkSample>& given, int given_roun
     oa.round = ob.round = 0;
     ++total[s.a];
     ++total[s.b];
-    if (oa.bad) {
+    if (oa.bad || oa.behind) {  // a starved pair far behind its peers is a suspicion too
       ++bad[s.a];
       ++bad[s.b];
       unit_survey[s.a].push_back(oa);

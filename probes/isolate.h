@@ -21,7 +21,7 @@
 //     the bad ones are beyond chance; when they are not, cleared, unless most re-measurements
 //     were bad (or fewer than `confirm` could be made): *_INCONCLUSIVE, neither confirmed nor
 //     cleared. A CPU-starved measurement (verdict.h) decides nothing: a starved survey pair
-//     makes no suspect (it kept up with its peers), and a suspect whose re-measurements were
+//     makes no suspect unless it is `behind` its peers, and a suspect whose re-measurements were
 //     starved, with fewer than `confirm` of them judged, is *_INCONCLUSIVE with that reason
 //     (up to 2 x confirm re-measurements are tried for `confirm` judged ones).
 //  4. links: bad survey pairs whose units were both cleared are re-measured themselves, with
@@ -75,6 +75,7 @@ struct Observation {
   double ref_gbps = 0;  // the reference it was judged against (the round's controls when slower)
   bool bad = false;
   bool starved = false;      // it broke a rule, but its CPU wait explains it (judge()): undecided
+  bool behind = false;       // starved and far below its peers (Judgement::behind): a suspicion
   double cpu_wait = 0;       // LinkSample::cpu_wait
   Rule rule = Rule::None;    // the rule it broke (judge())
   double expected_gbps = 0;  // what that rule held it against

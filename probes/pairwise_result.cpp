@@ -202,6 +202,7 @@ json PairwiseResult::to_json() const {
                     {"reference_gbps", o.ref_gbps},
                     {"bad", o.bad},
                     {"starved", o.starved},
+                    {"behind", o.behind},
                     {"cpu_wait", o.cpu_wait},
                     {"why", o.why}});
     findings.push_back({{"code", fault_code(f.fault)},
@@ -307,10 +308,11 @@ std::string PairwiseResult::to_text() const {
               ? o.why + (o.cpu_wait >= 0.01 ? fmt::format(" (its ranks waited for a CPU {:.0f}%)",
                                                           o.cpu_wait * 100)
                                             : "")
-          : o.starved ? fmt::format("{:.4g} GB/s CPU-starved (waited {:.0f}%, "
-                                    "reference {:.4g})",
-                                    o.gbps, o.cpu_wait * 100, o.ref_gbps)
-                      : fmt::format("{:.4g} GB/s", o.gbps));
+          : o.starved
+              ? fmt::format("{:.4g} GB/s CPU-starved (waited {:.0f}%, "
+                            "reference {:.4g}{})",
+                            o.gbps, o.cpu_wait * 100, o.ref_gbps, o.behind ? ", far behind it" : "")
+              : fmt::format("{:.4g} GB/s", o.gbps));
     }
     out += "    evidence: " + ev + "\n";
     out += fmt::format("    next step: {}\n", f.next_step);

@@ -209,25 +209,22 @@ Judgement judge(const LinkSample& s, const Reference& ref, const Thresholds& t) 
     j.why = std::move(why);
     return j;
   };
-  // The capacity rule broken by a drop the measurement's own CPU wait explains, while the link
-  // keeps up with the reference its peers reached under the same load (verdict.h).
+  // The capacity rule broken by a drop the measurement's own CPU wait explains (verdict.h).
   auto bad_unless_starved = [&](Rule rule, double expected, std::string why) {
     const double drop = expected > 0 ? (expected - v) / expected : 1;
     bad(rule, expected, false, std::move(why));
     if (s.cpu_wait * t.noise_k < drop) return j;
-    if (ref.gbps > 0 && v < t.starved_reference_fraction * ref.gbps) {
-      j.why += fmt::format(
-          "; its ranks waited for a CPU {:.0f}% of the time, but it is also {:.0f}% below the "
-          "reference {:.4g} GB/s its peers reached under the same load",
-          s.cpu_wait * 100, (ref.gbps - v) / ref.gbps * 100, ref.gbps);
-      return j;
-    }
     j.bad = false;
     j.starved = true;
+    j.behind = ref.gbps > 0 && v < t.starved_reference_fraction * ref.gbps;
     j.why += fmt::format(
-        "; but its ranks waited for a CPU {:.0f}% of the time, which explains that much, and it "
-        "keeps up with its peers (reference {:.4g} GB/s): CPU-starved, not judged",
-        s.cpu_wait * 100, ref.gbps);
+        "; but its ranks waited for a CPU {:.0f}% of the time, which explains that much{}: "
+        "CPU-starved, not judged",
+        s.cpu_wait * 100,
+        j.behind ? fmt::format(", though it is also {:.0f}% below the reference {:.4g} GB/s its "
+                               "peers reached under the same load",
+                               (ref.gbps - v) / ref.gbps * 100, ref.gbps)
+                 : fmt::format(" (reference {:.4g} GB/s)", ref.gbps));
     return j;
   };
   const double floor = t.floor(s.a, s.b), ceiling = t.ceiling(s.a, s.b);

@@ -49,6 +49,7 @@ struct SimCluster {
   // The CPU wait the ranks of a host report for each of its measurements (LinkSample::cpu_wait;
   // a measurement takes the larger of its two hosts'): ranks queued for an oversubscribed core.
   std::map<int, double> cpu_wait;
+  std::map<int, double> round_cpu_wait;  // round -> the wait of every measurement in it (at least)
   std::set<int> burst_rounds;  // rounds in which every link runs at burst_factor (a load burst)
   double burst_factor = 0.3;
   int rounds = 0;
@@ -105,6 +106,7 @@ struct SimCluster {
     }
     for (int h : {a, b})
       if (cpu_wait.count(h)) s.cpu_wait = std::max(s.cpu_wait, cpu_wait.at(h));
+    if (round_cpu_wait.count(rounds)) s.cpu_wait = std::max(s.cpu_wait, round_cpu_wait.at(rounds));
     auto lat = [&](int h) { return latency_us.count(h) ? latency_us.at(h) : 5.0; };
     s.lat_us = std::max(lat(a), lat(b)) * std::max(0.5, n(rng));
     s.seconds = setup_s + static_cast<double>(bytes) * messages / 2 / (speed * 1e9) +
