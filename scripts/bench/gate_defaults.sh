@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# The CI gate at its defaults, the way docs/ci.md tells users to run it: GATES times, a baseline
-# of 3 runs of one build (`collie report baseline`), then 3 more runs of the same build compared
-# with `collie report compare` and no --max-regression. Each gate is also judged on a 20 %
+# The CI gate at its defaults, the way docs/ci.md tells users to run it: GATES times, 3 runs for
+# a baseline (`collie report baseline`) and 3 more runs of the same build, alternating with them
+# (ORDER=alternate, docs/ci.md's recipe) or after them (ORDER=baseline-first: a baseline kept from
+# earlier), compared with `collie report compare` and no --max-regression. Each gate is also judged on a 20 %
 # slowdown: its 3 current runs with every time x 1.20 (busbw / 1.20: 16.7 % less bandwidth) and
 # nothing else changed, which must fail. BEFORE=COLLIE (another build's collie, e.g. main's)
 # judges the same files a second time, side by side.
 #   usage: scripts/bench/gate_defaults.sh [COLLIE]        (default build/src/cli/collie)
-#   env: GATES (10), SWEEP (the perf flags: all_reduce -np 2 -b 1M -e 16M -w 20 -n 20 -I 1),
+#   env: GATES (10), ORDER (alternate), SWEEP (the perf flags: all_reduce -np 2 -b 1M -e 16M -w 20
+#        -n 20 -I 1),
 #        GATE_FLAGS (extra compare flags, none by default), BEFORE, OUT (kept results folder)
 # Prints one line per gate (load average when it started, outcome and exit of the unchanged
 # build, the allowance used, the smallest regression the baseline says it catches, outcome of
@@ -17,6 +19,12 @@ here=$(cd "$(dirname "$0")" && pwd)
 COLLIE=${1:-$here/../../build/src/cli/collie}
 [ -x "$COLLIE" ] || { echo "gate_defaults: no collie at $COLLIE" >&2; exit 2; }
 GATES=${GATES:-10}
+ORDER=${ORDER:-alternate}
+case "$ORDER" in alternate | baseline-first) ;; *)
+  echo "gate_defaults: ORDER must be alternate or baseline-first, not '$ORDER'" >&2
+  exit 2
+  ;;
+esac
 read -r -a SWEEP <<<"${SWEEP:-all_reduce -np 2 -b 1M -e 16M -w 20 -n 20 -I 1}"
 read -r -a GATE_FLAGS <<<"${GATE_FLAGS:-}"
 W=${OUT:-$(mktemp -d /tmp/collie_gate_defaults.XXXXXX)}
@@ -55,13 +63,15 @@ printf '%-4s  %-14s  %-18s  %-9s  %-9s  %-18s  %s\n' gate load unchanged allowed
 pass=0 fail=0 incon=0 caught=0 bpass=0 bcaught=0
 for g in $(seq "$GATES"); do
   load=$(cut -d' ' -f1-3 /proc/loadavg)
-  for i in 1 2 3; do perf "g${g}_base$i"; done
+  if [ "$ORDER" = alternate ]; then
+    for i in 1 2 3; do perf "g${g}_base$i" && perf "g${g}_cur$i"; done
+  else
+    for i in 1 2 3; do perf "g${g}_base$i"; done
+    for i in 1 2 3; do perf "g${g}_cur$i"; done
+  fi
   "$COLLIE" report baseline "$W/g${g}_base"{1,2,3}.json -o "$W/g${g}_baseline.json" 2>/dev/null ||
     { echo "gate_defaults: report baseline failed" >&2; exit 2; }
-  for i in 1 2 3; do
-    perf "g${g}_cur$i"
-    slow "$W/g${g}_cur$i.json" "$W/g${g}_slow$i.json"
-  done
+  for i in 1 2 3; do slow "$W/g${g}_cur$i.json" "$W/g${g}_slow$i.json"; done
   same=$(judge "$COLLIE" "$W/g${g}_baseline.json" "$W/g${g}_cur"{1,2,3}.json)
   cp "$W/last.txt" "$W/g${g}_unchanged.txt"
   line=$(sed -n 3p "$W/last.txt")
@@ -86,7 +96,7 @@ for g in $(seq "$GATES"); do
   esac
   [ "${slowed##* }" = 1 ] && caught=$((caught + 1))
 done
-echo "unchanged build: $pass of $GATES PASS, $incon INCONCLUSIVE, $fail other (FAIL or error);" \
+echo "order $ORDER; unchanged build: $pass of $GATES PASS, $incon INCONCLUSIVE, $fail other (FAIL or error);" \
   "20% slowdown: $caught of $GATES FAIL${BEFORE:+; before: $bpass PASS, $bcaught caught}"
 echo "runs and tables: $W"
 need=$(((GATES * 9 + 9) / 10))
