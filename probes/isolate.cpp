@@ -475,10 +475,17 @@ IsolationReport Engine::run(const std::vector<LinkSample>& given, int given_roun
   const bool multi = rep_.survey_rounds > 1;
   std::vector<std::vector<Observation>> unit_survey(n_);
   std::map<Key, std::vector<Observation>> bad_links;
+  int survey_behind = 0;  // starved pairs far behind their peers (suspicions, in bad_links)
   for (const auto& s : survey) {
     if (s.a < 0 || s.b >= n_ || s.a == s.b) continue;
     Observation oa = observe(s, s.a, nullptr), ob = observe(s, s.b, nullptr);
     oa.round = ob.round = 0;
+    if (s.ok()) ++rep_.survey_measured;
+    if (oa.starved) {
+      ++rep_.survey_starved;
+      survey_behind += oa.behind ? 1 : 0;
+      rep_.survey_wait = std::max(rep_.survey_wait, oa.cpu_wait);
+    }
     ++total[s.a];
     ++total[s.b];
     if (oa.bad || oa.behind) {  // a starved pair far behind its peers is a suspicion too
@@ -519,12 +526,18 @@ IsolationReport Engine::run(const std::vector<LinkSample>& given, int given_roun
   }
   rep_.phases.push_back(fmt::format(
       "survey ({}): {} pairs in {} round(s); reference {:.4g} GB/s, noise {:.2g} GB/s; {} bad "
-      "pair(s), {} unit(s) to re-pair{}",
+      "pair(s){}, {} unit(s) to re-pair{}",
       o_.schedule == "full" ? "every pair"
       : multi               ? fmt::format("quick, rounds {}+", o_.rotation)
                             : fmt::format("quick, round {}", o_.rotation),
       rep_.pairs_measured, rep_.survey_rounds, rep_.reference.gbps, rep_.reference.noise_gbps,
-      bad_links.size(), units.size(),
+      bad_links.size(),
+      rep_.survey_starved > 0
+          ? fmt::format(" ({} of them CPU-starved and far behind their peers); {} of {} pairs "
+                        "CPU-starved",
+                        survey_behind, rep_.survey_starved, rep_.survey_measured)
+          : "",
+      units.size(),
       std::count(total.begin(), total.end(), 0) > 0
           ? fmt::format(" ({} not in the survey)", std::count(total.begin(), total.end(), 0))
           : ""));
@@ -590,7 +603,7 @@ IsolationReport Engine::run(const std::vector<LinkSample>& given, int given_roun
 }  // namespace
 
 Verdict IsolationReport::verdict() const {
-  Verdict v = Verdict::Ok;
+  Verdict v = survey_mostly_starved() ? Verdict::Inconclusive : Verdict::Ok;
   for (const auto& f : findings) v = worse(v, f.severity);
   return v;
 }

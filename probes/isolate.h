@@ -109,14 +109,23 @@ struct IsolationReport {
   int pairs_measured = 0;
   double seconds = 0;  // sum over rounds of the slowest pair's LinkSample::seconds
   Reference reference;
-  int suspects = 0;                 // units re-paired
-  int suspect_links = 0;            // links re-measured
-  int cleared = 0;                  // suspects (units and links) that did not reproduce
-  int inconclusive = 0;             // suspects neither confirmed nor cleared
+  int suspects = 0;       // units re-paired
+  int suspect_links = 0;  // links re-measured
+  int cleared = 0;        // suspects (units and links) that did not reproduce
+  int inconclusive = 0;   // suspects neither confirmed nor cleared
+  // Survey pairs measured, and those CPU-starved (judge()): when more than half were, the survey
+  // decided too little to clear anything, and the report is at least INCONCLUSIVE.
+  int survey_measured = 0;
+  int survey_starved = 0;
+  double survey_wait = 0;  // the most CPU wait among the starved ones
+  bool survey_mostly_starved() const {
+    return survey_measured > 0 && survey_starved * 2 > survey_measured;
+  }
   std::vector<std::string> phases;  // one line per phase, for the report
   std::vector<IsolationFinding> findings;
-  Verdict verdict()
-      const;  // worst finding severity (INCONCLUSIVE for *_INCONCLUSIVE); OK when none
+  // The worst finding severity (INCONCLUSIVE for *_INCONCLUSIVE), at least INCONCLUSIVE when the
+  // survey was mostly CPU-starved; OK when neither.
+  Verdict verdict() const;
 };
 
 // Runs the schedule over `units` units (REQUIRES: units >= 0, o.confirm >= 1). `survey`, when

@@ -232,6 +232,8 @@ json PairwiseResult::to_json() const {
                     {"suspect_links", iso.suspect_links},
                     {"cleared", iso.cleared},
                     {"inconclusive", iso.inconclusive},
+                    {"survey_measured", iso.survey_measured},
+                    {"survey_starved", iso.survey_starved},
                     {"phases", iso.phases},
                     {"findings", findings}};
   json caps = json::array();
@@ -338,6 +340,13 @@ std::string PairwiseResult::to_text() const {
                     world > kHeatMapFullRows ? unit_labels : std::vector<std::string>{});
   }
   const Verdict v = verdict();
+  if (iso.survey_mostly_starved())
+    out += fmt::format(
+        "INCONCLUSIVE SURVEY: {} of {} survey pairs CPU-starved (their ranks waited for a CPU up "
+        "to {:.0f}% of the time): a starved measurement decides nothing, so this run cannot clear "
+        "the cluster; re-run the probe when the hosts' CPUs are not oversubscribed (fewer ranks "
+        "per host, or without the competing load)\n",
+        iso.survey_starved, iso.survey_measured, iso.survey_wait * 100);
   if (v == Verdict::Ok)
     out += fmt::format(
         "OK: nothing named; {} suspect(s) cleared by re-measurement (reference {:.4g} GB/s, "

@@ -176,6 +176,43 @@ TEST(AcceptRules, PairwiseWarnsBelowCritDropAndAllowsWhatTheRuleAllows) {
   EXPECT_EQ(reports::accept_json(rep)["verdict"], "WARN");
 }
 
+TEST(AcceptRules, PairwiseWhoseSurveyWasMostlyStarvedIsInconclusive) {
+  // A healthy 4-host result; then the same with most of its survey pairs CPU-starved (what
+  // isolate() counts): nothing was cleared by a judged measurement, so the check is
+  // INCONCLUSIVE with the reason, not OK (and not failed).
+  const std::vector<std::string> hosts{"a", "a", "b", "b", "c", "c", "d", "d"};
+  std::vector<std::optional<std::string>> rows(8);
+  for (int r = 0; r < 8; ++r) {
+    std::vector<json> e;
+    for (int p = 0; p < 8; ++p)
+      if (p != r) e.push_back({{"peer", p}, {"lat_us", 30.0}, {"bw_gbps", 1.0}, {"error", ""}});
+    rows[r] = row(e);
+  }
+  PairwiseResult r = merge_pairwise(8, hosts, rows, PairwiseOptions{});
+  isolate_result(r, PairwiseOptions{}, from_matrix(r), 7);
+  const CheckSpec c = check(R"({"probe": "pairwise", "rules": {"max_slow_hosts": 0}})");
+  EXPECT_EQ(evaluate_pairwise(c, r, {}).verdict(), "OK") << r.to_text();
+  r.isolation.survey_measured = 9;
+  r.isolation.survey_starved = 4;  // not most
+  EXPECT_EQ(evaluate_pairwise(c, r, {}).verdict(), "OK");
+  EXPECT_EQ(r.verdict(), Verdict::Ok);
+  r.isolation.survey_starved = 5;
+  r.isolation.survey_wait = 0.81;
+  const CheckOutcome o = evaluate_pairwise(c, r, {});
+  EXPECT_TRUE(o.passed);
+  EXPECT_EQ(o.verdict(), "INCONCLUSIVE");
+  ASSERT_EQ(o.undecided.size(), 1u);
+  EXPECT_NE(o.undecided[0].find("5 of 9 survey pairs CPU-starved (their ranks waited for a CPU up "
+                                "to 81% of the time)"),
+            std::string::npos)
+      << o.undecided[0];
+  EXPECT_EQ(r.verdict(), Verdict::Inconclusive);
+  EXPECT_NE(r.to_text().find("\nINCONCLUSIVE SURVEY: 5 of 9 survey pairs CPU-starved"),
+            std::string::npos)
+      << r.to_text();
+  EXPECT_EQ(r.to_json()["isolation"]["survey_starved"], 5);
+}
+
 TEST(AcceptRules, PairwiseRelativeToBaseline) {
   const PairwiseResult r = slow_host_result();
   const CheckSpec c =

@@ -337,13 +337,38 @@ TEST(IsolateSmall, AStarvedHealthyClusterIsNotNamed) {
   // Every link 92 % below what its hosts can do, in line with each other: with the CPU wait that
   // explains it, nothing is named (it was LINK_SLOW / HOST_SLOW CRIT, issue 40); without the wait
   // the whole cluster is that slow, and CRIT.
+  // Every survey pair starved: the survey decided nothing, so the run cannot clear the cluster
+  // either: INCONCLUSIVE with no finding (it was OK, which a slow host in that cluster got too).
   SimCluster c = starved_cluster(0.5);
   const auto r = isolate(6, {}, c.callback());
   EXPECT_TRUE(r.findings.empty()) << describe(r);
-  EXPECT_EQ(r.verdict(), Verdict::Ok) << describe(r);
+  EXPECT_EQ(r.survey_starved, r.survey_measured) << describe(r);
+  EXPECT_GT(r.survey_measured, 0);
+  EXPECT_TRUE(r.survey_mostly_starved());
+  EXPECT_EQ(r.verdict(), Verdict::Inconclusive) << describe(r);
+  EXPECT_DOUBLE_EQ(r.survey_wait, 0.5);
   SimCluster idle = starved_cluster(0.02);
   const auto ri = isolate(6, {}, idle.callback());
   EXPECT_EQ(ri.verdict(), Verdict::Crit) << describe(ri);
+}
+
+TEST(IsolateSmall, AFewStarvedSurveyPairsLeaveTheSurveyJudged) {
+  // Only host 0's ranks wait (its links at a tenth of the others, below what its hosts can do):
+  // its survey pairs are starved, the rest are judged fine; the survey is not "mostly starved"
+  // and host 0 alone ends HOST_INCONCLUSIVE.
+  SimCluster c = starved_cluster(0);
+  c.cpu_wait.clear();
+  c.cpu_wait[0] = 0.5;
+  c.nic_gbps = 1.0;
+  c.slow_hosts[0] = 0.1;
+  const auto r = isolate(6, {}, c.callback());
+  EXPECT_GT(r.survey_starved, 0) << describe(r);
+  EXPECT_LT(r.survey_starved * 2, r.survey_measured) << describe(r);
+  EXPECT_FALSE(r.survey_mostly_starved());
+  ASSERT_EQ(r.findings.size(), 1u) << describe(r);
+  EXPECT_EQ(r.findings[0].a, 0) << describe(r);
+  EXPECT_EQ(r.findings[0].fault, Fault::HostInconclusive) << describe(r);
+  EXPECT_EQ(r.verdict(), Verdict::Inconclusive);
 }
 
 TEST(IsolateSmall, AHostSlowAmongEquallyStarvedPeersIsInconclusiveNeverOkNorNamed) {
