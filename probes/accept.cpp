@@ -219,10 +219,9 @@ CheckOutcome evaluate_pairwise(const CheckSpec& c, const PairwiseResult& r, cons
   if (!r.missing_ranks.empty())
     o.fail(fmt::format("ranks {} did not report", format_ranks(r.missing_ranks)));
   if (iso.survey_mostly_starved())
-    o.inconclusive(fmt::format(
-        "{} of {} survey pairs CPU-starved (their ranks waited for a CPU up to {:.0f}% of the "
-        "time): the survey cannot clear the cluster; re-run on CPUs that are not oversubscribed",
-        iso.survey_starved, iso.survey_measured, iso.survey_wait * 100));
+    o.inconclusive(iso.survey_starved_text() +
+                   ": the survey cannot clear the cluster; re-run on CPUs that are not "
+                   "oversubscribed");
   // A link nothing could pin on one of its hosts (no known-good host to test them against: 2
   // hosts) counts as a named host as well: one of the two is bad. Inconclusive findings decide
   // no rule; they make the check inconclusive unless something fails it.

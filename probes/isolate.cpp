@@ -602,6 +602,12 @@ IsolationReport Engine::run(const std::vector<LinkSample>& given, int given_roun
 
 }  // namespace
 
+std::string IsolationReport::survey_starved_text() const {
+  return fmt::format(
+      "{} of {} survey pairs CPU-starved (their ranks waited for a CPU up to {:.0f}% of the time)",
+      survey_starved, survey_measured, survey_wait * 100);
+}
+
 Verdict IsolationReport::verdict() const {
   Verdict v = survey_mostly_starved() ? Verdict::Inconclusive : Verdict::Ok;
   for (const auto& f : findings) v = worse(v, f.severity);

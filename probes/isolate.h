@@ -121,6 +121,8 @@ struct IsolationReport {
   bool survey_mostly_starved() const {
     return survey_measured > 0 && survey_starved * 2 > survey_measured;
   }
+  // "6 of 9 survey pairs CPU-starved (their ranks waited for a CPU up to 81% of the time)".
+  std::string survey_starved_text() const;
   std::vector<std::string> phases;  // one line per phase, for the report
   std::vector<IsolationFinding> findings;
   // The worst finding severity (INCONCLUSIVE for *_INCONCLUSIVE), at least INCONCLUSIVE when the

@@ -341,12 +341,10 @@ std::string PairwiseResult::to_text() const {
   }
   const Verdict v = verdict();
   if (iso.survey_mostly_starved())
-    out += fmt::format(
-        "INCONCLUSIVE SURVEY: {} of {} survey pairs CPU-starved (their ranks waited for a CPU up "
-        "to {:.0f}% of the time): a starved measurement decides nothing, so this run cannot clear "
-        "the cluster; re-run the probe when the hosts' CPUs are not oversubscribed (fewer ranks "
-        "per host, or without the competing load)\n",
-        iso.survey_starved, iso.survey_measured, iso.survey_wait * 100);
+    out += "INCONCLUSIVE SURVEY: " + iso.survey_starved_text() +
+           ": a starved measurement decides nothing, so this run cannot clear the cluster; re-run "
+           "the probe when the hosts' CPUs are not oversubscribed (fewer ranks per host, or "
+           "without the competing load)\n";
   if (v == Verdict::Ok)
     out += fmt::format(
         "OK: nothing named; {} suspect(s) cleared by re-measurement (reference {:.4g} GB/s, "
