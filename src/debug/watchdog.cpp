@@ -78,7 +78,8 @@ void Watchdog::set_timeout_handler(TimeoutHandler h) {
 
 uint64_t Watchdog::watch(const std::shared_ptr<GroupTrace>& group, OpType op, uint64_t seq,
                          Millis timeout, std::optional<Clock::TimePoint> now) {
-  const Clock::TimePoint deadline = now.value_or(clock_.now()) + timeout;
+  // Not now.value_or(clock_.now()): that reads the clock even when the caller gave its reading.
+  const Clock::TimePoint deadline = (now ? *now : clock_.now()) + timeout;
   for (unsigned k = 0; k < kSlots; ++k) {
     const unsigned i = (t_slot_hint + k) % kSlots;
     Slot& s = slots_[i];
