@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "comm/op.h"
+#include "core/owned_counter.h"
 
 namespace collie {
 
@@ -46,9 +47,12 @@ struct GroupTrace {
   std::shared_ptr<Store> store;   // the group's store (dump requests); may be null in tests
   std::atomic<uint64_t> last_enqueued_collective{0};
   std::atomic<uint64_t> last_started_collective{0};
-  std::atomic<uint64_t> last_completed_collective{0};
+  // Raised by whichever thread completes an op, without a locked instruction by the first one
+  // that did (the submitting thread, for inline ops): core/owned_counter.h.
+  CounterOwner completing;
+  OwnedMax<uint64_t> last_completed_collective;
   std::atomic<uint64_t> last_enqueued_p2p{0};
-  std::atomic<uint64_t> last_completed_p2p{0};
+  OwnedMax<uint64_t> last_completed_p2p;
 };
 
 // One recorded op as a snapshot gives it (the ring keeps it packed; flight_recorder.cpp).

@@ -28,7 +28,7 @@ std::shared_ptr<GroupTrace> make_trace(const ProcessGroup& pg) {
 // The enqueued and started seqs are written only by the submitting thread (a group takes submits
 // from one thread at a time, ProcessGroup's contract; current_ relies on it too), so a load and a
 // store raise them without a locked instruction. The completed seqs may be raised by several
-// completing threads: raise_max.
+// completing threads: OwnedMax (core/owned_counter.h).
 void raise_owned(std::atomic<uint64_t>& a, uint64_t v) {
   if (a.load(std::memory_order_relaxed) < v) a.store(v, std::memory_order_relaxed);
 }
@@ -157,9 +157,9 @@ void TracingProcessGroup::Done::finish(Shared& shared, std::exception_ptr error)
   GroupTrace& t = *shared.trace;
   const bool failed = error != nullptr;
   if (is_p2p(op)) {
-    raise_max(t.last_completed_p2p, seq, std::memory_order_relaxed);
+    t.last_completed_p2p.raise(t.completing.mine(), seq);
   } else if (!failed) {
-    raise_max(t.last_completed_collective, seq, std::memory_order_relaxed);
+    t.last_completed_collective.raise(t.completing.mine(), seq);
   }
   const int64_t done_ns = shared.fr->clock().mono_ns();  // one read for the record and observers
   shared.fr->mark_completed(f.record, failed, done_ns);

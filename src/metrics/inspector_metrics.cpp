@@ -106,13 +106,14 @@ void InspectorMetrics::record(int group_slot, const GroupTrace& g, OpType op, ui
     return;
   }
   const uint64_t ns = exec.count() > 0 ? static_cast<uint64_t>(exec.count()) : 0;
-  s->exec_ns.fetch_add(ns, std::memory_order_relaxed);
+  const bool mine = s->owner.mine();
+  s->exec_ns.add(mine, ns);
   const double busbw = inspector_bus_bandwidth_gbs(op, bytes, nranks, ns * 1e-3);
   if (busbw > 0) {
-    s->bus_log_sum.fetch_add(std::log(busbw), std::memory_order_relaxed);
-    s->bus_count.fetch_add(1, std::memory_order_relaxed);
+    s->bus_log_sum.add(mine, std::log(busbw));
+    s->bus_count.add(mine, 1);
   }
-  s->count.fetch_add(1, std::memory_order_release);
+  s->count.add(mine, 1, std::memory_order_release);
 }
 
 std::string InspectorMetrics::serialize(int64_t now_ns) {
@@ -125,9 +126,9 @@ std::string InspectorMetrics::serialize(int64_t now_ns) {
       if (slots_[i].key.load(std::memory_order_acquire) == 0) continue;
       Totals now;
       now.count = slots_[i].count.load(std::memory_order_acquire);
-      now.exec_ns = slots_[i].exec_ns.load(std::memory_order_relaxed);
-      now.bus_count = slots_[i].bus_count.load(std::memory_order_relaxed);
-      now.bus_log_sum = slots_[i].bus_log_sum.load(std::memory_order_relaxed);
+      now.exec_ns = slots_[i].exec_ns.load();
+      now.bus_count = slots_[i].bus_count.load();
+      now.bus_log_sum = slots_[i].bus_log_sum.load();
       const Totals& then = at_window_start_[i];
       last_window_[i] = Totals{now.count - then.count, now.exec_ns - then.exec_ns,
                                now.bus_count - then.bus_count, now.bus_log_sum - then.bus_log_sum};

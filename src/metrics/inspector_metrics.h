@@ -70,10 +70,11 @@ class InspectorMetrics {
  private:
   struct Slot {
     std::atomic<uint64_t> key{0};  // 0 = free; see make_key
-    std::atomic<uint64_t> count{0};
-    std::atomic<uint64_t> exec_ns{0};
-    std::atomic<uint64_t> bus_count{0};  // ops with a bandwidth > 0 (Inspector's busCount)
-    std::atomic<double> bus_log_sum{0};
+    CounterOwner owner;            // the counters below: core/owned_counter.h
+    OwnedCounter<uint64_t> count;
+    OwnedCounter<uint64_t> exec_ns;
+    OwnedCounter<uint64_t> bus_count;  // ops with a bandwidth > 0 (Inspector's busCount)
+    OwnedCounter<double> bus_log_sum;
   };
   struct Totals {  // a slot's sums, read at scrape time
     uint64_t count = 0, exec_ns = 0, bus_count = 0;

@@ -46,13 +46,15 @@ int LiveStatus::add_group(const GroupTrace& g) {
 void LiveStatus::started(int slot, OpType op, uint64_t seq, uint64_t bytes, int64_t now) {
   if (slot < 0) return;
   Slot& s = slots_[slot];
-  s.started.fetch_add(1, std::memory_order_relaxed);
+  s.started.add(s.owner.mine(), 1);
   s.last_progress_ns.store(now, std::memory_order_relaxed);
   const uint64_t key = key_of(op, seq);
+  // One thread at a time submits a group's ops (ProcessGroup's contract), so no other thread
+  // claims a free entry meanwhile: a store claims it. finished() only clears entries in use
+  // (acquire: its clearing of the start time comes before this op's).
   for (Entry& e : s.entries) {
-    uint64_t expected = 0;
-    if (e.key.load(std::memory_order_relaxed) == 0 &&
-        e.key.compare_exchange_strong(expected, key, std::memory_order_acq_rel)) {
+    if (e.key.load(std::memory_order_acquire) == 0) {
+      e.key.store(key, std::memory_order_relaxed);
       e.op.store(static_cast<uint8_t>(op), std::memory_order_relaxed);
       e.bytes.store(bytes, std::memory_order_relaxed);
       e.start_ns.store(now, std::memory_order_release);
@@ -66,9 +68,10 @@ void LiveStatus::finished(int slot, OpType op, uint64_t seq, bool ok, int64_t no
   Slot& s = slots_[slot];
   if (ok) {
     s.last_completed_op.store(static_cast<int>(op), std::memory_order_relaxed);
-    s.completed.fetch_add(1, std::memory_order_release);  // after the op's started (snapshot)
+    // After the op's started (snapshot).
+    s.completed.add(s.owner.mine(), 1, std::memory_order_release);
   } else {
-    s.failed.fetch_add(1, std::memory_order_release);
+    s.failed.add(s.owner.mine(), 1, std::memory_order_release);
   }
   s.last_progress_ns.store(now, std::memory_order_relaxed);
   const uint64_t key = key_of(op, seq);

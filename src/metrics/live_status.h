@@ -6,7 +6,9 @@
 // Hot path (started/completed): atomics in a fixed table (kMaxGroups groups, kMaxInflight
 // in-flight ops per group tracked individually; more are counted but not listed). No allocation,
 // no lock. Snapshots may be slightly torn across fields; each field is read atomically.
-// Thread safety: every method is thread-safe. Group slots are never freed.
+// Thread safety: every method is thread-safe, but started() for one group from one thread at a
+// time (ProcessGroup's contract: one thread at a time submits a group's ops). Group slots are
+// never freed.
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -16,6 +18,7 @@
 #include <vector>
 
 #include "comm/op.h"
+#include "core/owned_counter.h"
 #include "debug/flight_recorder.h"
 
 namespace collie {
@@ -84,8 +87,9 @@ class LiveStatus {
     int size = 1;
     std::atomic<int> last_completed_op{-1};
     // In flight = started - completed - failed (snapshot), so finishing an op adds to one
-    // counter only.
-    std::atomic<uint64_t> started{0}, completed{0}, failed{0};
+    // counter only. Raised by the slot's owner thread without a locked instruction.
+    CounterOwner owner;
+    OwnedCounter<uint64_t> started, completed, failed;
     std::atomic<int64_t> last_progress_ns{0};
     std::array<Entry, kMaxInflight> entries;
   };

@@ -103,17 +103,19 @@ Metrics::Row& Metrics::row(int backend, OpType op, uint64_t bytes) {
 
 void Metrics::record_op(int backend, OpType op, uint64_t bytes, std::chrono::nanoseconds duration) {
   Row& r = row(backend, op, bytes);
-  r.bytes.fetch_add(bytes, std::memory_order_relaxed);
+  const bool mine = r.owner.mine();
+  r.bytes.add(mine, bytes);
   const uint64_t ns = duration.count() > 0 ? static_cast<uint64_t>(duration.count()) : 0;
-  r.duration_ns.fetch_add(ns, std::memory_order_relaxed);
+  r.duration_ns.add(mine, ns);
   const double s = ns * 1e-9;
   size_t b = 0;
   while (b < kDurationBuckets.size() && s > kDurationBuckets[b]) ++b;
-  r.buckets[b].fetch_add(1, std::memory_order_relaxed);
+  r.buckets[b].add(mine, 1);
 }
 
 void Metrics::record_error(int backend, OpType op, uint64_t bytes) {
-  row(backend, op, bytes).errors.fetch_add(1, std::memory_order_relaxed);
+  Row& r = row(backend, op, bytes);
+  r.errors.add(r.owner.mine(), 1);
 }
 
 prometheus::Counter& Metrics::rare_counter(prometheus::Family<prometheus::Counter>& f,
@@ -166,11 +168,11 @@ std::string Metrics::serialize(const LiveStatus* live) const {
     for (OpType op : kAllOpTypes) {
       for (int sc = 0; sc < kNumSizeClasses; ++sc) {
         const Row& r = rows_[(b * kNumOpTypes + static_cast<int>(op)) * kNumSizeClasses + sc];
-        const uint64_t n_err = r.errors.load(std::memory_order_relaxed);
+        const uint64_t n_err = r.errors.load();
         std::array<uint64_t, kDurationBuckets.size() + 1> counts;
         uint64_t n = 0;
         for (size_t i = 0; i < counts.size(); ++i) {
-          counts[i] = r.buckets[i].load(std::memory_order_relaxed);
+          counts[i] = r.buckets[i].load();
           n += counts[i];
         }
         if (n == 0 && n_err == 0) continue;
@@ -181,13 +183,13 @@ std::string Metrics::serialize(const LiveStatus* live) const {
         // Derive the count from the buckets so _count, the +Inf bucket and ops_total agree.
         c.counter.value = static_cast<double>(n);
         ops.metric.push_back(c);
-        c.counter.value = static_cast<double>(r.bytes.load(std::memory_order_relaxed));
+        c.counter.value = static_cast<double>(r.bytes.load());
         bytes.metric.push_back(c);
         c.counter.value = static_cast<double>(n_err);
         errors.metric.push_back(c);
         ClientMetric h = m;
         h.histogram.sample_count = n;
-        h.histogram.sample_sum = r.duration_ns.load(std::memory_order_relaxed) * 1e-9;
+        h.histogram.sample_sum = r.duration_ns.load() * 1e-9;
         uint64_t cumulative = 0;
         for (size_t i = 0; i < kDurationBuckets.size(); ++i) {
           cumulative += counts[i];

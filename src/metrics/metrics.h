@@ -17,6 +17,7 @@
 #include <string_view>
 
 #include "comm/op.h"
+#include "core/owned_counter.h"
 
 namespace prometheus {
 class Registry;
@@ -79,11 +80,12 @@ class Metrics {
   std::string serialize(const LiveStatus* live = nullptr) const;
 
  private:
-  struct Row {
-    std::atomic<uint64_t> bytes{0};  // the op count is the buckets' sum (serialize)
-    std::atomic<uint64_t> errors{0};
-    std::atomic<uint64_t> duration_ns{0};
-    std::array<std::atomic<uint64_t>, kDurationBuckets.size() + 1> buckets{};  // not cumulative
+  struct Row {  // raised by its owner thread without a locked instruction (owned_counter.h)
+    CounterOwner owner;
+    OwnedCounter<uint64_t> bytes;  // the op count is the buckets' sum (serialize)
+    OwnedCounter<uint64_t> errors;
+    OwnedCounter<uint64_t> duration_ns;
+    std::array<OwnedCounter<uint64_t>, kDurationBuckets.size() + 1> buckets{};  // not cumulative
   };
   Row& row(int backend, OpType op, uint64_t bytes);
   prometheus::Counter& rare_counter(prometheus::Family<prometheus::Counter>& f,

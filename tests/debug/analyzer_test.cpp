@@ -46,7 +46,7 @@ struct Rank {
     g->last_enqueued_collective = coll;
     if (!pending) {
       fr.mark_completed(id, false);
-      if (!is_p2p(t)) g->last_completed_collective = coll;
+      if (!is_p2p(t)) g->last_completed_collective.raise(g->completing.mine(), coll);
     } else {
       fr.mark_started(id);
     }

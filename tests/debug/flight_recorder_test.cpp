@@ -85,7 +85,7 @@ TEST(FlightRecorder, DumpHasTorchFieldNames) {
   FlightRecorder fr(8, &clock);
   auto g = trace();
   g->last_enqueued_collective = 2;
-  g->last_completed_collective = 1;
+  g->last_completed_collective.raise(g->completing.mine(), 1);
   fr.add_group(g);
   std::vector<float> buf(6);
   OpCall c = call(OpType::AllReduce, 1, buf);

@@ -40,7 +40,7 @@ struct Recorded {
     fr.record(*g, 4, call(OpType::Barrier, 3));
     g->last_enqueued_collective = 3;
     g->last_started_collective = 2;
-    g->last_completed_collective = 1;
+    g->last_completed_collective.raise(g->completing.mine(), 1);
   }
   OpCall call(OpType t, uint64_t seq) {
     OpCall c;

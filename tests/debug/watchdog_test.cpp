@@ -21,7 +21,7 @@ std::shared_ptr<GroupTrace> trace() {
   g->global_rank = 2;
   g->last_enqueued_collective = 7;
   g->last_started_collective = 7;
-  g->last_completed_collective = 6;
+  g->last_completed_collective.raise(g->completing.mine(), 6);
   return g;
 }
 

@@ -47,7 +47,7 @@ struct Rank {
     fr.mark_started(id);
     if (!pending) {
       fr.mark_completed(id, false);
-      g.last_completed_collective = c.seq;
+      g.last_completed_collective.raise(g.completing.mine(), c.seq);
     }
     return id;
   }

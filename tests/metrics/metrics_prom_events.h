@@ -28,9 +28,9 @@ inline void trace_completed(MetricsObserver& o, GroupTrace& g, OpType op, uint64
                             size_t bytes, std::chrono::nanoseconds took, bool failed = false,
                             std::exception_ptr error = nullptr) {
   if (is_p2p(op)) {
-    raise_to(g.last_completed_p2p, seq);
+    g.last_completed_p2p.raise(g.completing.mine(), seq);
   } else if (!failed) {
-    raise_to(g.last_completed_collective, seq);
+    g.last_completed_collective.raise(g.completing.mine(), seq);
   }
   OpEvent e;
   e.group = &g;

@@ -189,7 +189,7 @@ std::string SyntheticJob::dump(int rank, bool torch) const {
     if (!complete) return;
     clock.advance(std::chrono::nanoseconds(kOpNs / 2));
     fr.mark_completed(id, fail);
-    if (!fail) g.last_completed_collective = c.seq;
+    if (!fail) g.last_completed_collective.raise(g.completing.mine(), c.seq);
   };
   // Ranks enter each op a little apart (the last host a few microseconds behind the first).
   clock.advance(
