@@ -2,13 +2,22 @@
 
 #include <thread>
 
+#include "core/tsc_clock.h"
+
 namespace collie {
 namespace {
 
 class SystemClock : public Clock {
  public:
-  TimePoint now() const override { return std::chrono::steady_clock::now(); }
+  // steady_clock's time (CLOCK_MONOTONIC), read from the time-stamp counter where it can be.
+  TimePoint now() const override {
+    if (tsc_ != nullptr) return TimePoint(std::chrono::nanoseconds(tsc_->now_ns()));
+    return std::chrono::steady_clock::now();
+  }
   void sleep_for(std::chrono::nanoseconds d) override { std::this_thread::sleep_for(d); }
+
+ private:
+  TscClock* const tsc_ = TscClock::get();
 };
 
 }  // namespace

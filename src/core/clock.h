@@ -1,6 +1,7 @@
 #pragma once
 // Time seam (LevelDB's Env idea): code that waits or measures deadlines takes a Clock so tests
-// can drive it with FakeClock instead of sleeping. SystemClock is stateless and thread-safe;
+// can drive it with FakeClock instead of sleeping. SystemClock (steady_clock's time, read from
+// the time-stamp counter where core/tsc_clock.h can) is thread-safe;
 // FakeClock is thread-safe (atomic time, sleepers wake when advance() passes their deadline).
 #include <atomic>
 #include <chrono>
