@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <thread>
 #include <vector>
 
@@ -32,7 +33,7 @@ TEST(TscClock, UsedOnlyWhereTheKernelTrustsTheCounter) {
 }
 
 // Readings bracketed by two steady_clock reads fall between them, give or take the clock's
-// error (a few microseconds at most; tens of nanoseconds when the rate is settled), over 300 ms
+// error (tens of nanoseconds here; under 5 us whatever the load), over 300 ms
 // and so across 15 anchors. Runs on any machine: a clock that cannot use the counter is built
 // here anyway, and then its readings are CLOCK_MONOTONIC's.
 TEST(TscClock, FollowsTheMonotonicClockAcrossAnchors) {
@@ -49,7 +50,12 @@ TEST(TscClock, FollowsTheMonotonicClockAcrossAnchors) {
     last = t;
     ++reads;
   }
-  EXPECT_LT(worst, 20'000) << "ns off CLOCK_MONOTONIC";
+  EXPECT_LT(worst, 5'000) << "ns off CLOCK_MONOTONIC";
+  std::printf(
+      "%llu readings, %llu anchors, %llu of CLOCK_MONOTONIC; worst %lld ns outside the "
+      "steady_clock reads around it\n",
+      static_cast<unsigned long long>(reads), static_cast<unsigned long long>(clock.anchors()),
+      static_cast<unsigned long long>(clock.slow_reads()), static_cast<long long>(worst));
   EXPECT_GE(clock.anchors(), 10u);
   EXPECT_LT(clock.slow_reads(), reads / 100) << "of " << reads << " readings";
 }

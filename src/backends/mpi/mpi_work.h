@@ -39,6 +39,8 @@ class MpiWork : public Work {
   // Async ops: tests the request once; returns true when the Work is completed.
   bool poll();
   // Synchronous ops: the blocking MPI call returned successfully; finish and complete.
+  // Precondition: no other thread has the Work yet (run() calls it before returning the Work),
+  // so it takes no lock.
   void mpi_returned();
 
  protected:
