@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <thread>
 #include <vector>
 
@@ -29,10 +30,14 @@ TEST(OwnedCounter, EveryThreadsAdditionsCountExactlyOnce) {
   OwnedCounter<uint64_t> n;
   OwnedCounter<double> sum;
   OwnedMax<uint64_t> top;
-  constexpr int kThreads = 4, kAdds = 20000;
+  constexpr int kThreads = 4, kAdds = 1000000;
+  std::atomic<int> ready{0};
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
+      ready.fetch_add(1);
+      while (ready.load() < kThreads) {
+      }  // all at once: the adds interleave
       for (int i = 1; i <= kAdds; ++i) {
         const bool mine = owner.mine();
         n.add(mine, 1);

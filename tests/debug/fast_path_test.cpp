@@ -10,6 +10,7 @@
 #include <future>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "debug/flight_recorder.h"
 #include "debug/tracing_process_group.h"
@@ -320,6 +321,45 @@ TEST(FastPath, TracedAsyncOpsAllocateNothingBeyondTheBackend) {
   EXPECT_EQ(pg->trace()->last_completed_collective.load(), kOps + 3u);
   EXPECT_EQ(traced.wd.pending(), 0u);
 #endif
+}
+
+// The counters an op raises are owned by the first thread that raises them (core/owned_counter.h):
+// ops completed on other threads, concurrently with the owner's, still count exactly once.
+TEST(FastPath, OpsCompletedOnSeveralThreadsAreCountedExactlyOnce) {
+  Traced traced(std::make_shared<FakeBackend>(true), 4000);
+  auto& pg = traced.pg;
+  float buf[2] = {};
+  const auto t = TensorView::cpu(buf, 2, DType::Float32);
+  pg->all_reduce(t)->complete();  // this thread owns the group's sets from here on
+  constexpr int kOps = 3000;
+  std::vector<std::shared_ptr<Work>> works;
+  for (int i = 0; i < kOps; ++i) works.push_back(pg->all_reduce(t));
+  std::atomic<int> ready{0};
+  const auto complete_every_third = [&](int k) {
+    ready.fetch_add(1);
+    while (ready.load() < 3) {
+    }  // all three at once: the completions interleave
+    for (int i = k; i < kOps; i += 3) works[i]->complete();
+  };
+  std::vector<std::thread> completers;
+  for (int k = 1; k < 3; ++k) completers.emplace_back(complete_every_third, k);
+  complete_every_third(0);
+  for (auto& th : completers) th.join();
+  EXPECT_EQ(pg->trace()->last_completed_collective.load(), kOps + 1u);
+  EXPECT_EQ(traced.wd.pending(), 0u);
+  const auto groups = traced.live.snapshot();
+  ASSERT_EQ(groups.size(), 1u);
+  EXPECT_EQ(groups[0].ops_completed, kOps + 1u);
+  EXPECT_EQ(groups[0].inflight, 0);
+  const std::string text = traced.m.serialize(&traced.live);
+  EXPECT_NE(text.find("collie_collective_ops_total{"), std::string::npos) << text;
+  EXPECT_NE(text.find("} " + std::to_string(kOps + 1) + "\n"), std::string::npos)
+      << "no series counted " << kOps + 1 << " ops:\n"
+      << text;
+  EXPECT_NE(text.find("collie_collective_bytes_total{"), std::string::npos);
+  EXPECT_NE(text.find("} " + std::to_string(8 * (kOps + 1)) + "\n"), std::string::npos)
+      << "8 bytes per op:\n"
+      << text;
 }
 
 // More async ops in flight than the group keeps completion slots for, completed in reverse
