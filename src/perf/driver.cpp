@@ -462,13 +462,14 @@ class Driver {
       const CheckCounts cc = validate(pg_, dev_, d, args, spec, l, o_.check_iters, o_.hooks);
       res.wrong = cc.wrong;
       res.first_wrong = cc.first_wrong;
-      // One warm-up op again after validation (its own buffers come and go): without it the
-      // first timed iteration ran ~2 ms over its 0.8 ms in every run (MPI all_reduce of 4 MiB,
-      // 2 ranks, -w 5), and not with -c 0, which moved the mean a nccl-tests user reads by
-      // ~40 us over 50 iterations; with it, that iteration runs 1.4-2.5x the median.
+      // The warm-up again after validation (its own buffers come and go), so the timed loop starts
+      // as it would without -c: with no op after validation the first timed iteration ran ~2 ms
+      // over its 0.8 ms in every run (MPI all_reduce of 4 MiB, 2 ranks, -w 5), which moved the
+      // mean a nccl-tests user reads by ~40 us over 50 iterations; with one op 1.3-1.6x the
+      // median, with the -w ops 1.06-1.34x (scripts/bench/README.md).
       if (o_.warmup_iters > 0) {
         steps_.enter(what + ": warmup after validation");
-        wait_all(d.run(pg_, args));
+        for (int w = 0; w < o_.warmup_iters; ++w) wait_all(d.run(pg_, args));
       }
     }
 
