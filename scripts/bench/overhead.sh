@@ -161,6 +161,14 @@ for b in sorted(raw):
           f"{('OVER' if over else 'ok') if judged else '-'}")
 print(f"# {over38} size(s) over (mean <= 1.05 x raw's mean, worst <= 2 x raw's worst, from 64 KiB)")
 if before_bin:
+    print(f"# BEFORE's mean and worst against the same raw samples")
+    print(f"{'size (B)':>10}  {'before mean':>11} {'ratio':>6}  {'before worst':>12} {'ratio':>6}")
+    for b in sorted(raw):
+        if b not in bef:
+            continue
+        rm, bm, rw, bw = statistics.fmean(raw[b]), statistics.fmean(bef[b]), max(raw[b]), max(bef[b])
+        print(f"{b:>10}  {bm:>11.1f} {bm / rm:>6.3f}  {bw:>12.1f} {bw / rw:>6.3f}")
+if before_bin:
     print(f"# this build vs BEFORE ({before_bin}), same rounds: after/before < 1 is faster")
     print(f"{'size (B)':>10}  {'before p50':>10} {'after p50':>10} {'ratio':>6}  "
           f"{'before p90':>10} {'after p90':>10} {'ratio':>6}")
