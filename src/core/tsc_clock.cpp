@@ -82,7 +82,10 @@ TscClock* TscClock::get() {
     const size_t at = flags.find("\nflags");
     flags = at == std::string::npos ? "" : flags.substr(at + 1, flags.find('\n', at + 1) - at);
     if (!usable(source, flags)) return nullptr;
-    return new TscClock;  // lives as long as the process, as the clock that hands it out
+    auto* c = new TscClock;  // lives as long as the process, as the clock that hands it out
+    if (c->anchors() > 0) return c;
+    delete c;  // could not calibrate (every reading interrupted): steady_clock it is
+    return nullptr;
   }();
   return clock;
 }

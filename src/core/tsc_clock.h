@@ -31,7 +31,8 @@ class TscClock {
   // (/proc/cpuinfo) has a counter the clock may use.
   static bool usable(std::string_view clocksource, std::string_view cpu_flags);
 
-  // Measures the counter's rate against CLOCK_MONOTONIC for about a millisecond (once).
+  // Measures the counter's rate against CLOCK_MONOTONIC for about a millisecond (once); when it
+  // cannot (every reading interrupted), anchors() stays 0 and every reading is CLOCK_MONOTONIC's.
   TscClock();
   int64_t now_ns();
 
