@@ -146,29 +146,24 @@ print(f"# {fail} size(s) over target (p50 <= 1.05 x raw, p90 <= 1.10 x raw)")
 # What a nccl-tests user reads (the table's time column is the loop's mean) and the worst stall:
 # issue 38's targets, from 64 KiB up: mean <= 1.05 x raw's mean, worst <= 2 x raw's worst, all
 # samples of all rounds of each side. Reported, not part of the exit status.
-print(f"{'size (B)':>10}  {'raw mean':>9} {'collie mean':>11} {'ratio':>6}  "
-      f"{'raw worst':>9} {'collie worst':>12} {'ratio':>6}  target (from 65536 B)")
-over38 = 0
-for b in sorted(raw):
-    if b not in col:
-        continue
-    rm, cm = statistics.fmean(raw[b]), statistics.fmean(col[b])
-    rw, cw = max(raw[b]), max(col[b])
-    judged = b >= 65536
-    over = judged and (cm / rm > 1.05 or cw / rw > 2.0)
-    over38 += over
-    print(f"{b:>10}  {rm:>9.1f} {cm:>11.1f} {cm / rm:>6.3f}  {rw:>9.1f} {cw:>12.1f} {cw / rw:>6.3f}  "
-          f"{('OVER' if over else 'ok') if judged else '-'}")
-print(f"# {over38} size(s) over (mean <= 1.05 x raw's mean, worst <= 2 x raw's worst, from 64 KiB)")
-if before_bin:
-    print(f"# BEFORE's mean and worst against the same raw samples")
-    print(f"{'size (B)':>10}  {'before mean':>11} {'ratio':>6}  {'before worst':>12} {'ratio':>6}")
+def mean_worst(name, side):  # one side's table against raw, and how many sizes are over
+    print(f"{'size (B)':>10}  {'raw mean':>9} {name + ' mean':>12} {'ratio':>6}  "
+          f"{'raw worst':>9} {name + ' worst':>13} {'ratio':>6}  target (from 65536 B)")
+    over_n = 0
     for b in sorted(raw):
-        if b not in bef:
+        if b not in side:
             continue
-        rm, bm, rw, bw = statistics.fmean(raw[b]), statistics.fmean(bef[b]), max(raw[b]), max(bef[b])
-        print(f"{b:>10}  {bm:>11.1f} {bm / rm:>6.3f}  {bw:>12.1f} {bw / rw:>6.3f}")
+        rm, sm, rw, sw = statistics.fmean(raw[b]), statistics.fmean(side[b]), max(raw[b]), max(side[b])
+        judged = b >= 65536
+        over = judged and (sm / rm > 1.05 or sw / rw > 2.0)
+        over_n += over
+        print(f"{b:>10}  {rm:>9.1f} {sm:>12.1f} {sm / rm:>6.3f}  {rw:>9.1f} {sw:>13.1f} "
+              f"{sw / rw:>6.3f}  {('OVER' if over else 'ok') if judged else '-'}")
+    print(f"# {name}: {over_n} size(s) over (mean <= 1.05 x raw's mean, worst <= 2 x raw's worst, "
+          f"from 64 KiB)")
+mean_worst("collie", col)
 if before_bin:
+    mean_worst("before", bef)  # against the same raw samples
     print(f"# this build vs BEFORE ({before_bin}), same rounds: after/before < 1 is faster")
     print(f"{'size (B)':>10}  {'before p50':>10} {'after p50':>10} {'ratio':>6}  "
           f"{'before p90':>10} {'after p90':>10} {'ratio':>6}")

@@ -64,6 +64,11 @@ bool read_pair(uint64_t& tsc, int64_t& ns) {
   return best < 2000;
 }
 
+// Where an anchor (ns at tick `tsc`, `rate` ns per tick) puts tick `t`; t may precede tsc.
+int64_t extrapolate(int64_t ns, uint64_t tsc, double rate, uint64_t t) {
+  return ns + static_cast<int64_t>(static_cast<double>(static_cast<int64_t>(t - tsc)) * rate);
+}
+
 }  // namespace
 
 bool TscClock::usable(std::string_view clocksource, std::string_view cpu_flags) {
@@ -119,7 +124,7 @@ int64_t TscClock::now_ns() {
     if ((v & 1) != 0 || a.seq.load(std::memory_order_relaxed) != v) continue;  // rewritten
     if (rate <= 0) return slow_now();
     const int64_t ticks = static_cast<int64_t>(t - tsc);  // < 0: read before a newer anchor
-    const int64_t now = ns + static_cast<int64_t>(static_cast<double>(ticks) * rate);
+    const int64_t now = extrapolate(ns, tsc, rate, t);
     if (ticks < max_ticks) return now;
     // Past the interval: one thread re-anchors; the others extrapolate on (accurate for a while
     // longer) unless the anchor is two intervals old.
@@ -130,11 +135,7 @@ int64_t TscClock::now_ns() {
       if (read_pair(tick, true_ns)) {
         slow_reads_.fetch_add(1, std::memory_order_relaxed);
         // The old anchor's value at that tick, when it is still close to the truth.
-        const int64_t old =
-            ticks < 2 * max_ticks
-                ? ns + static_cast<int64_t>(static_cast<double>(static_cast<int64_t>(tick - tsc)) *
-                                            rate)
-                : 0;
+        const int64_t old = ticks < 2 * max_ticks ? extrapolate(ns, tsc, rate, tick) : 0;
         r = write_anchor(tick, true_ns, old);
       } else {
         r = slow_now();
