@@ -11,93 +11,129 @@ namespace collie {
 Work::Work(OpType op, uint64_t seq, Millis timeout) : op_(op), seq_(seq), timeout_(timeout) {}
 
 bool Work::is_completed() {
-  if (done_.load(std::memory_order_acquire)) return true;
+  if (state_.load(std::memory_order_acquire) & kDone) return true;
   progress();
-  return done_.load(std::memory_order_acquire);
+  return (state_.load(std::memory_order_acquire) & kDone) != 0;
 }
 
 bool Work::is_success() { return is_completed() && error_ == nullptr; }
 
 std::exception_ptr Work::exception() {
-  // error_ is set before done_ and never changes after: no lock once done.
-  return done_.load(std::memory_order_acquire) ? error_ : nullptr;
+  // error_ is set before kDone and never changes after.
+  return (state_.load(std::memory_order_acquire) & kDone) ? error_ : nullptr;
 }
 
 void Work::wait(Millis timeout) {
-  const Millis limit = timeout == kUseGroupTimeout ? timeout_ : timeout;
-  std::unique_lock<std::mutex> lk(mu_);
-  // A Work that is already complete (every inline op) reads no clock.
-  const auto deadline =
-      done_ ? std::chrono::steady_clock::time_point{} : std::chrono::steady_clock::now() + limit;
-  while (!done_) {
-    const bool past = std::chrono::steady_clock::now() >= deadline;
-    if (needs_polling()) {
-      // A polled op acts on its own deadline inside progress() (NCCL aborts its communicator
-      // there), a deadline set when the op was issued, so no later than this one: it is polled
-      // once more after this deadline has passed before the wait gives up on it.
-      lk.unlock();
-      progress();
-      lk.lock();
-      if (done_ || past) break;
-      cv_.wait_for(lk, std::chrono::microseconds(50));
-    } else {
-      if (past) break;
-      cv_.wait_until(lk, deadline);
+  // A completed Work (every inline op) takes no lock and reads no clock.
+  if (!(state_.load(std::memory_order_acquire) & kDone)) {
+    const Millis limit = timeout == kUseGroupTimeout ? timeout_ : timeout;
+    std::unique_lock<std::mutex> lk(mu_);
+    // Under mu_: a completer that sees kWaiters locks mu_ before it notifies, so it cannot
+    // notify between this thread's look at kDone and its sleep.
+    uint32_t s = state_.fetch_or(kWaiters, std::memory_order_acq_rel);
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    while (!(s & kDone)) {
+      const bool past = std::chrono::steady_clock::now() >= deadline;
+      if (needs_polling()) {
+        // A polled op acts on its own deadline inside progress() (NCCL aborts its communicator
+        // there), a deadline set when the op was issued, so no later than this one: it is
+        // polled once more after this deadline has passed before the wait gives up on it.
+        lk.unlock();
+        progress();
+        lk.lock();
+        s = state_.load(std::memory_order_acquire);
+        if ((s & kDone) || past) break;
+        cv_.wait_for(lk, std::chrono::microseconds(50));
+      } else {
+        if (past) break;
+        cv_.wait_until(lk, deadline);
+      }
+      s = state_.load(std::memory_order_acquire);
     }
-  }
-  if (!done_) {
-    throw TimeoutError(fmt::format(
-        "[Rank {}] {} #{} did not complete within {} ms; some rank may not have called it "
-        "(set COLLIE_DEBUG=DETAIL to check, or run `collie analyze` on the flight-recorder dumps)",
-        rank_, op_name(op_), seq_, limit.count()));
+    if (!(s & kDone)) {
+      throw TimeoutError(fmt::format(
+          "[Rank {}] {} #{} did not complete within {} ms; some rank may not have called it "
+          "(set COLLIE_DEBUG=DETAIL to check, or run `collie analyze` on the flight-recorder "
+          "dumps)",
+          rank_, op_name(op_), seq_, limit.count()));
+    }
   }
   if (error_) std::rethrow_exception(error_);
 }
 
 bool Work::complete(std::exception_ptr error) {
-  std::vector<std::function<void(Work&)>> cbs;
-  CompletionFn fn = nullptr;
-  void* ctx = nullptr;
-  std::shared_ptr<void> owner;
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    if (done_.load(std::memory_order_relaxed)) return false;
+  uint32_t s = state_.load(std::memory_order_relaxed);
+  if (error == nullptr) {
+    // A success writes nothing but the state: one compare-and-swap.
+    do {
+      if (s & (kDone | kClaimed)) return false;
+    } while (!state_.compare_exchange_weak(s, s | kDone, std::memory_order_acq_rel,
+                                           std::memory_order_relaxed));
+  } else {
+    do {
+      if (s & (kDone | kClaimed)) return false;
+    } while (!state_.compare_exchange_weak(s, s | kClaimed, std::memory_order_acquire,
+                                           std::memory_order_relaxed));
     error_ = std::move(error);
-    done_.store(true, std::memory_order_release);
-    cbs.swap(callbacks_);
-    std::swap(fn, hook_fn_);
-    std::swap(ctx, hook_ctx_);
-    owner.swap(hook_owner_);
+    s = state_.fetch_or(kDone, std::memory_order_acq_rel);
   }
-  cv_.notify_all();
-  for (auto& cb : cbs) cb(*this);
-  if (fn != nullptr) fn(*this, ctx);
+  run_completion(s);
   return true;
 }
 
-void Work::set_completion_hook(CompletionFn fn, void* ctx, std::shared_ptr<void> owner) {
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    if (!done_ && hook_fn_ == nullptr) {
-      hook_fn_ = fn;
-      hook_ctx_ = ctx;
-      hook_owner_ = std::move(owner);
-      return;
-    }
-    if (!done_) {  // a second hook: an ordinary callback (this one allocates)
-      callbacks_.push_back([fn, ctx, owner = std::move(owner)](Work& w) { fn(w, ctx); });
-      return;
-    }
+void Work::run_completion(uint32_t prev) {
+  if (prev & kWaiters) {
+    { std::lock_guard<std::mutex> lk(mu_); }
+    cv_.notify_all();
   }
-  fn(*this, ctx);
+  if (prev & kCallbacks) {
+    std::vector<std::function<void(Work&)>> cbs;
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      cbs.swap(callbacks_);
+    }
+    for (auto& cb : cbs) cb(*this);
+  }
+  if (prev & kHook) {
+    // set_completion_hook wrote these before it set kHook, and nobody touches them after.
+    const CompletionFn fn = hook_fn_;
+    void* ctx = hook_ctx_;
+    const std::shared_ptr<void> owner = std::move(hook_owner_);
+    hook_fn_ = nullptr;
+    fn(*this, ctx);
+  }
+}
+
+void Work::set_completion_hook(CompletionFn fn, void* ctx, std::shared_ptr<void> owner) {
+  const uint32_t s = state_.load(std::memory_order_acquire);
+  if (s & kDone) {
+    fn(*this, ctx);
+    return;
+  }
+  if (s & kHook) {  // a second hook: an ordinary callback (this one allocates)
+    on_complete([fn, ctx, owner = std::move(owner)](Work& w) { fn(w, ctx); });
+    return;
+  }
+  hook_fn_ = fn;
+  hook_ctx_ = ctx;
+  hook_owner_ = std::move(owner);
+  if (state_.fetch_or(kHook, std::memory_order_acq_rel) & kDone) {
+    // Completed in between, without seeing the hook: it runs here.
+    const std::shared_ptr<void> held = std::move(hook_owner_);
+    hook_fn_ = nullptr;
+    fn(*this, ctx);
+  }
 }
 
 void Work::on_complete(std::function<void(Work&)> cb) {
   {
     std::lock_guard<std::mutex> lk(mu_);
-    if (!done_) {
+    if (!(state_.load(std::memory_order_acquire) & kDone)) {
       callbacks_.push_back(std::move(cb));
-      return;
+      if (!(state_.fetch_or(kCallbacks, std::memory_order_acq_rel) & kDone)) return;
+      // Completed in between, without seeing kCallbacks: it will not look; run it here.
+      cb = std::move(callbacks_.back());
+      callbacks_.pop_back();
     }
   }
   cb(*this);

@@ -7,6 +7,7 @@
 // Thread safety: all public methods may be called from any thread.
 #include <atomic>
 #include <condition_variable>
+#include <cstdint>
 #include <exception>
 #include <functional>
 #include <memory>
@@ -45,7 +46,8 @@ class COLLIE_API Work {
   // the op completes, immediately if it already has; `owner` is held until then (or until the
   // Work is destroyed uncompleted) and keeps what ctx points into alive. The first hook of a
   // Work is kept inline; a second one becomes an on_complete callback (which allocates). fn
-  // must not block.
+  // must not block. REQUIRES: no other thread calls set_completion_hook on this Work at the
+  // same time (the submitting thread sets it; completion may run concurrently).
   using CompletionFn = void (*)(Work&, void* ctx);
   void set_completion_hook(CompletionFn fn, void* ctx, std::shared_ptr<void> owner);
 
@@ -66,13 +68,21 @@ class COLLIE_API Work {
   const uint64_t seq_;
   const Millis timeout_;
   int rank_ = -1;
-  std::mutex mu_;
+  // The op's state in one word, so that completing an op, waiting for a completed one and
+  // setting its hook each take at most one locked instruction and no lock: kDone once
+  // completed; kClaimed while a failing completion writes error_ (a concurrent completion then
+  // loses); kHook once hook_* are set; kWaiters once a wait() may sleep on cv_; kCallbacks once
+  // callbacks_ may be non-empty. The completer locks mu_ only for the last two.
+  static constexpr uint32_t kDone = 1, kClaimed = 2, kHook = 4, kWaiters = 8, kCallbacks = 16;
+  std::atomic<uint32_t> state_{0};
+  void run_completion(uint32_t prev);  // the completion's side effects; prev: state_ before kDone
+  std::mutex mu_;                      // guards callbacks_ and the sleep on cv_
   std::condition_variable cv_;
-  // Written under mu_ (error_ first, then done_ with release); is_completed() and exception()
-  // read them without the lock once done_ is true.
-  std::atomic<bool> done_{false};
+  // Written before kDone is set (by the thread holding kClaimed) and never after; read without
+  // a lock once kDone is seen.
   std::exception_ptr error_;
   std::vector<std::function<void(Work&)>> callbacks_;
+  // Written by set_completion_hook before it sets kHook; taken by the completer that sees kHook.
   CompletionFn hook_fn_ = nullptr;
   void* hook_ctx_ = nullptr;
   std::shared_ptr<void> hook_owner_;

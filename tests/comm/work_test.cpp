@@ -142,6 +142,116 @@ TEST(Work, ACompletionHookRunsOnceAndHoldsItsOwnerUntilThen) {
   EXPECT_TRUE(dropped.expired());  // destroyed uncompleted: the hook never ran, the owner freed
 }
 
+// The completion races everything a Work offers at once: two completers (a success and a
+// failure, as a backend and the watchdog), the hook being set, a callback being added and a
+// waiter going to sleep. Whichever order the threads take, exactly one completion wins, the
+// hook and the callback run exactly once, after the winner's error is in place, and the waiter
+// wakes (a lost wake-up would hang it: its wait is bounded and fails the test).
+TEST(Work, ACompletionRacingTheHookTheCallbacksAndAWaiterLosesNothing) {
+  constexpr int kRounds = 2000;
+  int successes = 0;
+  for (int i = 0; i < kRounds; ++i) {
+    Work w(OpType::AllReduce, static_cast<uint64_t>(i), Millis(60000));
+    std::atomic<int> hooks{0}, callbacks{0}, wins{0};
+    std::atomic<bool> hook_saw_error{false}, callback_saw_error{false};
+    std::atomic<int> ready{0};
+    auto start_together = [&] {
+      ++ready;
+      while (ready.load() < 5) std::this_thread::yield();
+    };
+    struct Ctx {
+      std::atomic<int>* hooks;
+      std::atomic<bool>* saw_error;
+    } ctx{&hooks, &hook_saw_error};
+    std::thread ok([&] {
+      start_together();
+      wins += w.complete();
+    });
+    std::thread failing([&] {
+      start_together();
+      wins += w.complete(std::make_exception_ptr(NetworkError("peer gone")));
+    });
+    std::thread hook([&] {
+      start_together();
+      w.set_completion_hook(
+          [](Work& done, void* c) {
+            auto* x = static_cast<Ctx*>(c);
+            ++*x->hooks;
+            x->saw_error->store(done.exception() != nullptr);
+          },
+          &ctx, nullptr);
+    });
+    std::thread callback([&] {
+      start_together();
+      w.on_complete([&](Work& done) {
+        ++callbacks;
+        callback_saw_error = done.exception() != nullptr;
+      });
+    });
+    bool waited = false;
+    std::thread waiter([&] {
+      start_together();
+      try {
+        w.wait(Millis(20000));
+        waited = true;
+      } catch (const NetworkError&) {
+        waited = true;
+      } catch (const TimeoutError&) {
+      }
+    });
+    for (std::thread* t : {&ok, &failing, &hook, &callback, &waiter}) t->join();
+    ASSERT_EQ(wins.load(), 1) << "round " << i;
+    ASSERT_EQ(hooks.load(), 1) << "round " << i;
+    ASSERT_EQ(callbacks.load(), 1) << "round " << i;
+    ASSERT_TRUE(waited) << "round " << i << ": the waiter was never woken";
+    const bool failed = w.exception() != nullptr;
+    ASSERT_EQ(hook_saw_error.load(), failed) << "round " << i;
+    ASSERT_EQ(callback_saw_error.load(), failed) << "round " << i;
+    ASSERT_EQ(w.is_success(), !failed);
+    successes += !failed;
+  }
+  // Both completers won some rounds (else the race was never run).
+  EXPECT_GT(successes, 0);
+  EXPECT_LT(successes, kRounds);
+}
+
+// The narrowest window of the race above, on two threads only: the hook is set just as the op
+// completes (each side starts after a random spin of its own, so that over the rounds the
+// completion lands before, inside and after set_completion_hook). The hook runs exactly once.
+TEST(Work, AHookSetJustAsTheOpCompletesRunsExactlyOnce) {
+  constexpr int kRounds = 20000;
+  uint64_t rng = 0x9e3779b97f4a7c15ull;
+  auto next = [&rng] {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+  };
+  auto spin = [](uint64_t n) {
+    for (uint64_t k = 0; k < n; ++k) std::atomic_signal_fence(std::memory_order_seq_cst);
+  };
+  for (int i = 0; i < kRounds; ++i) {
+    Work w(OpType::AllReduce, 1, Millis(60000));
+    std::atomic<int> hooks{0}, ready{0};
+    const uint64_t a = next() % 64, b = next() % 64;
+    std::thread completer([&] {
+      ++ready;
+      while (ready.load() < 2) {
+      }
+      spin(a);
+      w.complete();
+    });
+    ++ready;
+    while (ready.load() < 2) {
+    }
+    spin(b);
+    w.set_completion_hook([](Work&, void* c) { ++*static_cast<std::atomic<int>*>(c); }, &hooks,
+                          nullptr);
+    completer.join();
+    ASSERT_EQ(hooks.load(), 1) << "round " << i;
+  }
+}
+
 // An op that advances only when polled (as MPI requests do): done on the third progress() call.
 class PolledWork final : public Work {
  public:
