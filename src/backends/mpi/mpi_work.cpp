@@ -8,11 +8,14 @@
 namespace collie {
 
 MpiWork::MpiWork(OpType op, uint64_t seq, Millis timeout, int rank,
-                 std::shared_ptr<const std::string> group)
-    : Work(op, seq, timeout), rank_(rank), group_(std::move(group)) {}
+                 const std::shared_ptr<const std::string>& group, bool async)
+    : Work(op, seq, timeout),
+      rank_(rank),
+      group_(async ? group : nullptr),
+      group_label_(group.get()) {}
 
 std::string MpiWork::label() const {
-  return fmt::format("[Rank {}] mpi {} #{} {}", rank_, op_name(op()), seq(), *group_);
+  return fmt::format("[Rank {}] mpi {} #{} {}", rank_, op_name(op()), seq(), *group_label_);
 }
 
 MpiWork::~MpiWork() {

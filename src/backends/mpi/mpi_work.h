@@ -23,9 +23,13 @@ namespace collie {
 class MpiWork : public Work {
  public:
   // `group` is the group's part of error messages ("(group 0 'default_pg')"); formatting the
-  // label only when an error needs it keeps the hot path free of string work.
+  // label only when an error needs it keeps the hot path free of string work. An async op's
+  // Work may outlive its group and keeps the label alive; a synchronous op's Work only points
+  // at it (no reference to count on the op's path): REQUIRES for !async that label() is called
+  // only while the group lives (run() formats every error of a synchronous op before it
+  // returns).
   MpiWork(OpType op, uint64_t seq, Millis timeout, int rank,
-          std::shared_ptr<const std::string> group);
+          const std::shared_ptr<const std::string>& group, bool async);
   ~MpiWork() override;
 
   // Filled by the group before the first poll.
@@ -51,7 +55,8 @@ class MpiWork : public Work {
   void run_finish();
 
   const int rank_;
-  const std::shared_ptr<const std::string> group_;
+  const std::shared_ptr<const std::string> group_;  // async ops only
+  const std::string* const group_label_;            // *group_, or the group's own
   std::mutex test_mu_;
   bool mpi_done_ = false;
 };

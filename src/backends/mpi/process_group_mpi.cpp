@@ -134,7 +134,8 @@ std::shared_ptr<Work> ProcessGroupMPI::run(const OpCall& call) {
         fmt::format("[Rank {}] mpi {} #{} {}: the group was shut down; create a new one", rank(),
                     op_name(call.type), call.seq, *group_label_));
   }
-  auto w = std::make_shared<MpiWork>(call.type, call.seq, call.timeout, rank(), group_label_);
+  auto w = std::make_shared<MpiWork>(call.type, call.seq, call.timeout, rank(), group_label_,
+                                     call.async_op);
   if (call.async_op) {
     start(call, *w, &w->request);
     return w;
