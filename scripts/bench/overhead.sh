@@ -6,6 +6,9 @@
 # p90 <= 1.10 x raw at every size. Exit 0 when all sizes meet them, 1 otherwise, 2 on bad usage.
 # A second table reports issue 38's: the mean (nccl-tests' time column) <= 1.05 x raw's mean and
 # the worst iteration <= 2 x raw's worst, from 64 KiB up (printed, not in the exit status).
+# Then each side's p50 per round at the largest size, with a WARNING when a side's rounds differ
+# by more than 1.3x (the machine's speed moved between launches: the pooled tables then compare
+# a fast spell with a slow one).
 # Both sides start their NP ranks the same way (one process each, by hand, as torchrun would
 # for collie), so neither pays for a launcher the other lacks. PIN=1 pins rank r of both sides
 # to CPU r mod nproc: on a 2-vCPU VM the scheduler's thread placement alone moves an 8 B op
@@ -110,6 +113,7 @@ backend = sys.argv[6]
 before_bin = sys.argv[7]
 rawname = "gloo::allreduce (options reused)" if backend == "gloo" else "MPI_Allreduce"
 raw, col, bef = {}, {}, {}
+by_round = {"raw": [], "collie": [], "before": []}  # per round: {bytes: that round's samples}
 for r in range(rounds):
     per = {}  # (bytes, it) -> slowest rank's us
     for path in glob.glob(os.path.join(work, f"raw{r}.r*")):
@@ -117,13 +121,18 @@ for r in range(rounds):
             b, it, us = line.split()
             k = (int(b), int(it))
             per[k] = max(per.get(k, 0.0), float(us))
+    mine = {}
     for (b, _), us in per.items():
         raw.setdefault(b, []).append(us)
-    for row in json.load(open(os.path.join(work, f"c{r}.r0.json")))["rows"]:
-        col.setdefault(int(row["size_bytes"]), []).extend(row["samples_us"])
-    if before_bin:
-        for row in json.load(open(os.path.join(work, f"b{r}.r0.json")))["rows"]:
-            bef.setdefault(int(row["size_bytes"]), []).extend(row["samples_us"])
+        mine.setdefault(b, []).append(us)
+    by_round["raw"].append(mine)
+    sides = [("collie", "c", col)] + ([("before", "b", bef)] if before_bin else [])
+    for name, tag, pooled in sides:
+        mine = {}
+        for row in json.load(open(os.path.join(work, f"{tag}{r}.r0.json")))["rows"]:
+            pooled.setdefault(int(row["size_bytes"]), []).extend(row["samples_us"])
+            mine[int(row["size_bytes"])] = row["samples_us"]
+        by_round[name].append(mine)
 def pct(v, q):  # p50: the median (midpoint); else nearest rank, as collie's core/stats.h
     if q == .5:
         return statistics.median(v)
@@ -162,6 +171,23 @@ def mean_worst(name, side):  # one side's table against raw, and how many sizes 
     print(f"# {name}: {over_n} size(s) over (mean <= 1.05 x raw's mean, worst <= 2 x raw's worst, "
           f"from 64 KiB)")
 mean_worst("collie", col)
+# Each launch of a side is one round; a machine whose speed moves between launches (Open MPI on
+# the 2-vCPU VM: a 2 MiB all_reduce in ~172 us in one mpirun, ~370 in the next) can put one
+# side's rounds in a fast spell and the other's in a slow one, and the pooled tables then
+# compare spells, not builds. Print each round's p50 at the largest size and say when they
+# disagree.
+big = max((b for b in raw if b in col), default=None)
+if big is not None:
+    per_side = {n: [statistics.median(rd[big]) for rd in rs if rd.get(big)]
+                for n, rs in by_round.items() if rs}
+    print(f"# p50 per round at {big} B (us): " + "; ".join(
+        f"{n} " + ", ".join(f"{v:.1f}" for v in vs) for n, vs in per_side.items()))
+    spread = {n: max(vs) / min(vs) for n, vs in per_side.items() if vs and min(vs) > 0}
+    moved = {n: x for n, x in spread.items() if x > 1.3}
+    if moved:
+        print("# WARNING: " + ", ".join(f"{n}'s rounds differ by {x:.2f}x" for n, x in moved.items())
+              + f" at {big} B: the machine's speed moved between launches; compare rounds that "
+              f"agree, or rerun")
 if before_bin:
     mean_worst("before", bef)  # against the same raw samples
     print(f"# this build vs BEFORE ({before_bin}), same rounds: after/before < 1 is faster")
