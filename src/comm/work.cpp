@@ -94,14 +94,14 @@ void Work::run_completion(uint32_t prev) {
     }
     for (auto& cb : cbs) cb(*this);
   }
-  if (prev & kHook) {
-    // set_completion_hook wrote these before it set kHook, and nobody touches them after.
-    const CompletionFn fn = hook_fn_;
-    void* ctx = hook_ctx_;
-    const std::shared_ptr<void> owner = std::move(hook_owner_);
-    hook_fn_ = nullptr;
-    fn(*this, ctx);
-  }
+  if (prev & kHook) run_hook();
+}
+
+void Work::run_hook() {
+  const CompletionFn fn = hook_fn_;
+  const std::shared_ptr<void> owner = std::move(hook_owner_);  // held until fn returns
+  hook_fn_ = nullptr;
+  fn(*this, hook_ctx_);
 }
 
 void Work::set_completion_hook(CompletionFn fn, void* ctx, std::shared_ptr<void> owner) {
@@ -117,12 +117,8 @@ void Work::set_completion_hook(CompletionFn fn, void* ctx, std::shared_ptr<void>
   hook_fn_ = fn;
   hook_ctx_ = ctx;
   hook_owner_ = std::move(owner);
-  if (state_.fetch_or(kHook, std::memory_order_acq_rel) & kDone) {
-    // Completed in between, without seeing the hook: it runs here.
-    const std::shared_ptr<void> held = std::move(hook_owner_);
-    hook_fn_ = nullptr;
-    fn(*this, ctx);
-  }
+  // Completed in between, without seeing the hook: it runs here.
+  if (state_.fetch_or(kHook, std::memory_order_acq_rel) & kDone) run_hook();
 }
 
 void Work::on_complete(std::function<void(Work&)> cb) {

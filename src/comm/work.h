@@ -76,7 +76,11 @@ class COLLIE_API Work {
   static constexpr uint32_t kDone = 1, kClaimed = 2, kHook = 4, kWaiters = 8, kCallbacks = 16;
   std::atomic<uint32_t> state_{0};
   void run_completion(uint32_t prev);  // the completion's side effects; prev: state_ before kDone
-  std::mutex mu_;                      // guards callbacks_ and the sleep on cv_
+  // Runs the hook once and lets its owner go: by the completer that saw kHook, or by
+  // set_completion_hook when the op completed before kHook was set (each field was written
+  // before kHook and is touched by no one else after).
+  void run_hook();
+  std::mutex mu_;  // guards callbacks_ and the sleep on cv_
   std::condition_variable cv_;
   // Written before kDone is set (by the thread holding kClaimed) and never after; read without
   // a lock once kDone is seen.

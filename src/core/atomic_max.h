@@ -18,4 +18,12 @@ T raise_max(std::atomic<T>& a, std::type_identity_t<T> v,
   return cur;
 }
 
+// The same for an atomic that only one thread ever writes (other threads only read it): a load
+// and a store, no locked instruction. Precondition: no other thread writes `a`.
+template <typename T>
+void raise_single_writer(std::atomic<T>& a, std::type_identity_t<T> v,
+                         std::memory_order order = std::memory_order_relaxed) {
+  if (a.load(std::memory_order_relaxed) < v) a.store(v, order);
+}
+
 }  // namespace collie

@@ -74,7 +74,7 @@ class OwnedMax {
   // `order`: relaxed or release.
   void raise(bool mine, T v, std::memory_order order = std::memory_order_relaxed) {
     if (mine) {
-      if (own_.load(std::memory_order_relaxed) < v) own_.store(v, order);
+      raise_single_writer(own_, v, order);
     } else {
       raise_max(shared_, v, order);
     }

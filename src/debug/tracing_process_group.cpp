@@ -26,12 +26,9 @@ std::shared_ptr<GroupTrace> make_trace(const ProcessGroup& pg) {
 }
 
 // The enqueued and started seqs are written only by the submitting thread (a group takes submits
-// from one thread at a time, ProcessGroup's contract; current_ relies on it too), so a load and a
-// store raise them without a locked instruction. The completed seqs may be raised by several
-// completing threads: OwnedMax (core/owned_counter.h).
-void raise_owned(std::atomic<uint64_t>& a, uint64_t v) {
-  if (a.load(std::memory_order_relaxed) < v) a.store(v, std::memory_order_relaxed);
-}
+// from one thread at a time, ProcessGroup's contract; current_ relies on it too), so
+// raise_single_writer raises them without a locked instruction. The completed seqs may be raised
+// by several completing threads: OwnedMax (core/owned_counter.h).
 
 std::string describe(std::exception_ptr e) {
   try {
@@ -62,9 +59,9 @@ void TracingProcessGroup::before(const OpCall& call) {
   current_ = InFlight{};
   current_.created_ns = shared_->fr->clock().mono_ns();
   if (is_p2p(call.type)) {
-    raise_owned(t.last_enqueued_p2p, call.seq);
+    raise_single_writer(t.last_enqueued_p2p, call.seq);
   } else {
-    raise_owned(t.last_enqueued_collective, call.seq);
+    raise_single_writer(t.last_enqueued_collective, call.seq);
   }
   current_.record = shared_->fr->record(t, ++op_id_, call, current_.created_ns);
   // The recorder's reading serves the watchdog too when both keep the same clock.
@@ -91,7 +88,7 @@ void TracingProcessGroup::before(const OpCall& call) {
 
 std::shared_ptr<Work> TracingProcessGroup::after(const OpCall& call, std::shared_ptr<Work> work) {
   GroupTrace& t = *shared_->trace;
-  if (!is_p2p(call.type)) raise_owned(t.last_started_collective, call.seq);
+  if (!is_p2p(call.type)) raise_single_writer(t.last_started_collective, call.seq);
   const Done d{current_,         call.type,      call.seq, call.input.nbytes(),
                call.input.dtype, call.in_metrics};
   if (work->is_completed()) {

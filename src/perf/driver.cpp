@@ -454,8 +454,11 @@ class Driver {
     LocalResult res;
     stall_if_asked(o_.hooks, rank, timeout_, steps_, what);
 
-    steps_.enter(what + ": warmup");
-    for (int w = 0; w < o_.warmup_iters; ++w) wait_all(d.run(pg_, args));
+    auto warm_up = [&](const char* step) {
+      steps_.enter(what + step);
+      for (int w = 0; w < o_.warmup_iters; ++w) wait_all(d.run(pg_, args));
+    };
+    warm_up(": warmup");
 
     if (o_.check_iters > 0 && !d.latency_only && !(in_place && d.in_place_unchecked)) {
       steps_.enter(what + ": validation");
@@ -467,10 +470,7 @@ class Driver {
       // over its 0.8 ms in every run (MPI all_reduce of 4 MiB, 2 ranks, -w 5), which moved the
       // mean a nccl-tests user reads by ~40 us over 50 iterations; with one op 1.3-1.6x the
       // median, with the -w ops 1.06-1.34x (scripts/bench/README.md).
-      if (o_.warmup_iters > 0) {
-        steps_.enter(what + ": warmup after validation");
-        for (int w = 0; w < o_.warmup_iters; ++w) wait_all(d.run(pg_, args));
-      }
+      if (o_.warmup_iters > 0) warm_up(": warmup after validation");
     }
 
     steps_.enter(what + ": timed");
