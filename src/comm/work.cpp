@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "core/error.h"
+#include "core/futex.h"
 
 namespace collie {
 
@@ -24,29 +25,30 @@ std::exception_ptr Work::exception() {
 }
 
 void Work::wait(Millis timeout) {
+  uint32_t s = state_.load(std::memory_order_acquire);
   // A completed Work (every inline op) takes no lock and reads no clock.
-  if (!(state_.load(std::memory_order_acquire) & kDone)) {
+  if (!(s & kDone)) {
     const Millis limit = timeout == kUseGroupTimeout ? timeout_ : timeout;
-    std::unique_lock<std::mutex> lk(mu_);
-    // Under mu_: a completer that sees kWaiters locks mu_ before it notifies, so it cannot
-    // notify between this thread's look at kDone and its sleep.
-    uint32_t s = state_.fetch_or(kWaiters, std::memory_order_acq_rel);
+    // A completer that sets kDone after this sees kWaiters and wakes the word's sleepers; one
+    // that set it before left kDone in s. A sleep on a word that changed meanwhile returns at
+    // once, so no wake-up is lost.
+    s = state_.fetch_or(kWaiters, std::memory_order_acq_rel) | kWaiters;
     const auto deadline = std::chrono::steady_clock::now() + limit;
+    const bool polled = needs_polling();
     while (!(s & kDone)) {
-      const bool past = std::chrono::steady_clock::now() >= deadline;
-      if (needs_polling()) {
+      const auto now = std::chrono::steady_clock::now();
+      const bool past = now >= deadline;
+      if (polled) {
         // A polled op acts on its own deadline inside progress() (NCCL aborts its communicator
         // there), a deadline set when the op was issued, so no later than this one: it is
         // polled once more after this deadline has passed before the wait gives up on it.
-        lk.unlock();
         progress();
-        lk.lock();
         s = state_.load(std::memory_order_acquire);
         if ((s & kDone) || past) break;
-        cv_.wait_for(lk, std::chrono::microseconds(50));
+        futex_wait(state_, s, std::chrono::microseconds(50));
       } else {
         if (past) break;
-        cv_.wait_until(lk, deadline);
+        futex_wait(state_, s, deadline - now);
       }
       s = state_.load(std::memory_order_acquire);
     }
@@ -82,10 +84,7 @@ bool Work::complete(std::exception_ptr error) {
 }
 
 void Work::run_completion(uint32_t prev) {
-  if (prev & kWaiters) {
-    { std::lock_guard<std::mutex> lk(mu_); }
-    cv_.notify_all();
-  }
+  if (prev & kWaiters) futex_wake_all(state_);
   if (prev & kCallbacks) {
     std::vector<std::function<void(Work&)>> cbs;
     {

@@ -6,7 +6,6 @@
 // Works that advance only when polled (MPI requests, CUDA events) override progress().
 // Thread safety: all public methods may be called from any thread.
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -71,8 +70,9 @@ class COLLIE_API Work {
   // The op's state in one word, so that completing an op, waiting for a completed one and
   // setting its hook each take at most one locked instruction and no lock: kDone once
   // completed; kClaimed while a failing completion writes error_ (a concurrent completion then
-  // loses); kHook once hook_* are set; kWaiters once a wait() may sleep on cv_; kCallbacks once
-  // callbacks_ may be non-empty. The completer locks mu_ only for the last two.
+  // loses); kHook once hook_* are set; kWaiters once a wait() may sleep on this word (a futex:
+  // the completer that sees it wakes the sleepers); kCallbacks once callbacks_ may be
+  // non-empty (the completer then locks mu_).
   static constexpr uint32_t kDone = 1, kClaimed = 2, kHook = 4, kWaiters = 8, kCallbacks = 16;
   std::atomic<uint32_t> state_{0};
   void run_completion(uint32_t prev);  // the completion's side effects; prev: state_ before kDone
@@ -80,8 +80,7 @@ class COLLIE_API Work {
   // set_completion_hook when the op completed before kHook was set (each field was written
   // before kHook and is touched by no one else after).
   void run_hook();
-  std::mutex mu_;  // guards callbacks_ and the sleep on cv_
-  std::condition_variable cv_;
+  std::mutex mu_;  // guards callbacks_
   // Written before kDone is set (by the thread holding kClaimed) and never after; read without
   // a lock once kDone is seen.
   std::exception_ptr error_;
