@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <mutex>
+#include <vector>
+
 #include "comm/registry.h"
 #include "core/atomic_max.h"
 #include "core/error.h"
@@ -30,6 +33,15 @@ std::shared_ptr<GroupTrace> make_trace(const ProcessGroup& pg) {
 // raise_single_writer raises them without a locked instruction. The completed seqs may be raised
 // by several completing threads: OwnedMax (core/owned_counter.h).
 
+// The state of groups destroyed while ops were in flight: their Works point into it, so it
+// stays for the process's life (never destroyed, so a Work completing at exit finds it too).
+void keep_for_in_flight_ops(std::shared_ptr<void> state) {
+  static std::mutex mu;
+  static auto* kept = new std::vector<std::shared_ptr<void>>();
+  std::lock_guard<std::mutex> lk(mu);
+  kept->push_back(std::move(state));
+}
+
 std::string describe(std::exception_ptr e) {
   try {
     std::rethrow_exception(e);
@@ -52,6 +64,17 @@ TracingProcessGroup::TracingProcessGroup(std::shared_ptr<ProcessGroup> inner,
   shared_->trace = make_trace(*this);
   for (Pending& p : shared_->pending) p.shared = shared_.get();
   shared_->fr->add_group(shared_->trace);
+}
+
+// No op is submitted while the group is destroyed (ProcessGroup's contract); a slot seen free
+// here was released by a completer that is done with the state (busy is its last write).
+TracingProcessGroup::~TracingProcessGroup() {
+  for (const Pending& p : shared_->pending) {
+    if (p.busy.load(std::memory_order_acquire)) {
+      keep_for_in_flight_ops(std::move(shared_));
+      return;
+    }
+  }
 }
 
 void TracingProcessGroup::before(const OpCall& call) {
@@ -101,7 +124,7 @@ std::shared_ptr<Work> TracingProcessGroup::after(const OpCall& call, std::shared
   shared_->watchdog->attach(current_.token, work);
   if (Pending* p = claim_pending()) {
     p->done = d;
-    work->set_completion_hook(&complete_pending, p, shared_);
+    work->set_completion_hook(&complete_pending, p, nullptr);  // no reference: see the header
   } else {
     // More ops in flight than slots: this one's state gets an allocation of its own, which the
     // Work holds (with the group's state) until it completes.
@@ -134,10 +157,10 @@ TracingProcessGroup::Pending* TracingProcessGroup::claim_pending() {
 
 void TracingProcessGroup::complete_pending(Work& w, void* pending) {
   auto* p = static_cast<Pending*>(pending);
-  const Done d = p->done;
-  Shared& shared = *p->shared;  // alive: the Work holds it until this returns
+  // The state is alive while the slot is taken (the group's destructor keeps it then); the slot
+  // is let go last.
+  p->done.finish(*p->shared, w.exception());
   p->busy.store(false, std::memory_order_release);
-  d.finish(shared, w.exception());
 }
 
 void TracingProcessGroup::complete_allocated(Work& w, void* pending) {

@@ -11,7 +11,9 @@
 // Thread safety: as ProcessGroup.
 // Cost: an op allocates nothing here; an async op's completion state waits in one of its group's
 // kPendingSlots slots (a heap one only while more ops than that are in flight at once; a slot
-// whose Work is destroyed without ever completing stays taken).
+// whose Work is destroyed without ever completing stays taken). A Work in a slot holds no
+// reference to the group's state (that would cost two locked instructions per op): a group
+// destroyed while a slot is taken leaves its state to the process (kept_for_in_flight_ops).
 #include <array>
 #include <atomic>
 #include <memory>
@@ -31,6 +33,8 @@ class TracingProcessGroup : public ProcessGroupWrapper {
   explicit TracingProcessGroup(std::shared_ptr<ProcessGroup> inner,
                                FlightRecorder* recorder = nullptr, Watchdog* watchdog = nullptr,
                                std::vector<std::shared_ptr<OpObserver>> observers = {});
+
+  ~TracingProcessGroup() override;
 
   const std::shared_ptr<GroupTrace>& trace() const { return shared_->trace; }
 
@@ -56,14 +60,16 @@ class TracingProcessGroup : public ProcessGroupWrapper {
     void finish(Shared& shared, std::exception_ptr error) const;
   };
   // An async op's Done until its Work completes. `busy` is set by the submitting thread and
-  // cleared (release) by the completing one once it has copied `done` out.
+  // cleared (release) by the completing one as the last thing it does with the group's state.
   struct Pending {
     std::atomic<bool> busy{false};
     Shared* shared = nullptr;
     Done done{};
   };
   static constexpr size_t kPendingSlots = 64;
-  // What completion needs; shared so a Work may outlive this group (each waiting Work holds it).
+  // What completion needs. A Work may outlive this group: an allocated slot's Work holds this
+  // state; a Work in a pending slot does not, and the group's destructor keeps the state for
+  // the process when any slot is still taken.
   struct Shared {
     FlightRecorder* fr = nullptr;
     Watchdog* watchdog = nullptr;

@@ -97,9 +97,11 @@ uint64_t Watchdog::watch(const std::shared_ptr<GroupTrace>& group, OpType op, ui
     s.deadline_ns.store(ns_of(deadline), std::memory_order_relaxed);
     const uint64_t token = (++s.generation << 8) | i;
     s.p.token = token;
-    // seq_cst: either the thread's next look at the slots sees this op, or this thread sees the
-    // wake time the thread published before that look (loop()).
-    s.token.store(token, std::memory_order_seq_cst);
+    // The claim above (a seq_cst read-modify-write) orders this op against the thread's look
+    // at the slots: a look that read the slot free came before the claim, so the wake time the
+    // thread published before that look is what wake_if_earlier reads below; a later look
+    // waits here for the token (settled_token). So publishing the token needs only release.
+    s.token.store(token, std::memory_order_release);
     wake_if_earlier(deadline);
     return token;
   }
@@ -240,7 +242,7 @@ void Watchdog::loop() {
   std::unique_lock<std::mutex> lk(mu_);
   while (!stop_) {
     kicked_ = false;
-    // Publish the wake time, then look at the slots again (watch() stores its token, then reads
+    // Publish the wake time, then look at the slots again (watch() claims its slot, then reads
     // the wake time): an op watched meanwhile is either seen here or wakes the thread.
     auto earliest = earliest_deadline();
     next_wake_ns_.store(ns_of(earliest), std::memory_order_seq_cst);
