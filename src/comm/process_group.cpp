@@ -146,8 +146,11 @@ std::shared_ptr<Work> ProcessGroup::submit(OpCall call) {
   if (traits(call.type).sizes == OpTraits::Sizes::InPlace) call.output = call.input;
   validate(call);
   if (call.timeout == kUseGroupTimeout) call.timeout = info_.timeout;
-  call.seq = is_p2p(call.type) ? p2p_seq_.fetch_add(1, std::memory_order_relaxed) + 1
-                               : coll_seq_.fetch_add(1, std::memory_order_relaxed) + 1;
+  // One thread at a time submits (the contract above): a load and a store, no locked
+  // instruction; other threads only read the counters.
+  std::atomic<uint64_t>& counter = is_p2p(call.type) ? p2p_seq_ : coll_seq_;
+  call.seq = counter.load(std::memory_order_relaxed) + 1;
+  counter.store(call.seq, std::memory_order_relaxed);
   auto work = run(call);
   work->set_context(rank());
   return work;

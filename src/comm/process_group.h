@@ -96,6 +96,7 @@ class COLLIE_API ProcessGroup {
  private:
   void validate(const OpCall& call) const;
   GroupInfo info_;
+  // Written by the submitting thread only (see Thread safety), read by any.
   std::atomic<uint64_t> coll_seq_{0};
   std::atomic<uint64_t> p2p_seq_{0};
 };
