@@ -28,11 +28,6 @@ std::shared_ptr<GroupTrace> make_trace(const ProcessGroup& pg) {
   return t;
 }
 
-// The enqueued and started seqs are written only by the submitting thread (a group takes submits
-// from one thread at a time, ProcessGroup's contract; current_ relies on it too), so
-// raise_single_writer raises them without a locked instruction. The completed seqs may be raised
-// by several completing threads: OwnedMax (core/owned_counter.h).
-
 // The state of groups destroyed while ops were in flight: their Works point into it, so it
 // stays for the process's life (never destroyed, so a Work completing at exit finds it too).
 void keep_for_in_flight_ops(std::shared_ptr<void> state) {
@@ -81,6 +76,9 @@ void TracingProcessGroup::before(const OpCall& call) {
   GroupTrace& t = *shared_->trace;
   current_ = InFlight{};
   current_.created_ns = shared_->fr->clock().mono_ns();
+  // The enqueued and started seqs are written only by the submitting thread (a group takes
+  // submits from one thread at a time, ProcessGroup's contract; current_ relies on it too): no
+  // locked instruction. The completed seqs may be raised by several completing threads: OwnedMax.
   if (is_p2p(call.type)) {
     raise_single_writer(t.last_enqueued_p2p, call.seq);
   } else {

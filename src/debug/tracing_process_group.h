@@ -13,7 +13,7 @@
 // kPendingSlots slots (a heap one only while more ops than that are in flight at once; a slot
 // whose Work is destroyed without ever completing stays taken). A Work in a slot holds no
 // reference to the group's state (that would cost two locked instructions per op): a group
-// destroyed while a slot is taken leaves its state to the process (kept_for_in_flight_ops).
+// destroyed while a slot is taken leaves its state to the process (keep_for_in_flight_ops).
 #include <array>
 #include <atomic>
 #include <memory>
