@@ -122,8 +122,21 @@ uint64_t Watchdog::watch(const std::shared_ptr<GroupTrace>& group, OpType op, ui
 }
 
 void Watchdog::wake_if_earlier(Clock::TimePoint deadline) {
-  // The thread wakes at next_wake_ns_ anyway; a futex wake per op would cost microseconds.
-  if (ns_of(deadline) >= next_wake_ns_.load(std::memory_order_seq_cst)) return;
+  // The thread wakes at next_wake_ns_ anyway; a futex wake per op would cost microseconds. An
+  // earlier deadline becomes the wake time before the thread is woken, and the thread keeps it
+  // even when this op has ended before it looks (loop()), so the ops after it, whose deadlines
+  // are later, do not wake it again.
+  const int64_t d = ns_of(deadline);
+  const int64_t w = next_wake_ns_.load(std::memory_order_seq_cst);
+  if (d < w) [[unlikely]]
+    lower_wake_time(d, w);
+}
+
+void Watchdog::lower_wake_time(int64_t d, int64_t w) {
+  do {
+    if (d >= w) return;  // another watch() lowered it further (and woke the thread)
+  } while (!next_wake_ns_.compare_exchange_weak(w, d, std::memory_order_seq_cst,
+                                                std::memory_order_seq_cst));
   {
     std::lock_guard<std::mutex> lk(mu_);
     kicked_ = true;
@@ -242,9 +255,15 @@ void Watchdog::loop() {
   std::unique_lock<std::mutex> lk(mu_);
   while (!stop_) {
     kicked_ = false;
+    // A wake time still ahead stays, though its op may have ended (a wakeup that finds nothing,
+    // about once per op timeout); one that has come is dropped. Without this, a thread woken for
+    // an op that ended before it looked slept with no wake time, and the next op woke it again:
+    // a futex wake and a context switch per op wherever ops end before this thread runs.
+    const int64_t kept = next_wake_ns_.load(std::memory_order_seq_cst);
+    auto earliest = kept > ns_of(clock_.now()) ? time_of(kept) : Clock::TimePoint::max();
     // Publish the wake time, then look at the slots again (watch() claims its slot, then reads
     // the wake time): an op watched meanwhile is either seen here or wakes the thread.
-    auto earliest = earliest_deadline();
+    earliest = std::min(earliest, earliest_deadline());
     next_wake_ns_.store(ns_of(earliest), std::memory_order_seq_cst);
     earliest = std::min(earliest, earliest_deadline());
     next_wake_ns_.store(ns_of(earliest), std::memory_order_seq_cst);

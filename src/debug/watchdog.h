@@ -13,7 +13,9 @@
 // claims one of kSlots fixed slots by compare-and-swap and publishes its deadline there; only
 // when more than kSlots ops are in flight does the rest go to a vector under the watchdog's
 // mutex. watch() wakes the thread (mutex + futex) only when its deadline is earlier than the one
-// the thread sleeps towards. The timeout handler runs on the watchdog thread without the lock.
+// the thread sleeps towards, which the thread then keeps even when that op has ended (so ops that
+// end before the thread runs do not wake it one by one). The timeout handler runs on the watchdog
+// thread without the lock.
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -91,6 +93,9 @@ class Watchdog {
   };
   void loop();
   void wake_if_earlier(Clock::TimePoint deadline);
+  // Makes d (< w, the wake time read) the wake time unless another thread made it earlier
+  // still, and wakes the thread. Out of line: the path of an op that wakes nothing stays short.
+  [[gnu::noinline]] void lower_wake_time(int64_t d, int64_t w);
   // The token of slot s once no thread is rewriting it.
   static uint64_t settled_token(const Slot& s);
   Clock::TimePoint earliest_deadline() const;  // REQUIRES: mu_ held

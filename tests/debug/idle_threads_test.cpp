@@ -4,6 +4,7 @@
 // were 10 and 20 a second. Threads are found by the names they give themselves.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -65,6 +66,51 @@ TEST(IdleThreads, WatchdogSleepsUntilTheEarliestDeadline) {
   EXPECT_GE(s, 0.19);
   EXPECT_LT(s, scaled(1.0));
   EXPECT_EQ(fired.load(), 1);
+}
+
+// Short ops with gaps between them and nothing else in flight (a training step's small
+// collectives between compute): each op is done before the thread looks at it. The thread keeps
+// the deadline it was woken for as its next wakeup, so the next ops (later deadlines) do not wake
+// it again: one wakeup, not one per op (a futex wake and a context switch each).
+TEST(IdleThreads, WatchdogIsNotWokenPerOpWhenOpsEndBeforeItLooks) {
+  // One CPU for this thread and the watchdog's (it inherits the mask), where the woken thread
+  // runs only once this one sleeps, after the op ended, as on a busy rank.
+  cpu_set_t all, one;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(all), &all), 0);
+  CPU_ZERO(&one);
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &all)) {
+      CPU_SET(c, &one);
+      break;
+    }
+  }
+  ASSERT_EQ(sched_setaffinity(0, sizeof(one), &one), 0);
+  struct Restore {
+    cpu_set_t mask;
+    ~Restore() { sched_setaffinity(0, sizeof(mask), &mask); }
+  } restore{all};
+  const auto before = threads_named("collie-watchdog");
+  Watchdog wd(Clock::system());
+  const int tid = new_thread("collie-watchdog", before);
+  ASSERT_GE(tid, 0) << "no new thread named collie-watchdog";
+  // And it runs only when the CPU is otherwise idle (SCHED_IDLE never preempts this thread).
+  sched_param idle{};
+  ASSERT_EQ(sched_setscheduler(tid, SCHED_IDLE, &idle), 0);
+  ASSERT_TRUE(testing::settled(tid)) << "the thread never went to sleep";
+  const long start = wakeups(tid);
+  for (uint64_t seq = 1; seq <= 200; ++seq) {
+    wd.unwatch(wd.watch(nullptr, OpType::AllReduce, seq, Millis(60000)));
+    std::this_thread::sleep_for(2ms);  // the thread, if woken, has looked by now
+  }
+  EXPECT_LE(wakeups(tid) - start, 3) << "200 short ops, 2 ms apart, nothing else in flight";
+  // Still watching: an op with an earlier deadline than the kept wakeup fires on time.
+  auto work = std::make_shared<Work>(OpType::Barrier, 7, Millis(5000));
+  wd.set_timeout_handler([](const Watchdog::Expired&) {});
+  wd.attach(wd.watch(nullptr, OpType::Barrier, 7, Millis(200)), work);
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_THROW(work->wait(Millis(3000)), TimeoutError);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
+            scaled(1.0));
 }
 
 TEST(IdleThreads, DumpThreadSleepsUntilWokenAndWakesAtOnceForSigusr1) {
