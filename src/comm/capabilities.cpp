@@ -4,24 +4,8 @@
 
 namespace collie {
 
-bool Capabilities::supports(OpType t, DeviceType dev) const {
-  const auto& c = at(t);
-  return dev == DeviceType::CUDA ? c.cuda : c.cpu;
-}
-
-bool Capabilities::supports(OpType t, DeviceType dev, DType d) const {
-  return supports(t, dev) && (t == OpType::Barrier || (at(t).dtypes & bit(d)) != 0);
-}
-
-bool Capabilities::supports(OpType t, DeviceType dev, DType d, ReduceOp r) const {
-  if (!supports(t, dev, d)) return false;
-  if (!has_reduce_op(t)) return true;
-  if (is_bitwise(r) && is_floating(d)) return false;
-  return (at(t).reduce_ops & bit(r)) != 0;
-}
-
 std::string Capabilities::why_unsupported(const OpCall& call) const {
-  const TensorView& t = call.input.data ? call.input : call.output;
+  const TensorView& t = checked_tensor(call);
   const DeviceType dev = t.device.type;
   if (!supports(call.type, dev)) {
     return fmt::format("{} backend does not support {} on {} (see `collie info`)", backend,

@@ -137,8 +137,8 @@ void ProcessGroup::validate(const OpCall& c) const {
   const bool skip_caps =
       t.sizes == OpTraits::Sizes::RootOutputIsInputTimesN && rank() != c.root && !has_in;
   if (!skip_caps && (has_in || has_out || t.sizes == OpTraits::Sizes::None)) {
-    std::string why = capabilities().why_unsupported(c);
-    if (!why.empty()) bad(*this, c, why);
+    const Capabilities& caps = capabilities();
+    if (!caps.supports(c)) bad(*this, c, caps.why_unsupported(c));
   }
 }
 

@@ -11,10 +11,6 @@ size_t dtype_size(DType d) {
   return visit_dtype(d, [](auto tag) { return sizeof(typename decltype(tag)::type); });
 }
 
-bool is_floating(DType d) {
-  return d == DType::Float16 || d == DType::BFloat16 || d == DType::Float32 || d == DType::Float64;
-}
-
 bool is_signed(DType d) {
   return d == DType::Int8 || d == DType::Int32 || d == DType::Int64 || is_floating(d);
 }

@@ -28,7 +28,9 @@ inline constexpr std::array<DType, 10> kAllDTypes = {
     DType::UInt64, DType::Float16, DType::BFloat16, DType::Float32, DType::Float64};
 
 COLLIE_API size_t dtype_size(DType d);
-COLLIE_API bool is_floating(DType d);
+constexpr bool is_floating(DType d) {
+  return d == DType::Float16 || d == DType::BFloat16 || d == DType::Float32 || d == DType::Float64;
+}
 COLLIE_API bool is_signed(DType d);
 // Canonical collie spelling: "int8" ... "float16", "bfloat16", "float32", "float64".
 COLLIE_API std::string_view dtype_name(DType d);

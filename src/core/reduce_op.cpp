@@ -34,8 +34,4 @@ std::optional<ReduceOp> parse_reduce_op(std::string_view s) {
   return std::nullopt;
 }
 
-bool is_bitwise(ReduceOp op) {
-  return op == ReduceOp::BAnd || op == ReduceOp::BOr || op == ReduceOp::BXor;
-}
-
 }  // namespace collie

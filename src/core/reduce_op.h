@@ -19,6 +19,8 @@ inline constexpr std::array<ReduceOp, 9> kAllReduceOps = {
 // "sum", "prod", "min", "max", "avg", "band", "bor", "bxor", "premul_sum".
 COLLIE_API std::string_view reduce_op_name(ReduceOp op);
 COLLIE_API std::optional<ReduceOp> parse_reduce_op(std::string_view s);
-COLLIE_API bool is_bitwise(ReduceOp op);
+constexpr bool is_bitwise(ReduceOp op) {
+  return op == ReduceOp::BAnd || op == ReduceOp::BOr || op == ReduceOp::BXor;
+}
 
 }  // namespace collie
