@@ -267,6 +267,50 @@ TEST(Validate, ABitwiseReduceOpOnAFloatingDtypeIsRefusedEvenWhenDeclared) {
   EXPECT_EQ(pg.runs.size(), 1u);
 }
 
+// submit asks supports(call) for every op and builds why_unsupported's message only when it is
+// false: the two agree on every op, device, dtype and reduce op, with and without an input, over
+// tables that drop each kind of entry.
+TEST(Validate, SupportsAgreesWithWhyUnsupportedOnEveryCall) {
+  std::vector<Capabilities> tables(4);
+  for (size_t k = 0; k < tables.size(); ++k) {
+    for (OpType t : kAllOpTypes) {
+      OpCapability& c = tables[k].at(t);
+      const int i = static_cast<int>(t);
+      c = OpCapability{true, true, kAllDTypeBits, kAllReduceOpBits};
+      if (k == 1) c.cpu = i % 2 == 0, c.cuda = i % 3 != 0;
+      if (k == 2) c.dtypes &= ~(bit(DType::Int32) | bit(DType::Float16));
+      if (k == 3) c.reduce_ops &= ~(bit(ReduceOp::Max) | bit(ReduceOp::BXor));
+    }
+  }
+  int checked = 0, refused = 0;
+  for (const Capabilities& caps : tables) {
+    for (OpType t : kAllOpTypes) {
+      for (DeviceType dev : {DeviceType::CPU, DeviceType::CUDA}) {
+        for (DType d : kAllDTypes) {
+          for (ReduceOp r : kAllReduceOps) {
+            for (bool input : {true, false}) {
+              OpCall c;
+              c.type = t;
+              c.reduce_op = r;
+              TensorView v = TensorView::cpu(buf, 4, d);
+              v.device = Device{dev, 0};
+              (input ? c.input : c.output) = v;
+              const std::string why = caps.why_unsupported(c);
+              EXPECT_EQ(caps.supports(c), why.empty())
+                  << op_name(t) << " " << device_type_name(dev) << " " << dtype_name(d) << " "
+                  << reduce_op_name(r) << ": " << why;
+              ++checked;
+              refused += !why.empty();
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(refused, 0);
+  EXPECT_LT(refused, checked);
+}
+
 // send, recv, broadcast, all_reduce and reduce run in place: submit makes the output the input,
 // whatever output the call carried, and checks that.
 TEST(Validate, InPlaceOpsUseTheirInputAsOutput) {
