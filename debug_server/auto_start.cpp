@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <mutex>
+#include <optional>
 
 #include "comm/registry.h"
 #include "core/env.h"
@@ -23,18 +24,24 @@ std::unique_ptr<DebugServer>& server_slot() {
   return s;
 }
 
+// The base port asked for: --debug-port, else COLLIE_DEBUG_PORT; none when neither is set.
+std::optional<int> configured_port(const Env& env) {
+  const int port = g_port_override.load();
+  if (port >= 0) return port;
+  auto v = env.get_int_in("COLLIE_DEBUG_PORT", 0, 65535, " (0 = an ephemeral port)");
+  if (!v) return std::nullopt;
+  return static_cast<int>(*v);
+}
+
 }  // namespace
 
 void start_debug_server_if_asked(const ProcessGroup& pg, const BackendArgs& args) {
   const GroupInfo& info = pg.info();
   if (info.name != "0") return;  // the world group; other groups share its server
   const Env& env = args.env ? *args.env : Env::process();
-  int port = g_port_override.load();
-  if (port < 0) {
-    auto v = env.get_int_in("COLLIE_DEBUG_PORT", 0, 65535, " (0 = an ephemeral port)");
-    if (!v) return;
-    port = static_cast<int>(*v);
-  }
+  const std::optional<int> asked = configured_port(env);
+  if (!asked) return;
+  const int port = *asked;
   std::lock_guard<std::mutex> lock(g_mu);
   if (server_slot()) return;
   DebugServerOptions o;
@@ -57,6 +64,11 @@ void start_debug_server_if_asked(const ProcessGroup& pg, const BackendArgs& args
   o.store = prefixed ? prefixed->base() : info.store;
   o.dump_store = info.store;  // where this group's DumpService watches dump_request
   server_slot() = DebugServer::start(std::move(o));
+}
+
+bool debug_server_configured(const BackendArgs& args) {
+  if (process_debug_server() != nullptr) return true;
+  return configured_port(args.env ? *args.env : Env::process()).has_value();
 }
 
 void set_debug_port_override(int port) { g_port_override.store(port); }

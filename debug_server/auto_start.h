@@ -17,6 +17,10 @@ struct BackendArgs;
 // otherwise and when this process already has one. Thread-safe.
 void start_debug_server_if_asked(const ProcessGroup& pg, const BackendArgs& args);
 
+// Whether this process has a debug server, or a port is configured (--debug-port, else
+// COLLIE_DEBUG_PORT in args' environment) so its world group starts one. Thread-safe.
+bool debug_server_configured(const BackendArgs& args);
+
 // For CLI flags (--debug-port): takes precedence over COLLIE_DEBUG_PORT. -1 clears it.
 void set_debug_port_override(int port);
 // The server started for this process, or nullptr.

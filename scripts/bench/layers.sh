@@ -31,7 +31,7 @@ count() {  # $1 layer, $2 with|without; prints instructions per op
 }
 echo "# instructions per op (valgrind --tool=callgrind, $CG_OPS ops per run)"
 printf '%-14s %9s %9s %9s\n' layer "w/o" with added
-for layer in recorder watchdog metrics tracing tracing-async; do
+for layer in recorder watchdog metrics tracing tracing-async trace-unserved async-unserved; do
   a=$(count "$layer" without)
   b=$(count "$layer" with)
   printf '%-14s %9d %9d %9d\n' "$layer" "$a" "$b" $((b - a))

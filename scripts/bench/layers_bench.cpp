@@ -10,6 +10,8 @@
 //              async_op), against submit() on that backend alone
 //   tracing-async  the same with a Work the backend completes after run() returned (a Work per
 //              op on both sides; the callback path of an async op)
+//   trace-unserved, async-unserved  tracing and tracing-async as the stack traces a group of a
+//              process without a debug server: no metrics observer (src/stack/stack.h)
 // Usage: collie_layers_bench [ROUNDS=15] [SAMPLES=300]
 //        collie_layers_bench --callgrind LAYER with|without OPS  (scripts/bench/layers.sh runs it
 //        under valgrind: only collie_bench_collect() is counted)
@@ -104,11 +106,17 @@ std::vector<Layer> make_layers() {
   }();
   static auto observer = process_metrics_observer();
   static auto inline_bare = std::make_shared<NullBackend>(false);
+  // Traced as the stack traces a group whose process serves metrics (a debug server), and as it
+  // traces one that does not (no metrics observer).
   static auto inline_traced = std::make_shared<TracingProcessGroup>(
-      std::make_shared<NullBackend>(false), nullptr, nullptr, stack_observers());
+      std::make_shared<NullBackend>(false), nullptr, nullptr, stack_observers(true));
+  static auto inline_unserved = std::make_shared<TracingProcessGroup>(
+      std::make_shared<NullBackend>(false), nullptr, nullptr, stack_observers(false));
   static auto async_bare = std::make_shared<NullBackend>(true);
   static auto async_traced = std::make_shared<TracingProcessGroup>(
-      std::make_shared<NullBackend>(true), nullptr, nullptr, stack_observers());
+      std::make_shared<NullBackend>(true), nullptr, nullptr, stack_observers(true));
+  static auto async_unserved = std::make_shared<TracingProcessGroup>(
+      std::make_shared<NullBackend>(true), nullptr, nullptr, stack_observers(false));
   static auto done = std::make_shared<Work>(OpType::AllReduce, 0, Millis(1));
   static uint64_t seq = 0;
   static volatile uint64_t sink = 0;
@@ -151,6 +159,13 @@ std::vector<Layer> make_layers() {
       {"tracing-async",
        [] { async_bare->all_reduce(TensorView::cpu(g_buf, 2, DType::Float32))->complete(); },
        [] { async_traced->all_reduce(TensorView::cpu(g_buf, 2, DType::Float32))->complete(); }});
+  layers.push_back(
+      {"trace-unserved", [] { inline_bare->all_reduce(TensorView::cpu(g_buf, 2, DType::Float32)); },
+       [] { inline_unserved->all_reduce(TensorView::cpu(g_buf, 2, DType::Float32)); }});
+  layers.push_back(
+      {"async-unserved",
+       [] { async_bare->all_reduce(TensorView::cpu(g_buf, 2, DType::Float32))->complete(); },
+       [] { async_unserved->all_reduce(TensorView::cpu(g_buf, 2, DType::Float32))->complete(); }});
   return layers;
 }
 

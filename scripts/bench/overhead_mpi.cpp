@@ -22,6 +22,7 @@
 #include "comm/registry.h"
 #include "core/stats.h"
 #include "debug/tracing_process_group.h"
+#include "debug_server/auto_start.h"
 #include "stack/stack.h"
 
 namespace {
@@ -101,7 +102,8 @@ int main(int argc, char** argv) {
   GroupInfo tinfo = info;
   tinfo.name = "raw+trace";
   auto traced = std::make_shared<TracingProcessGroup>(
-      std::make_shared<RawMpiGroup>(tinfo, traced_comm), nullptr, nullptr, stack_observers());
+      std::make_shared<RawMpiGroup>(tinfo, traced_comm), nullptr, nullptr,
+      stack_observers(debug_server_configured(BackendArgs{})));
 
   const char* kModes[] = {"raw", "+trace", "bare", "stack"};
   constexpr int kNumModes = 4;

@@ -4,7 +4,8 @@
 //   - records scheduled -> started -> completed in the flight recorder,
 //   - gives the op a deadline in the watchdog (which fails the Work on expiry),
 //   - asks for a flight-recorder dump when the op fails,
-//   - notifies the OpObservers it was given (the stack gives it the metrics observer).
+//   - notifies the OpObservers it was given (the stack gives it the metrics observer when the
+//     process's debug server serves metrics, src/stack/stack.h).
 // Every group gets it from the stack (src/stack/stack.cpp), which for the world group (pg "0")
 // also starts the DumpService (SIGUSR1, store `dump_request`).
 // Ownership: shares the inner group; the GroupTrace is shared with the recorder.

@@ -3,7 +3,8 @@
 // caller passes through the layers top to bottom:
 //
 //   caller ─▶ TracingProcessGroup   always: seq tracking, flight recorder, watchdog deadline,
-//             │                     dump on failure, OpObservers (stack_observers: metrics)
+//             │                     dump on failure, OpObservers (stack_observers: metrics,
+//             │                     when the process's debug server serves them)
 //             │                                                               (src/debug)
 //             ▼
 //             DesyncCheckingProcessGroup   DETAIL only: op, shapes, dtypes, roots and peers
@@ -30,8 +31,12 @@ namespace collie {
 std::shared_ptr<ProcessGroup> build_stack(std::shared_ptr<ProcessGroup> backend,
                                           const BackendArgs& args);
 
-// The observers the stack gives every TracingProcessGroup (the process's metrics observer), for
-// benchmarks that build a traced group by hand and must pay what the stack's groups pay.
-std::vector<std::shared_ptr<OpObserver>> stack_observers();
+// The observers the stack gives a TracingProcessGroup: the process's metrics observer when the
+// process serves metrics (metrics_served: it has a debug server or one is configured,
+// debug_server_configured), else none. The debug server is the only reader of the process's
+// Metrics, LiveStatus and InspectorMetrics, so without one an op skips filling them (~40 ns of
+// its bookkeeping, scripts/bench/layers.sh). Benchmarks that build a traced group by hand pass
+// what the stack's groups would get, to pay what they pay.
+std::vector<std::shared_ptr<OpObserver>> stack_observers(bool metrics_served);
 
 }  // namespace collie

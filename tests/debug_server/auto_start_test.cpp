@@ -16,7 +16,10 @@
 #include <regex>
 #include <thread>
 
+#include "debug/flight_recorder.h"
 #include "debug_server/server.h"
+#include "metrics/live_status.h"
+#include "metrics/metrics.h"
 #include "store/prefix_store.h"
 #include "store/tcp_store.h"
 #include "support/multiprocess.h"
@@ -123,6 +126,38 @@ TEST(DebugServerAutoStart, FourGlooRanksServeClusterViewAndMetrics) {
   unsetenv("COLLIE_DEBUG_PORT");
   unsetenv("COLLIE_FR_DUMP_DIR");
   std::filesystem::remove_all(dumps);
+  EXPECT_TRUE(result.ok()) << result.summary();
+}
+
+// The other direction: without a debug server (no COLLIE_DEBUG_PORT, no --debug-port) nothing
+// can read the process's metrics, so the stack gives its groups no metrics observer: the ops run
+// and the flight recorder traces them, and the process's live status and op counters stay empty.
+TEST(DebugServerAutoStart, WithoutAServerTheStackFeedsNoMetrics) {
+  unsetenv("COLLIE_DEBUG_PORT");
+  auto result = testing::run_ranks(
+      2,
+      [](testing::RankContext& ctx) {
+        const uint64_t recorded = FlightRecorder::global().total_recorded();
+        std::vector<float> v(16, 1.0f);
+        for (int i = 0; i < 5; ++i) {
+          ctx.pg->all_reduce(TensorView::cpu(v.data(), v.size(), DType::Float32))->wait();
+        }
+        testing::check(process_debug_server() == nullptr, "rank {}: a debug server started",
+                       ctx.rank);
+        testing::check(FlightRecorder::global().total_recorded() >= recorded + 5,
+                       "rank {}: the flight recorder did not trace the all_reduces", ctx.rank);
+        const auto groups = LiveStatus::global().snapshot();
+        testing::check(groups.empty(), "rank {}: live status has {} groups", ctx.rank,
+                       groups.size());
+        const std::string text = Metrics::global().serialize(&LiveStatus::global());
+        testing::check(text.find("collie_collective_ops_total{") == std::string::npos,
+                       "rank {}: op counters without a server: {}", ctx.rank, text);
+      },
+      [] {
+        testing::RunOptions o;
+        o.mode = testing::Mode::Processes;
+        return o;
+      }());
   EXPECT_TRUE(result.ok()) << result.summary();
 }
 
