@@ -22,7 +22,6 @@
 #include "comm/registry.h"
 #include "core/stats.h"
 #include "debug/tracing_process_group.h"
-#include "debug_server/auto_start.h"
 #include "stack/stack.h"
 
 namespace {
@@ -101,9 +100,9 @@ int main(int argc, char** argv) {
   std::shared_ptr<ProcessGroup> stack = build_stack(find_backend("mpi")->create(args), args);
   GroupInfo tinfo = info;
   tinfo.name = "raw+trace";
-  auto traced = std::make_shared<TracingProcessGroup>(
-      std::make_shared<RawMpiGroup>(tinfo, traced_comm), nullptr, nullptr,
-      stack_observers(debug_server_configured(BackendArgs{})));
+  auto traced =
+      std::make_shared<TracingProcessGroup>(std::make_shared<RawMpiGroup>(tinfo, traced_comm),
+                                            nullptr, nullptr, stack_observers(BackendArgs{}));
 
   const char* kModes[] = {"raw", "+trace", "bare", "stack"};
   constexpr int kNumModes = 4;

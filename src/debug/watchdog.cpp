@@ -133,10 +133,10 @@ void Watchdog::wake_if_earlier(Clock::TimePoint deadline) {
 }
 
 void Watchdog::lower_wake_time(int64_t d, int64_t w) {
-  do {
+  while (!next_wake_ns_.compare_exchange_weak(w, d, std::memory_order_seq_cst,
+                                              std::memory_order_seq_cst)) {
     if (d >= w) return;  // another watch() lowered it further (and woke the thread)
-  } while (!next_wake_ns_.compare_exchange_weak(w, d, std::memory_order_seq_cst,
-                                                std::memory_order_seq_cst));
+  }
   {
     std::lock_guard<std::mutex> lk(mu_);
     kicked_ = true;

@@ -93,8 +93,9 @@ class Watchdog {
   };
   void loop();
   void wake_if_earlier(Clock::TimePoint deadline);
-  // Makes d (< w, the wake time read) the wake time unless another thread made it earlier
-  // still, and wakes the thread. Out of line: the path of an op that wakes nothing stays short.
+  // Makes d the wake time unless another thread made it earlier still, and wakes the thread.
+  // REQUIRES: d < w, the wake time the caller read. Out of line: the path of an op that wakes
+  // nothing stays short.
   [[gnu::noinline]] void lower_wake_time(int64_t d, int64_t w);
   // The token of slot s once no thread is rewriting it.
   static uint64_t settled_token(const Slot& s);

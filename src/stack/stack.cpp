@@ -15,7 +15,7 @@ std::shared_ptr<ProcessGroup> build_stack(std::shared_ptr<ProcessGroup> backend,
   publish_group_host(*pg);                              // n_nodes of the Inspector series
   pg = with_desync_checks(std::move(pg), args);         // DETAIL only
   auto traced = std::make_shared<TracingProcessGroup>(  // always
-      std::move(pg), nullptr, nullptr, stack_observers(debug_server_configured(args)));
+      std::move(pg), nullptr, nullptr, stack_observers(args));
   if (traced->info().name == "0") {  // the world group: SIGUSR1 and store dump requests
     DumpService::global().start(traced->trace()->global_rank, traced->info().store);
   }
@@ -26,6 +26,10 @@ std::shared_ptr<ProcessGroup> build_stack(std::shared_ptr<ProcessGroup> backend,
 std::vector<std::shared_ptr<OpObserver>> stack_observers(bool metrics_served) {
   if (!metrics_served) return {};
   return {process_metrics_observer()};
+}
+
+std::vector<std::shared_ptr<OpObserver>> stack_observers(const BackendArgs& args) {
+  return stack_observers(debug_server_configured(args));
 }
 
 }  // namespace collie

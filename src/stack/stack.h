@@ -38,5 +38,7 @@ std::shared_ptr<ProcessGroup> build_stack(std::shared_ptr<ProcessGroup> backend,
 // its bookkeeping, scripts/bench/layers.sh). Benchmarks that build a traced group by hand pass
 // what the stack's groups would get, to pay what they pay.
 std::vector<std::shared_ptr<OpObserver>> stack_observers(bool metrics_served);
+// What build_stack gives a group built with `args` (metrics_served decided from them).
+std::vector<std::shared_ptr<OpObserver>> stack_observers(const BackendArgs& args);
 
 }  // namespace collie

@@ -27,7 +27,6 @@
 #include "debug/desync_checking_process_group.h"
 #include "debug/fingerprint_agreement.h"
 #include "debug/tracing_process_group.h"
-#include "debug_server/auto_start.h"
 #include "stack/stack.h"
 #include "store/prefix_store.h"
 #include "support/fake_backend.h"
@@ -81,7 +80,7 @@ std::string measure(testing::RankContext& ctx, int rounds) {
     if (t && spin) t->set_spin(std::chrono::microseconds(50));
     return std::make_shared<TracingProcessGroup>(
         std::make_shared<DesyncCheckingProcessGroup>(raw, sample, own, std::move(t)), nullptr,
-        nullptr, stack_observers(debug_server_configured(BackendArgs{})));
+        nullptr, stack_observers(BackendArgs{}));
   };
   auto detail = checked(1, "bench_detail", true);
   auto detail16 = checked(16, "bench_detail16", true);
@@ -124,8 +123,8 @@ std::string measure(testing::RankContext& ctx, int rounds) {
 double tracing_only(int reps) {
   auto backend = std::make_shared<testing::FakeBackend>(
       testing::fake_info(0, 2, std::make_shared<HashStore>(), Millis(60000)));
-  auto traced = std::make_shared<TracingProcessGroup>(
-      backend, nullptr, nullptr, stack_observers(debug_server_configured(BackendArgs{})));
+  auto traced = std::make_shared<TracingProcessGroup>(backend, nullptr, nullptr,
+                                                      stack_observers(BackendArgs{}));
   std::vector<float> buf(8);
   const int iters = 200000;
   std::vector<double> raws, wrappeds;  // interleaved repetitions; their medians are compared
