@@ -19,6 +19,7 @@
 #include <memory>
 #include <vector>
 
+#include "backends/mpi/mpi_runtime.h"
 #include "comm/registry.h"
 #include "core/stats.h"
 #include "debug/tracing_process_group.h"
@@ -79,8 +80,9 @@ class RawMpiGroup : public ProcessGroup {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  // MPI initialized as collie perf does (backends/mpi/mpi_runtime.h: COLLIE_MPI_THREAD_LEVEL,
+  // single by default), so the raw calls run at the same thread level as collie's.
+  const MpiRuntime& rt = MpiRuntime::get();
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -108,10 +110,11 @@ int main(int argc, char** argv) {
   constexpr int kNumModes = 4;
   if (rank == 0) {
     std::printf(
-        "# %d ranks, %d interleaved rounds per point; per-op samples, max over ranks; ratios to "
-        "raw\n# +trace = raw call + collie's per-op bookkeeping (ProcessGroup + tracing), bare = "
+        "# %d ranks, MPI thread level %s, %d interleaved rounds per point; per-op samples, max "
+        "over ranks; ratios to raw\n# +trace = raw call + collie's per-op bookkeeping "
+        "(ProcessGroup + tracing), bare = "
         "MPI backend, stack = what collie perf runs\n",
-        size, trials);
+        size, mpi_thread_level_name(rt.thread_level()), trials);
     std::printf("%-10s %9s %5s", "op", "bytes", "n");
     for (const char* m : kModes) std::printf(" %8s", fmt::format("{} p50", m).c_str());
     for (const char* m : kModes) std::printf(" %8s", fmt::format("{} p90", m).c_str());

@@ -6,6 +6,7 @@
 
 #include "core/env.h"
 #include "core/error.h"
+#include "core/printable.h"
 #include "core/reduce_kernel.h"
 
 namespace collie {
@@ -32,6 +33,30 @@ void finalize_at_exit() {
 
 }  // namespace
 
+int mpi_thread_level_to_request(const Env& env) {
+  const std::optional<std::string> v = env.get(kMpiThreadLevelVar);
+  if (!v || v->empty() || *v == "single") return MPI_THREAD_SINGLE;
+  if (*v == "funneled") return MPI_THREAD_FUNNELED;
+  if (*v == "serialized") return MPI_THREAD_SERIALIZED;
+  if (*v == "multiple") return MPI_THREAD_MULTIPLE;
+  throw InvalidArgument(fmt::format("{} must be single, funneled, serialized or multiple, got {}",
+                                    kMpiThreadLevelVar, quote(*v)));
+}
+
+const char* mpi_thread_level_name(int level) {
+  switch (level) {
+    case MPI_THREAD_SINGLE:
+      return "single";
+    case MPI_THREAD_FUNNELED:
+      return "funneled";
+    case MPI_THREAD_SERIALIZED:
+      return "serialized";
+    case MPI_THREAD_MULTIPLE:
+      return "multiple";
+  }
+  return "unknown";
+}
+
 MpiRuntime& MpiRuntime::get() {
   static MpiRuntime rt;
   return rt;
@@ -42,7 +67,8 @@ MpiRuntime::MpiRuntime() {
   MPI_Initialized(&initialized);
   int provided = MPI_THREAD_SINGLE;
   if (!initialized) {
-    const int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
+    const int rc =
+        MPI_Init_thread(nullptr, nullptr, mpi_thread_level_to_request(Env::process()), &provided);
     if (rc != MPI_SUCCESS) {
       throw BackendError(fmt::format(
           "mpi: MPI_Init_thread failed ({}); start the job with mpirun or check the Open MPI "
@@ -54,6 +80,7 @@ MpiRuntime::MpiRuntime() {
   } else {
     MPI_Query_thread(&provided);
   }
+  thread_level_ = provided;
   thread_multiple_ = provided >= MPI_THREAD_MULTIPLE;
   MPI_Comm_rank(MPI_COMM_WORLD, &world_rank_);
   MPI_Comm_size(MPI_COMM_WORLD, &world_size_);

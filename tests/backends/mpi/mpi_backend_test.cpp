@@ -12,8 +12,10 @@
 #include <thread>
 
 #include "backends/conformance/conformance.h"
+#include "backends/mpi/mpi_runtime.h"
 #include "backends/mpi/mpi_test_data.h"
 #include "comm/registry.h"
+#include "core/env.h"
 #include "core/error.h"
 #include "stack/init.h"
 #include "store/prefix_store.h"
@@ -133,6 +135,66 @@ TEST(MpiBackend, ManyAsyncOpsInFlight) {
     EXPECT_TRUE(works[i]->is_success());
     EXPECT_EQ(bufs[i], expected_reduced(DType::Float32, ReduceOp::Sum, pg.size(), 1000, 1.0, i));
   }
+}
+
+// The thread level: the application's when it initialized MPI (this suite's main asks for
+// multiple), else the one COLLIE_MPI_THREAD_LEVEL asks for, single when unset (the suite under
+// COLLIE_TEST_MPI_INIT=collie). Below multiple collie takes its own lock around its MPI calls.
+TEST(MpiBackend, ThreadLevelIsTheApplicationsOrTheOneAskedFor) {
+  world();
+  const MpiRuntime& rt = MpiRuntime::get();
+  int level = -1;
+  MPI_Query_thread(&level);
+  EXPECT_EQ(rt.thread_level(), level);
+  EXPECT_EQ(rt.thread_multiple(), level == MPI_THREAD_MULTIPLE);
+  const char* init = std::getenv("COLLIE_TEST_MPI_INIT");
+  if (init == nullptr || std::string(init) != "collie") {
+    EXPECT_EQ(level, MPI_THREAD_MULTIPLE);
+  } else if (std::getenv(kMpiThreadLevelVar) == nullptr) {
+    EXPECT_EQ(level, MPI_THREAD_SINGLE);
+  } else {
+    EXPECT_EQ(level, mpi_thread_level_to_request(Env::process()));
+  }
+}
+
+TEST(MpiBackend, ThreadLevelVariable) {
+  const auto level = [](const char* v) {
+    return mpi_thread_level_to_request(MapEnv(MapEnv::Map{{kMpiThreadLevelVar, v}}));
+  };
+  EXPECT_EQ(mpi_thread_level_to_request(MapEnv(MapEnv::Map{})), MPI_THREAD_SINGLE);
+  EXPECT_EQ(level(""), MPI_THREAD_SINGLE);
+  EXPECT_EQ(level("single"), MPI_THREAD_SINGLE);
+  EXPECT_EQ(level("funneled"), MPI_THREAD_FUNNELED);
+  EXPECT_EQ(level("serialized"), MPI_THREAD_SERIALIZED);
+  EXPECT_EQ(level("multiple"), MPI_THREAD_MULTIPLE);
+  try {
+    level(std::string(5000, 'x').c_str());
+    ADD_FAILURE() << "a bad level was accepted";
+  } catch (const InvalidArgument& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("COLLIE_MPI_THREAD_LEVEL must be single, funneled, serialized or multiple"),
+              std::string::npos)
+        << msg;
+    EXPECT_LT(msg.size(), 250u) << "the bad value is quoted whole";
+  }
+}
+
+// An async op waited on another thread while this one runs a blocking op on the same group:
+// below MPI_THREAD_MULTIPLE (the suite under COLLIE_TEST_MPI_INIT=collie) collie's lock keeps
+// the two threads' MPI calls one at a time, and both ops complete with the right sums.
+TEST(MpiBackend, AsyncOpWaitedOnAnotherThreadWhileABlockingOpRuns) {
+  ProcessGroup& pg = world();
+  Bytes a = reduction_input(DType::Float32, ReduceOp::Sum, pg.rank(), 1000, 1);
+  Bytes b = reduction_input(DType::Float32, ReduceOp::Sum, pg.rank(), kCount, 2);
+  AllReduceOptions o;
+  o.async_op = true;
+  auto w = pg.all_reduce(view(a, DType::Float32), o);
+  std::thread waiter([&] { finish(w); });
+  finish(pg.all_reduce(view(b, DType::Float32)));
+  waiter.join();
+  EXPECT_TRUE(w->is_success());
+  EXPECT_EQ(a, expected_reduced(DType::Float32, ReduceOp::Sum, pg.size(), 1000, 1.0, 1));
+  EXPECT_EQ(b, expected_reduced(DType::Float32, ReduceOp::Sum, pg.size(), kCount, 1.0, 2));
 }
 
 // Under mpirun the backend is its own rendezvous: no init method, no MASTER_ADDR; rank 0's

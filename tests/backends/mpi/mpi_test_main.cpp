@@ -1,10 +1,15 @@
 // gtest main for tests run under mpirun: the application initializes MPI itself (the backend
-// must accept that), only rank 0 prints, and any failing rank fails the job.
+// must accept that), only rank 0 prints, and any failing rank fails the job. With
+// COLLIE_TEST_MPI_INIT=collie the backend initializes MPI instead, as in collie's own tools (at
+// the level COLLIE_MPI_THREAD_LEVEL asks for, single by default).
 #include <gtest/gtest.h>
 #include <mpi.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 
+#include "backends/mpi/mpi_runtime.h"
 #include "backends/mpi/mpi_test_data.h"
 
 namespace {
@@ -25,8 +30,13 @@ class FailurePrinter : public ::testing::EmptyTestEventListener {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  const char* init = std::getenv("COLLIE_TEST_MPI_INIT");
+  if (init != nullptr && std::string(init) == "collie") {
+    collie::MpiRuntime::get();
+  } else {
+    int provided = 0;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  }
   ::testing::InitGoogleTest(&argc, argv);
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
