@@ -159,7 +159,8 @@ def ratio_table(base_name, base, name, side, stats, judged_from=None):
         for _, fn, limit in stats:
             x, y = fn(base[b]), fn(side[b])
             over |= judged and y / x > limit
-            line += f"  {x:>12.1f} {y:>13.1f} {y / x:>6.3f}"
+            digits = 2 if x < 10 else 1  # sub-microsecond ops need the second decimal
+            line += f"  {x:>12.{digits}f} {y:>13.{digits}f} {y / x:>6.3f}"
         over_n += over
         if judged_from is not None:
             line += "  " + (("OVER" if over else "ok") if judged else "-")

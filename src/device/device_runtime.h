@@ -10,9 +10,11 @@
 // describe() and memory() are safe from any thread.
 // Ordering: copies, timer marks and graph launches are ordered with the group's collectives
 // (on CUDA: the same stream), so a copy issued after a collective sees its result.
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "core/error.h"
@@ -70,6 +72,14 @@ class COLLIE_API Timer {
   virtual int mark() = 0;
   // Microseconds between marks a < b. May block until mark b has been reached.
   virtual double elapsed_us(int a, int b) = 0;
+  // Room for `n` marks, so that marking allocates nothing in a timed loop (a hint).
+  virtual void reserve(int /*n*/) {}
+  // A host mark's steady-clock time (a loop reads the clock once per iteration, not twice);
+  // nullopt for a device timer. Every runtime that is not asynchronous() gives it.
+  // REQUIRES: 0 <= i < marks made.
+  virtual std::optional<std::chrono::steady_clock::time_point> host_time(int /*i*/) const {
+    return std::nullopt;
+  }
 };
 
 // Work captured by DeviceRuntime::begin_capture/end_capture, replayed by launch().

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "core/atomic_max.h"
@@ -23,6 +24,10 @@ class SteadyTimer final : public Timer {
   }
   double elapsed_us(int a, int b) override {
     return std::chrono::duration<double, std::micro>(marks_.at(b) - marks_.at(a)).count();
+  }
+  void reserve(int n) override { marks_.reserve(static_cast<size_t>(std::max(n, 0))); }
+  std::optional<std::chrono::steady_clock::time_point> host_time(int i) const override {
+    return marks_.at(static_cast<size_t>(i));
   }
 
  private:

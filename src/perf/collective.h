@@ -4,6 +4,7 @@
 // between collectives — byte counts, buffer layout, data init/expected values, the bus-bandwidth
 // factor and the call through the ProcessGroup API; the driver (driver.h) owns everything else.
 // Thread safety: the table is built on first use (a function-local static); lookups are read-only.
+#include <array>
 #include <cstddef>
 #include <memory>
 #include <optional>
@@ -16,6 +17,21 @@
 #include "perf/traffic.h"
 
 namespace collie::perf {
+
+// The Works one run() submitted: one, or two (sendrecv's send and receive). Held inline, so a
+// timed iteration allocates nothing for them and moves the handles without counting references.
+class Works {
+ public:
+  Works(std::shared_ptr<Work> a) : w_{std::move(a), nullptr}, n_(1) {}  // NOLINT: implicit
+  Works(std::shared_ptr<Work> a, std::shared_ptr<Work> b) : w_{std::move(a), std::move(b)}, n_(2) {}
+  const std::shared_ptr<Work>* begin() const { return w_.data(); }
+  const std::shared_ptr<Work>* end() const { return w_.data() + n_; }
+  size_t size() const { return n_; }
+
+ private:
+  std::array<std::shared_ptr<Work>, 2> w_;
+  size_t n_;
+};
 
 // Element counts for one sweep size (nccl-tests' GetCollByteCount).
 struct Layout {
@@ -86,7 +102,7 @@ struct CollectiveDescriptor {
   // rank's output is not defined, e.g. a non-root rank of reduce).
   size_t (*expected)(const DataSpec& s, const Layout& l, int rank, int root, void* want) = nullptr;
   // Submits the call through the ProcessGroup API; every returned Work must be waited on.
-  std::vector<std::shared_ptr<Work>> (*run)(ProcessGroup& pg, const CallArgs& a) = nullptr;
+  Works (*run)(ProcessGroup& pg, const CallArgs& a) = nullptr;
 };
 
 // nullptr when unknown.
@@ -94,8 +110,9 @@ const CollectiveDescriptor* find_collective(const std::string& name);
 // In the canonical order (all_reduce, all_gather, broadcast, ...).
 std::vector<const CollectiveDescriptor*> all_collectives();
 
-// Waits for each Work run() returned, in order (rethrows the first failure).
-inline void wait_all(const std::vector<std::shared_ptr<Work>>& works) {
+// Waits for each Work, in order (rethrows the first failure).
+template <typename WorkList>
+void wait_all(const WorkList& works) {
   for (const auto& w : works) w->wait();
 }
 

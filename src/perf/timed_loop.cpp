@@ -63,13 +63,14 @@ LoopTiming time_loop(ProcessGroup& pg, const CollectiveDescriptor& d, CallArgs a
   CpuWork work;
   volatile float work_sink = 0;
   const std::unique_ptr<device::Timer> timer = dev.timer();
+  timer->reserve(s.iters + 1);
   timer->mark();
   for (int it = 0; it < s.iters; ++it) {
     for (int m = 0; m < s.agg_iters; ++m) {
       if (s.delay_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(s.delay_us));
       if (s.work_units > 0) work_sink = work_sink + work.run(s.work_units);
       if (arrivals && m == 0) entered.push_back(std::chrono::steady_clock::now());
-      auto works = d.run(pg, args);
+      const Works works = d.run(pg, args);
       if (wait_each_op) {
         wait_all(works);
       } else {
@@ -81,12 +82,13 @@ LoopTiming time_loop(ProcessGroup& pg, const CollectiveDescriptor& d, CallArgs a
       pending.clear();
     }
     timer->mark();
-    if (arrivals)
-      t.wait_us.push_back(
-          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - entered[it])
-              .count());
   }
   wait_all(pending);  // a CUDA runtime: the one wait at the end of the loop
+  // An iteration's wait ends at its closing mark (a host runtime's marks are steady-clock times).
+  for (int it = 0; arrivals && it < s.iters; ++it)
+    t.wait_us.push_back(
+        std::chrono::duration<double, std::micro>(timer->host_time(it + 1).value() - entered[it])
+            .count());
   t.iter_us.reserve(s.iters);
   for (int it = 0; it < s.iters; ++it)
     t.iter_us.push_back(timer->elapsed_us(it, it + 1) / s.agg_iters);

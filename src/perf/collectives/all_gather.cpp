@@ -25,7 +25,7 @@ size_t expected(const DataSpec& s, const Layout& l, int, int, void* want) {
   return l.recv_count;
 }
 
-std::vector<std::shared_ptr<Work>> run(ProcessGroup& pg, const CallArgs& a) {
+Works run(ProcessGroup& pg, const CallArgs& a) {
   AllGatherOptions o;
   o.timeout = a.timeout;
   o.async_op = a.async_op;

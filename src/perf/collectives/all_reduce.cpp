@@ -19,7 +19,7 @@ size_t expected(const DataSpec& s, const Layout& l, int, int, void* want) {
   return l.count;
 }
 
-std::vector<std::shared_ptr<Work>> run(ProcessGroup& pg, const CallArgs& a) {
+Works run(ProcessGroup& pg, const CallArgs& a) {
   AllReduceOptions o;
   o.op = a.op;
   o.timeout = a.timeout;

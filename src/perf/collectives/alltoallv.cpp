@@ -47,7 +47,7 @@ size_t expected(const DataSpec& s, const Layout& l, int, int, void* want) {
 // The buffers are sized for the busiest rank: this rank's call uses its own totals. In place
 // (one buffer, as nccl-tests), the outgoing blocks are first copied to the staging buffer: the
 // backends may not send from memory they are receiving into.
-std::vector<std::shared_ptr<Work>> run(ProcessGroup& pg, const CallArgs& a) {
+Works run(ProcessGroup& pg, const CallArgs& a) {
   const RankTraffic& t = *a.traffic;
   const DType dt = a.send.dtype;
   void* src = a.send.data;

@@ -15,7 +15,7 @@ void init(const DataSpec&, const Layout&, int, int, void*) {}
 
 size_t expected(const DataSpec&, const Layout&, int, int, void*) { return 0; }
 
-std::vector<std::shared_ptr<Work>> run(ProcessGroup& pg, const CallArgs& a) {
+Works run(ProcessGroup& pg, const CallArgs& a) {
   BarrierOptions o;
   o.timeout = a.timeout;
   o.async_op = a.async_op;

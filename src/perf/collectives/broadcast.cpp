@@ -17,7 +17,7 @@ size_t expected(const DataSpec& s, const Layout& l, int, int root, void* want) {
   return l.count;
 }
 
-std::vector<std::shared_ptr<Work>> run(ProcessGroup& pg, const CallArgs& a) {
+Works run(ProcessGroup& pg, const CallArgs& a) {
   BroadcastOptions o;
   o.root = a.root;
   o.timeout = a.timeout;

@@ -25,7 +25,7 @@ size_t expected(const DataSpec& s, const Layout& l, int rank, int root, void* wa
   return l.recv_count;
 }
 
-std::vector<std::shared_ptr<Work>> run(ProcessGroup& pg, const CallArgs& a) {
+Works run(ProcessGroup& pg, const CallArgs& a) {
   GatherOptions o;
   o.root = a.root;
   o.timeout = a.timeout;

@@ -21,7 +21,7 @@ size_t expected(const DataSpec& s, const Layout& l, int rank, int, void* want) {
   return l.count;
 }
 
-std::vector<std::shared_ptr<Work>> run(ProcessGroup& pg, const CallArgs& a) {
+Works run(ProcessGroup& pg, const CallArgs& a) {
   ReduceScatterOptions o;
   o.op = a.op;
   o.timeout = a.timeout;

@@ -21,7 +21,7 @@ size_t expected(const DataSpec& s, const Layout& l, int rank, int root, void* wa
   return l.count;
 }
 
-std::vector<std::shared_ptr<Work>> run(ProcessGroup& pg, const CallArgs& a) {
+Works run(ProcessGroup& pg, const CallArgs& a) {
   ScatterOptions o;
   o.root = a.root;
   o.timeout = a.timeout;

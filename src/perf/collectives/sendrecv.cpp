@@ -20,7 +20,7 @@ size_t expected(const DataSpec& s, const Layout& l, int rank, int, void* want) {
 // Both directions are posted before either is waited on; a blocking send would deadlock the ring.
 // In place (one buffer, as nccl-tests), the outgoing data is first copied to the staging buffer:
 // the receive may land before the send has read the buffer, so sending from it would be a race.
-std::vector<std::shared_ptr<Work>> run(ProcessGroup& pg, const CallArgs& a) {
+Works run(ProcessGroup& pg, const CallArgs& a) {
   const int n = pg.size(), r = pg.rank();
   P2POptions o;
   o.timeout = a.timeout;
@@ -32,7 +32,7 @@ std::vector<std::shared_ptr<Work>> run(ProcessGroup& pg, const CallArgs& a) {
   }
   auto s = pg.send(src, (r + 1) % n, o);
   auto v = pg.recv(a.recv, (r - 1 + n) % n, o);
-  return {s, v};
+  return {std::move(s), std::move(v)};
 }
 
 }  // namespace
