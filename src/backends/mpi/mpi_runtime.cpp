@@ -96,11 +96,6 @@ MpiRuntime::MpiRuntime() {
   MPI_Op_create(&half_op<3>, 1, &half_ops_[3]);
 }
 
-std::unique_lock<std::mutex> MpiRuntime::lock() {
-  if (thread_multiple_) return {};
-  return std::unique_lock<std::mutex>(mu_);
-}
-
 MPI_Datatype MpiRuntime::datatype(DType d) const {
   switch (d) {
     case DType::Int8:

@@ -39,7 +39,9 @@ class MpiRuntime {
   static MpiRuntime& get();
 
   // Locks MPI calls when the library gives less than MPI_THREAD_MULTIPLE; no-op otherwise.
-  std::unique_lock<std::mutex> lock();
+  std::unique_lock<std::mutex> lock() {
+    return thread_multiple_ ? std::unique_lock<std::mutex>() : std::unique_lock<std::mutex>(mu_);
+  }
   bool thread_multiple() const { return thread_multiple_; }
   // What MPI_Init_thread or MPI_Query_thread reported.
   int thread_level() const { return thread_level_; }

@@ -47,10 +47,11 @@ const Capabilities& ProcessGroupMPI::declared_capabilities() {
 
 ProcessGroupMPI::ProcessGroupMPI(GroupInfo info, const Env& /*env*/)
     : ProcessGroup(std::move(info)),
+      rt_(MpiRuntime::get()),
       group_label_(std::make_shared<const std::string>(
           fmt::format("(group {} '{}')", this->info().name, this->info().desc))),
       watchdog_([this](OpType op, uint64_t seq, Millis t) { expire(op, seq, t); }) {
-  MpiRuntime& rt = MpiRuntime::get();
+  MpiRuntime& rt = rt_;
   const auto& g = this->info().global_ranks;
   const std::string where =
       fmt::format("[Rank {}] mpi group {} '{}'", rank(), this->info().name, this->info().desc);
@@ -120,7 +121,7 @@ void ProcessGroupMPI::shutdown() {
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (!finalized && comm_ != MPI_COMM_NULL) {
-    auto mpi_lock = MpiRuntime::get().lock();
+    auto mpi_lock = rt_.lock();
     MPI_Comm_free(&comm_);
   }
   comm_ = MPI_COMM_NULL;
@@ -168,7 +169,7 @@ void ProcessGroupMPI::expire(OpType op, uint64_t seq, Millis timeout) {
 
 // Issues the op's MPI call (backends/mpi/mpi_collectives.h): non-blocking when `req` is set.
 void ProcessGroupMPI::start(const OpCall& c, MpiWork& w, MPI_Request* req) {
-  MpiRuntime& rt = MpiRuntime::get();
+  MpiRuntime& rt = rt_;
   const DType d = (c.input.data ? c.input : c.output).dtype;
   const MPI_Op op = has_reduce_op(c.type) ? rt.op(c.reduce_op, d) : MPI_OP_NULL;
   const MpiOpArgs args{c, w, req, comm_, d, rt.datatype(d), op, size(), rank() == c.root};

@@ -29,6 +29,7 @@
 namespace collie {
 
 class Env;
+class MpiRuntime;
 class MpiWork;
 
 class ProcessGroupMPI : public ProcessGroup {
@@ -52,6 +53,7 @@ class ProcessGroupMPI : public ProcessGroup {
   void start(const OpCall& call, MpiWork& w, MPI_Request* req);
   [[noreturn]] void expire(OpType op, uint64_t seq, Millis timeout);
 
+  MpiRuntime& rt_;  // the process's (MpiRuntime::get()), looked up once
   MPI_Comm comm_ = MPI_COMM_NULL;
   const std::shared_ptr<const std::string> group_label_;  // "(group 0 'default_pg')"
   MpiWatchdog watchdog_;
