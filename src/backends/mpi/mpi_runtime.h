@@ -22,10 +22,11 @@ namespace collie {
 // The thread level collie asks for when it initializes MPI itself: $COLLIE_MPI_THREAD_LEVEL
 // (single, funneled, serialized, multiple), MPI_THREAD_SINGLE when unset. collie's lock makes
 // its own calls one at a time below MPI_THREAD_MULTIPLE, and Open MPI gives any level above
-// single by taking its internal locks on every call (~0.1 us per small op, ~0.3 us at 4-64 KiB
-// measured here: scripts/bench/README.md), so single is what a bare MPI program (MPI_Init)
-// pays. An application that calls MPI from its own threads initializes MPI itself first (collie
-// then uses the level it got) or sets the variable. Throws InvalidArgument on any other value.
+// single by taking its internal locks on every call (0.06-0.09 us per small op, 0.25-0.5 us at
+// 4-64 KiB on 2 ranks here: scripts/bench/README.md, eighth pass), so single is what a bare MPI
+// program (MPI_Init) pays. An application that calls MPI from its own threads initializes MPI
+// itself first (collie then uses the level it got) or sets the variable. Throws InvalidArgument on
+// any other value.
 inline constexpr const char* kMpiThreadLevelVar = "COLLIE_MPI_THREAD_LEVEL";
 int mpi_thread_level_to_request(const Env& env);
 // "single", "funneled", "serialized", "multiple" (or "unknown").
