@@ -33,26 +33,30 @@ void finalize_at_exit() {
 
 }  // namespace
 
+namespace {
+struct NamedLevel {
+  const char* name;
+  int level;
+};
+constexpr NamedLevel kThreadLevels[] = {{"single", MPI_THREAD_SINGLE},
+                                        {"funneled", MPI_THREAD_FUNNELED},
+                                        {"serialized", MPI_THREAD_SERIALIZED},
+                                        {"multiple", MPI_THREAD_MULTIPLE}};
+}  // namespace
+
 int mpi_thread_level_to_request(const Env& env) {
   const std::optional<std::string> v = env.get(kMpiThreadLevelVar);
-  if (!v || v->empty() || *v == "single") return MPI_THREAD_SINGLE;
-  if (*v == "funneled") return MPI_THREAD_FUNNELED;
-  if (*v == "serialized") return MPI_THREAD_SERIALIZED;
-  if (*v == "multiple") return MPI_THREAD_MULTIPLE;
+  if (!v || v->empty()) return MPI_THREAD_SINGLE;
+  for (const NamedLevel& l : kThreadLevels) {
+    if (*v == l.name) return l.level;
+  }
   throw InvalidArgument(fmt::format("{} must be single, funneled, serialized or multiple, got {}",
                                     kMpiThreadLevelVar, quote(*v)));
 }
 
 const char* mpi_thread_level_name(int level) {
-  switch (level) {
-    case MPI_THREAD_SINGLE:
-      return "single";
-    case MPI_THREAD_FUNNELED:
-      return "funneled";
-    case MPI_THREAD_SERIALIZED:
-      return "serialized";
-    case MPI_THREAD_MULTIPLE:
-      return "multiple";
+  for (const NamedLevel& l : kThreadLevels) {
+    if (level == l.level) return l.name;
   }
   return "unknown";
 }
