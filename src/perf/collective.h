@@ -26,7 +26,6 @@ class Works {
   Works(std::shared_ptr<Work> a, std::shared_ptr<Work> b) : w_{std::move(a), std::move(b)}, n_(2) {}
   const std::shared_ptr<Work>* begin() const { return w_.data(); }
   const std::shared_ptr<Work>* end() const { return w_.data() + n_; }
-  size_t size() const { return n_; }
 
  private:
   std::array<std::shared_ptr<Work>, 2> w_;

@@ -147,8 +147,7 @@ TEST(MpiBackend, ThreadLevelIsTheApplicationsOrTheOneAskedFor) {
   MPI_Query_thread(&level);
   EXPECT_EQ(rt.thread_level(), level);
   EXPECT_EQ(rt.thread_multiple(), level == MPI_THREAD_MULTIPLE);
-  const char* init = std::getenv("COLLIE_TEST_MPI_INIT");
-  if (init == nullptr || std::string(init) != "collie") {
+  if (!mpi_initialized_by_collie()) {
     EXPECT_EQ(level, MPI_THREAD_MULTIPLE);
   } else if (std::getenv(kMpiThreadLevelVar) == nullptr) {
     EXPECT_EQ(level, MPI_THREAD_SINGLE);

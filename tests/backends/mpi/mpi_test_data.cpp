@@ -2,7 +2,9 @@
 
 #include <mpi.h>
 
+#include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "comm/registry.h"
 
@@ -29,6 +31,11 @@ ProcessGroup& world() {
 }
 
 void release_world() { g_world.reset(); }
+
+bool mpi_initialized_by_collie() {
+  const char* init = std::getenv("COLLIE_TEST_MPI_INIT");
+  return init != nullptr && std::string(init) == "collie";
+}
 
 std::shared_ptr<ProcessGroup> make_group(const std::vector<int>& world_ranks,
                                          const std::string& name, std::shared_ptr<Store> store) {

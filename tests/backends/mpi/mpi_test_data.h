@@ -11,6 +11,8 @@ namespace collie::test {
 // The world group over MPI_COMM_WORLD, created on first use.
 ProcessGroup& world();
 void release_world();
+// True when COLLIE_TEST_MPI_INIT=collie: the backend initializes MPI, not the test's main.
+bool mpi_initialized_by_collie();
 // A subgroup of the given world ranks (group rank i = world_ranks[i]); nullptr on non-members.
 // With a store, members first meet in a store barrier (the path new_group takes).
 std::shared_ptr<ProcessGroup> make_group(const std::vector<int>& world_ranks,

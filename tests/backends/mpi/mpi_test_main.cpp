@@ -6,8 +6,6 @@
 #include <mpi.h>
 
 #include <cstdio>
-#include <cstdlib>
-#include <string>
 
 #include "backends/mpi/mpi_runtime.h"
 #include "backends/mpi/mpi_test_data.h"
@@ -30,8 +28,7 @@ class FailurePrinter : public ::testing::EmptyTestEventListener {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const char* init = std::getenv("COLLIE_TEST_MPI_INIT");
-  if (init != nullptr && std::string(init) == "collie") {
+  if (collie::test::mpi_initialized_by_collie()) {
     collie::MpiRuntime::get();
   } else {
     int provided = 0;
