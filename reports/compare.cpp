@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "core/error.h"
@@ -33,7 +34,8 @@ const char* verdict_name(Verdict v) {
 
 const char* CompareReport::outcome() const {
   if (failed()) return "FAIL";
-  return inconclusive > 0 ? "INCONCLUSIVE" : "PASS";
+  const bool sweep_open = sweep && sweep->verdict == Verdict::Inconclusive;
+  return inconclusive > 0 || sweep_open ? "INCONCLUSIVE" : "PASS";
 }
 
 namespace {
@@ -42,7 +44,8 @@ namespace {
 struct RowRuns {
   ResultRow row;
   std::vector<double> times_us;
-  std::string wrong;  // "#wrong 3 in cur.json" when a run reported wrong elements
+  std::string wrong;     // "#wrong 3 in cur.json" when a run reported wrong elements
+  bool per_run = false;  // times_us[i] is run i's value (not an older baseline's min and max)
 };
 
 std::string file_name(const std::string& path) {
@@ -76,12 +79,14 @@ std::map<RowKey, RowRuns> baseline_side(const LoadedRun& b, RunStatistic st,
       recorded = st == RunStatistic::P10 ? &s->second->run_p10_us : &s->second->run_p50_us;
     if (recorded != nullptr && !recorded->empty()) {
       rr.times_us = *recorded;
+      rr.per_run = static_cast<int>(recorded->size()) == b.baseline_runs;
     } else if (s != spread.end() && s->second->runs >= 2) {
       const bool p50 = s->second->p50_max_us > 0;
       rr.times_us = {p50 ? s->second->p50_min_us : s->second->time_min_us,
                      p50 ? s->second->p50_max_us : s->second->time_max_us};
     } else {
       rr.times_us = {run_value_of(r, st)};
+      rr.per_run = b.baseline_runs <= 1;
     }
     rr.row = std::move(r);
   }
@@ -102,6 +107,7 @@ std::map<RowKey, RowRuns> current_side(const std::vector<LoadedRun>& runs, RunSt
       if (added) rr.row = std::move(r);
     }
   }
+  for (auto& [k, rr] : side) rr.per_run = rr.times_us.size() == runs.size();
   return side;
 }
 
@@ -178,6 +184,60 @@ void judge(RowComparison& c, const RowRuns& b, const RowRuns& cur, const Compare
                               "side 2 or more runs",
                               c.base_runs, c.current_runs)
                         : "runs overlap: the change is within the runs' spread, more runs decide";
+}
+
+// The geometric mean of `values` (all > 0: check_gate_times refused anything else).
+double geomean(const std::vector<double>& values) {
+  double logs = 0;
+  for (double v : values) logs += std::log(v);
+  return std::exp(logs / static_cast<double>(values.size()));
+}
+
+// The whole sweep on one side: run i's value is the geometric mean of run i's values over `keys`.
+RowRuns sweep_side(const std::map<RowKey, RowRuns>& side, const std::vector<RowKey>& keys) {
+  RowRuns s;
+  s.per_run = true;
+  const size_t runs = side.at(keys.front()).times_us.size();
+  std::vector<double> at_run(keys.size()), times(keys.size()), busbw(keys.size());
+  for (size_t i = 0; i < runs; ++i) {
+    for (size_t k = 0; k < keys.size(); ++k) at_run[k] = side.at(keys[k]).times_us[i];
+    s.times_us.push_back(geomean(at_run));
+  }
+  bool bw = true;
+  for (size_t k = 0; k < keys.size(); ++k) {
+    const ResultRow& r = side.at(keys[k]).row;
+    times[k] = r.time_us;
+    busbw[k] = r.busbw_gbps;
+    bw = bw && r.busbw_gbps > 0;
+  }
+  s.row.time_us = geomean(times);  // metric_at scales the shown busbw by the runs' values
+  s.row.busbw_gbps = bw ? geomean(busbw) : 0;
+  return s;
+}
+
+// Judges the whole sweep (compare.h) over the rows that both sides measured in every run.
+void judge_sweep(CompareReport& rep, const std::map<RowKey, RowRuns>& b,
+                 const std::map<RowKey, RowRuns>& c, const std::vector<RowKey>& border,
+                 const CompareOptions& o) {
+  std::vector<RowKey> keys;
+  size_t base_runs = 0;
+  for (const RowKey& k : border) {
+    auto it = c.find(k);
+    if (k.size_bytes < o.min_size || it == c.end()) continue;
+    const RowRuns &rb = b.at(k), &rc = it->second;
+    if (!rb.per_run || !rc.per_run || !rb.wrong.empty() || !rc.wrong.empty()) continue;
+    if (keys.empty()) base_runs = rb.times_us.size();
+    if (rb.times_us.size() != base_runs) continue;
+    keys.push_back(k);
+  }
+  if (keys.size() < 2) return;
+  const RowRuns sb = sweep_side(b, keys), sc = sweep_side(c, keys);
+  rep.sweep_resolution = resolve({sb.times_us}, static_cast<int>(sc.times_us.size()), 1,
+                                 o.max_regression, o.widen_to_baseline, o.metric);
+  RowComparison rc;
+  rc.sweep_rows = static_cast<int>(keys.size());
+  judge(rc, sb, sc, o, rep.sweep_resolution);
+  rep.sweep = std::move(rc);
 }
 
 void count(CompareReport& rep, Verdict v) {
@@ -276,6 +336,7 @@ CompareReport compare_runs(const LoadedRun& base, const std::vector<LoadedRun>& 
     count(rep, rc.verdict);
     rep.rows.push_back(std::move(rc));
   }
+  judge_sweep(rep, b, c, border, opts);
   if (matched == 0)
     throw InvalidArgument("no row of " + current.front().path + " matches a row of baseline " +
                           base.path + (opts.min_size > 0 ? " at or above --min-size" : "") +

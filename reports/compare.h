@@ -25,11 +25,18 @@
 //   wrong-data   a current (or baseline) run reported wrong elements for the row (#wrong > 0)
 //   missing      a baseline row the current runs do not have;  new: the reverse (informational)
 // A current run that did not complete (interrupted, no summary) makes the whole comparison fail.
+// The whole sweep (CompareReport::sweep): each run's geometric mean over the rows that every run on
+// both sides measured (wrong-data rows and rows below --min-size left out), judged by the same
+// rule against what those per-run values resolve. Run-to-run noise on a shared machine is partly
+// each row's own and averages out over rows, so a change that every row shares (slower code,
+// a slower transport) shows here well before any one row's noise lets it through. It counts in
+// the outcome like a row: a regression fails the gate, an inconclusive sweep makes it inconclusive.
 // The allowance: --max-regression when given; by default 5 %, widened to what the baseline's
 // runs can resolve (resolution.h) when that is more, so the default never asks the runs for a
 // precision their own noise rules out. Either way the report says what the baseline resolves
 // and the smallest regression the gate then catches.
 // Pure functions; thread-safe.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -62,7 +69,8 @@ struct RowComparison {
   double worse_closest = 0;      // worsening of the closest runs in the verdict's direction
   double allowed = 0;            // the allowed worsening (CompareReport::resolution.allowance)
   int base_runs = 0, current_runs = 0;
-  std::string note;  // why: "runs overlap", "1 run per side", "#wrong 3 in cur2.json", ...
+  std::string note;    // why: "runs overlap", "1 run per side", "#wrong 3 in cur2.json", ...
+  int sweep_rows = 0;  // the whole sweep's judgement: the rows it averages (0 for a row)
 };
 
 struct CompareReport {
@@ -73,11 +81,18 @@ struct CompareReport {
   CompareOptions options;
   Resolution resolution;  // what the baseline resolves; .allowance is the allowance used
   std::vector<RowComparison> rows;
+  // The whole sweep (see above); absent with fewer than 2 rows measured in every run.
+  std::optional<RowComparison> sweep;
+  Resolution sweep_resolution;  // what the sweep's per-run values resolve; .allowance is used
   std::vector<std::string> incomplete;  // current runs that did not complete, with the reason
   int regressions = 0, improvements = 0, unchanged = 0, inconclusive = 0, wrong = 0, missing = 0,
       added = 0, skipped = 0;
-  // Fails on a regression, wrong data, a missing row or an incomplete current run.
-  bool failed() const { return regressions + wrong + missing > 0 || !incomplete.empty(); }
+  // Fails on a regression (of a row or of the whole sweep), wrong data, a missing row or an
+  // incomplete current run.
+  bool failed() const {
+    return regressions + wrong + missing > 0 || !incomplete.empty() ||
+           (sweep && sweep->verdict == Verdict::Regression);
+  }
   // "FAIL", "INCONCLUSIVE" (nothing failed, some row could not be decided) or "PASS".
   const char* outcome() const;
 };

@@ -32,8 +32,7 @@ int severity(Verdict v) {
   return 7;
 }
 
-std::vector<RowComparison> by_severity(const CompareReport& r) {
-  std::vector<RowComparison> rows = r.rows;
+std::vector<RowComparison> by_severity(std::vector<RowComparison> rows) {
   std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
     return severity(a.verdict) < severity(b.verdict);
   });
@@ -61,27 +60,38 @@ std::string current_label(const CompareReport& r) {
   return fmt::format("{} runs ({} ...)", r.current_paths.size(), r.current_paths.front());
 }
 
+// "; whole sweep: regression" after the row counts, when the sweep was judged.
+std::string sweep_count_text(const CompareReport& r) {
+  return r.sweep ? fmt::format("; whole sweep: {}", verdict_name(r.sweep->verdict)) : "";
+}
+
 std::string counts_text(const CompareReport& r) {
   return fmt::format(
       "{} regression(s), {} wrong-data, {} missing, {} inconclusive, {} improvement(s), {} "
-      "unchanged, {} new, {} below --min-size",
+      "unchanged, {} new, {} below --min-size{}",
       r.regressions, r.wrong, r.missing, r.inconclusive, r.improvements, r.unchanged, r.added,
-      r.skipped);
+      r.skipped, sweep_count_text(r));
 }
 
-// The one line on what the baseline resolves: the allowance used and why, the runs' noise, the
-// smallest regression caught, and the runs that would resolve what was asked.
-std::string resolution_text(const CompareReport& r) {
-  const Resolution& z = r.resolution;
+// The one line on what the baseline resolves for a row (or, `sweep`, for the whole sweep): the
+// allowance used and why, the runs' noise, the smallest regression caught, and the runs that
+// would resolve what was asked.
+std::string resolution_text(const CompareReport& r, bool sweep = false) {
+  const Resolution& z = sweep ? r.sweep_resolution : r.resolution;
   const CompareOptions& o = r.options;
+  const std::string lead =
+      sweep
+          ? fmt::format("whole sweep (each run's geometric mean of {} rows): ", r.sweep->sweep_rows)
+          : "";
+  const char* what = sweep ? "the sweep" : "a row";
   const std::string asked =
       worse_text(o.max_regression) + (o.widen_to_baseline ? " (the default)" : "");
   if (z.noise <= 0)
     return fmt::format(
-        "allowed {}; the baseline has 1 run per row, so its run-to-run noise and the smallest "
+        "{}allowed {}; the baseline has 1 run per row, so its run-to-run noise and the smallest "
         "regression it can catch are unknown: make it from 3 or more runs (collie report "
         "baseline)",
-        asked);
+        lead, asked);
   const std::string runs = fmt::format("{} vs {} runs", z.baseline_runs, z.current_runs);
   const std::string spread = fmt::format("its runs spread {:.1f}% run to run", z.noise * 100);
   const std::string more =
@@ -90,30 +100,54 @@ std::string resolution_text(const CompareReport& r) {
       : z.runs_for_asked < 0 ? fmt::format("; not even 50 runs per side would resolve {}",
                                            worse_text(o.max_regression))
                              : "";
-  const std::string catches =
-      fmt::format("smallest regression a row catches 9 times in 10: {}", worse_text(z.detectable));
+  const std::string catches = fmt::format("smallest regression {} catches 9 times in 10: {}", what,
+                                          worse_text(z.detectable));
   if (z.allowance > o.max_regression)
-    return fmt::format("allowed {}: {} widened to what this baseline resolves with {} ({}); {}{}",
-                       worse_text(z.allowance), asked, runs, spread, catches, more);
+    return fmt::format("{}allowed {}: {} widened to what this baseline resolves with {} ({}); {}{}",
+                       lead, worse_text(z.allowance), asked, runs, spread, catches, more);
   if (z.resolvable > z.allowance)
     return fmt::format(
-        "allowed {}; this baseline resolves only {} with {} ({}): rows of an unchanged build may "
+        "{}allowed {}; this baseline resolves only {} with {} ({}): {} of an unchanged build may "
         "come out inconclusive; {}{}",
-        asked, worse_text(z.resolvable), runs, spread, catches, more);
-  return fmt::format("allowed {}; this baseline resolves {} with {} ({}); {}", asked,
+        lead, asked, worse_text(z.resolvable), runs, spread, sweep ? "the sweep" : "rows", catches,
+        more);
+  return fmt::format("{}allowed {}; this baseline resolves {} with {} ({}); {}", lead, asked,
                      worse_text(z.resolvable), runs, spread, catches);
 }
+
+// Both resolution lines, one per line (the sweep's when there is one).
+std::string resolution_lines(const CompareReport& r, const char* sep) {
+  std::string s = resolution_text(r);
+  if (r.sweep) s += sep + resolution_text(r, true);
+  return s;
+}
+
+// The whole sweep's judgement (when there is one) and then every row's.
+std::vector<RowComparison> judged(const CompareReport& r) {
+  std::vector<RowComparison> all;
+  if (r.sweep) all.push_back(*r.sweep);
+  all.insert(all.end(), r.rows.begin(), r.rows.end());
+  return all;
+}
+
+// The same by severity (the sweep leads among equals).
+std::vector<RowComparison> table_rows(const CompareReport& r) { return by_severity(judged(r)); }
 
 struct Cells {
   std::string verdict, row, base, current, change, allowed, runs, note;
 };
 
+std::string row_label(const RowComparison& c) {
+  if (c.sweep_rows > 0) return fmt::format("whole sweep ({} rows)", c.sweep_rows);
+  return fmt::format("{} {} {} {} {}{}", c.key.collective, c.key.dtype, c.key.redop,
+                     c.key.placement, size_label(c.key.size_bytes),
+                     c.key.root >= 0 ? fmt::format(" root {}", c.key.root) : "");
+}
+
 Cells cells_of(const RowComparison& c) {
   const bool both = both_sides(c);
   return Cells{verdict_name(c.verdict),
-               fmt::format("{} {} {} {} {}{}", c.key.collective, c.key.dtype, c.key.redop,
-                           c.key.placement, size_label(c.key.size_bytes),
-                           c.key.root >= 0 ? fmt::format(" root {}", c.key.root) : ""),
+               row_label(c),
                c.verdict == Verdict::New ? "-" : num(c.base),
                c.verdict == Verdict::Missing ? "-" : num(c.current),
                both ? worse_text(c.worse) : "-",
@@ -135,7 +169,7 @@ std::string compare_summary_line(const CompareReport& r) {
 std::string compare_text(const CompareReport& r) {
   std::vector<Cells> rows;
   rows.push_back({"verdict", "row", "baseline", "current", "change", "allowed", "runs", "note"});
-  for (const auto& c : by_severity(r)) rows.push_back(cells_of(c));
+  for (const auto& c : table_rows(r)) rows.push_back(cells_of(c));
   size_t w[7] = {};
   for (const Cells& c : rows) {
     const std::string* f[7] = {&c.verdict, &c.row,     &c.base, &c.current,
@@ -147,7 +181,7 @@ std::string compare_text(const CompareReport& r) {
       "baseline {}; current {}; {} {} ranks; metric {} ({}) of each run's {} iteration\n",
       r.baseline_path, current_label(r), r.backend, r.world_size, metric_name(r.options.metric),
       unit(r.options.metric), run_statistic_name(r.options.statistic));
-  s += resolution_text(r) + "\n";
+  s += resolution_lines(r, "\n") + "\n";
   for (const std::string& why : r.incomplete) s += "incomplete run: " + why + "\n";
   s += counts_text(r) + "\n\n";
   for (const Cells& c : rows) {
@@ -169,11 +203,12 @@ std::string compare_markdown(const CompareReport& r) {
       r.baseline_path, current_label(r), r.backend, r.world_size, metric_name(o.metric),
       unit(o.metric), size_label(o.min_size), run_statistic_name(o.statistic),
       md_cell(resolution_text(r)));
+  if (r.sweep) s += "- " + md_cell(resolution_text(r, true)) + "\n";
   for (const std::string& why : r.incomplete) s += "- **incomplete run**: " + md_cell(why) + "\n";
   s += "\n" + counts_text(r) + ".\n\n";
   s += "| verdict | row | baseline | current | change | allowed | runs | note |\n";
   s += "|---|---|---:|---:|---:|---:|---:|---|\n";
-  for (const auto& c : by_severity(r)) {
+  for (const auto& c : table_rows(r)) {
     const Cells x = cells_of(c);
     s += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n", x.verdict, x.row, x.base,
                      x.current, x.change, x.allowed, x.runs, md_cell(x.note));
@@ -181,25 +216,47 @@ std::string compare_markdown(const CompareReport& r) {
   return s;
 }
 
+namespace {
+
+// A row's (or the sweep's) verdict and numbers, the same keys for both.
+nlohmann::json judgement_json(const RowComparison& c) {
+  return {{"verdict", verdict_name(c.verdict)},
+          {"baseline", c.base},
+          {"current", c.current},
+          {"change", c.change},
+          {"worse", c.worse},
+          {"worse_closest", c.worse_closest},
+          {"allowed", c.allowed},
+          {"baseline_runs", c.base_runs},
+          {"current_runs", c.current_runs},
+          {"note", c.note}};
+}
+
+}  // namespace
+
 nlohmann::json compare_json(const CompareReport& r) {
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& c : r.rows) {
-    rows.push_back({{"collective", c.key.collective},
-                    {"dtype", c.key.dtype},
-                    {"redop", c.key.redop},
-                    {"placement", c.key.placement},
-                    {"root", c.key.root},
-                    {"size_bytes", c.key.size_bytes},
-                    {"verdict", verdict_name(c.verdict)},
-                    {"baseline", c.base},
-                    {"current", c.current},
-                    {"change", c.change},
-                    {"worse", c.worse},
-                    {"worse_closest", c.worse_closest},
-                    {"allowed", c.allowed},
-                    {"baseline_runs", c.base_runs},
-                    {"current_runs", c.current_runs},
-                    {"note", c.note}});
+    nlohmann::json row = judgement_json(c);
+    row.update({{"collective", c.key.collective},
+                {"dtype", c.key.dtype},
+                {"redop", c.key.redop},
+                {"placement", c.key.placement},
+                {"root", c.key.root},
+                {"size_bytes", c.key.size_bytes}});
+    rows.push_back(std::move(row));
+  }
+  nlohmann::json sweep = nullptr;
+  if (r.sweep) {
+    const Resolution& z = r.sweep_resolution;
+    sweep = judgement_json(*r.sweep);
+    sweep.update({{"rows", r.sweep->sweep_rows},
+                  {"resolution",
+                   {{"noise", z.noise},
+                    {"resolvable", z.resolvable},
+                    {"detectable", z.detectable},
+                    {"runs_for_asked", z.runs_for_asked},
+                    {"text", resolution_text(r, true)}}}});
   }
   return {{"schema", "collie.compare.v2"},
           {"outcome", r.outcome()},
@@ -232,6 +289,7 @@ nlohmann::json compare_json(const CompareReport& r) {
             {"unchanged", r.unchanged},
             {"new", r.added},
             {"skipped", r.skipped}}},
+          {"sweep", sweep},
           {"rows", rows}};
 }
 
@@ -242,7 +300,7 @@ std::string compare_junit(const CompareReport& r) {
                    {"current", current_label(r)},
                    {"metric", metric_name(r.options.metric)},
                    {"allowed", worse_text(r.resolution.allowance)},
-                   {"resolution", resolution_text(r)}};
+                   {"resolution", resolution_lines(r, "; ")}};
   for (const std::string& why : r.incomplete) {
     JunitCase& t = su.cases.emplace_back();
     t.name = "run complete";
@@ -251,10 +309,10 @@ std::string compare_junit(const CompareReport& r) {
     t.type = "incomplete";
     t.message = "incomplete run: " + why;
   }
-  for (const auto& c : r.rows) {
+  for (const auto& c : judged(r)) {
     JunitCase& t = su.cases.emplace_back();
-    t.name = describe(c.key);
-    t.classname = "collie.compare." + c.key.collective;
+    t.name = c.sweep_rows > 0 ? row_label(c) : describe(c.key);
+    t.classname = "collie.compare." + (c.sweep_rows > 0 ? "sweep" : c.key.collective);
     const Cells x = cells_of(c);
     const std::string detail =
         fmt::format("{} {} -> {} {} ({}, allowed {}, runs {}){}", metric_name(r.options.metric),

@@ -141,7 +141,8 @@ const Command kCommand{
           ->required();
       compare->add_option("current", f->current, "current results, one file per run")->required();
       compare->add_option("--max-regression", f->max_regression,
-                          "allowed worsening per row, e.g. 5% (default: 5%, widened to what the "
+                          "allowed worsening per row and of the whole sweep, e.g. 5% (default: 5%, "
+                          "widened to what the "
                           "baseline's runs resolve)");
       compare->add_option("--min-size", f->min_size, "ignore rows below this size (K/M/G)");
       compare->add_option("--metric", f->metric, "busbw (default) | time")

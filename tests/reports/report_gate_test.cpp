@@ -268,6 +268,62 @@ TEST(ReportCompare, TheDefaultAllowanceFollowsWhatTheBaselineResolves) {
   EXPECT_EQ(one.resolution.noise, 0);
 }
 
+TEST(ReportCompare, TheWholeSweepCatchesWhatEveryRowSharesAndNoRowResolves) {
+  // 10 rows whose run values scatter 12 % each, independently (the development VM: 4-17 % per
+  // row). 3 runs per side resolve ~30 % per row, so a 20 % slowdown of every row passes or is
+  // inconclusive row by row (2 gates of 40 caught by a row); each run's geometric mean over the
+  // 10 rows scatters ~4 %, and the whole sweep catches it in 26 of 40 (its noise estimated from
+  // 3 baseline runs: a baseline that happens to spread widely widens its allowance). An unchanged
+  // build stays quiet either way.
+  CompareOptions o;
+  o.widen_to_baseline = true;
+  int passed = 0, failed = 0, caught = 0, caught_by_a_row = 0, sweep_quiet = 0, sweep_tighter = 0;
+  for (unsigned g = 0; g < 40; ++g) {
+    const LoadedRun base = make_baseline(scattered("b", 3, 10, 0.12, 1, 400 + g));
+    const CompareReport same = compare_runs(base, scattered("c", 3, 10, 0.12, 1, 500 + g), o);
+    passed += std::string(same.outcome()) == "PASS";
+    failed += same.failed();
+    ASSERT_TRUE(same.sweep.has_value());
+    EXPECT_EQ(same.sweep->sweep_rows, 10);
+    sweep_quiet += same.sweep->verdict == Verdict::Unchanged;
+    sweep_tighter += same.sweep_resolution.resolvable < same.resolution.resolvable / 2;
+    const CompareReport slow = compare_runs(base, scattered("s", 3, 10, 0.12, 1.2, 600 + g), o);
+    caught += slow.failed();
+    caught_by_a_row += slow.regressions > 0;
+  }
+  EXPECT_GE(passed, 36) << "of 40";
+  EXPECT_EQ(failed, 0);
+  EXPECT_GE(sweep_quiet, 38) << "of 40";
+  EXPECT_GE(sweep_tighter, 32) << "of 40: the sweep resolves less than half what a row does";
+  EXPECT_GE(caught, 24) << "of 40 (a row alone: " << caught_by_a_row << ")";
+  EXPECT_LE(caught_by_a_row, 6) << "of 40: the rows alone should not resolve 20 % here";
+}
+
+TEST(ReportCompare, TheWholeSweepAveragesOnlyRowsEveryRunMeasuredCorrectly) {
+  const LoadedRun base = make_baseline(scattered("b", 3, 4, 0.01, 1, 1));
+  std::vector<LoadedRun> cur = scattered("c", 3, 4, 0.01, 1.3, 2);
+  CompareReport r = compare_runs(base, cur, {});
+  ASSERT_TRUE(r.sweep.has_value());
+  EXPECT_EQ(r.sweep->sweep_rows, 4);
+  EXPECT_EQ(r.sweep->verdict, Verdict::Regression);
+  EXPECT_NEAR(r.sweep->worse, 1 - 1 / 1.3, 0.03);  // busbw: 23 % less
+  EXPECT_TRUE(r.failed());
+  // Wrong data in a row, and a row one current run lacks, leave those rows out of the average.
+  cur[0].result.rows[1].wrong = 2;
+  cur[2].result.rows.pop_back();
+  r = compare_runs(base, cur, {});
+  ASSERT_TRUE(r.sweep.has_value());
+  EXPECT_EQ(r.sweep->sweep_rows, 2);
+  // Fewer than 2 such rows: no sweep (one row is judged as a row).
+  cur[1].result.rows[0].wrong = 1;
+  EXPECT_FALSE(compare_runs(base, cur, {}).sweep.has_value());
+  // Each side needs its runs: one current run cannot show its noise (inconclusive, not a fail).
+  r = compare_runs(base, {scattered("one", 1, 4, 0.01, 1.3, 3)}, {});
+  ASSERT_TRUE(r.sweep.has_value());
+  EXPECT_EQ(r.sweep->verdict, Verdict::Inconclusive);
+  EXPECT_FALSE(r.failed());
+}
+
 TEST(ReportCompare, WrongDataMissingRowsAndIncompleteRunsFail) {
   const LoadedRun base = make_baseline(runs_at("b", {100, 100, 100}));
   std::vector<LoadedRun> cur = runs_at("c", {100, 100, 100});
