@@ -34,8 +34,7 @@ const char* verdict_name(Verdict v) {
 
 const char* CompareReport::outcome() const {
   if (failed()) return "FAIL";
-  const bool sweep_open = sweep && sweep->verdict == Verdict::Inconclusive;
-  return inconclusive > 0 || sweep_open ? "INCONCLUSIVE" : "PASS";
+  return undecided() ? "INCONCLUSIVE" : "PASS";
 }
 
 namespace {

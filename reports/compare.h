@@ -93,7 +93,11 @@ struct CompareReport {
     return regressions + wrong + missing > 0 || !incomplete.empty() ||
            (sweep && sweep->verdict == Verdict::Regression);
   }
-  // "FAIL", "INCONCLUSIVE" (nothing failed, some row could not be decided) or "PASS".
+  // Nothing failed, but a row or the whole sweep could not be decided (more runs decide).
+  bool undecided() const {
+    return !failed() && (inconclusive > 0 || (sweep && sweep->verdict == Verdict::Inconclusive));
+  }
+  // "FAIL", "INCONCLUSIVE" (undecided()) or "PASS".
   const char* outcome() const;
 };
 

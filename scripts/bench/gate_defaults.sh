@@ -11,8 +11,8 @@
 #        ORDER (alternate), SWEEP (the perf flags: all_reduce -np 2 -b 1M -e 16M -w 20 -n 20 -I 1),
 #        GATE_FLAGS (extra compare flags, none by default), BEFORE, OUT (kept results folder)
 # Prints one line per gate (load average when it started, outcome and exit of the unchanged
-# build, the allowance used, the smallest regression the baseline says it catches, outcome of
-# the slowdown) and a tally. Exit 0 when >= 9 of 10 unchanged gates pass (scaled to GATES), none
+# build, the allowance used, the smallest regression the baseline says a row catches and the
+# whole sweep catches, outcome of the slowdown) and a tally. Exit 0 when >= 9 of 10 unchanged gates pass (scaled to GATES), none
 # fails and every slowdown fails; 1 otherwise.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -65,8 +65,8 @@ judge() {
   echo "$(head -1 "$W/last.txt" | sed 's/collie report compare: //') $rc"
 }
 
-printf '%-4s  %-14s  %-18s  %-9s  %-9s  %-18s  %s\n' gate load unchanged allowed catches \
-  "20% slower" "${BEFORE:+before: unchanged / 20% slower}"
+printf '%-4s  %-14s  %-18s  %-9s  %-9s  %-9s  %-18s  %s\n' gate load unchanged allowed catches \
+  "sweep" "20% slower" "${BEFORE:+before: unchanged / 20% slower}"
 pass=0 fail=0 incon=0 caught=0 bpass=0 bcaught=0
 for g in $(seq "$GATES"); do
   load=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -84,6 +84,8 @@ for g in $(seq "$GATES"); do
   line=$(sed -n 3p "$W/last.txt")
   allowed=$(grep -oE '^allowed [0-9.]+%' <<<"$line" | cut -d' ' -f2)
   catches=$(grep -oE 'catches 9 times in 10: [0-9.]+%' <<<"$line" | grep -oE '[0-9.]+%$')
+  sweep_line=$(grep -m1 '^whole sweep' "$W/last.txt")
+  sweep_catches=$(grep -oE 'catches 9 times in 10: [0-9.]+%' <<<"$sweep_line" | grep -oE '[0-9.]+%$')
   slowed=$(judge "$COLLIE" "$W/g${g}_baseline.json" $(files slow))
   cp "$W/last.txt" "$W/g${g}_slowed.txt"
   before=""
@@ -94,8 +96,8 @@ for g in $(seq "$GATES"); do
     [ "${b1##* }" = 0 ] && bpass=$((bpass + 1))
     [ "${b2##* }" = 1 ] && bcaught=$((bcaught + 1))
   fi
-  printf '%-4s  %-14s  %-18s  %-9s  %-9s  %-18s  %s\n' "$g" "$load" "$same" "${allowed:--}" \
-    "${catches:--}" "$slowed" "$before"
+  printf '%-4s  %-14s  %-18s  %-9s  %-9s  %-9s  %-18s  %s\n' "$g" "$load" "$same" "${allowed:--}" \
+    "${catches:--}" "${sweep_catches:--}" "$slowed" "$before"
   case "${same##* }" in
     0) pass=$((pass + 1)) ;;
     6) incon=$((incon + 1)) ;;

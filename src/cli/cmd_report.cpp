@@ -92,7 +92,7 @@ int run_compare(const ReportFlags& f) {
     write_output(f.output, compare_text(rep));
   std::fprintf(stderr, "%s\n", compare_summary_line(rep).c_str());
   if (rep.failed()) return kExitFailure;
-  return rep.inconclusive > 0 ? kExitInconclusive : kExitOk;
+  return rep.undecided() ? kExitInconclusive : kExitOk;
 }
 
 int run_baseline(const ReportFlags& f) {

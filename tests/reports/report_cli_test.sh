@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # End-to-end tests of `collie report` through the built binary. Usage:
-#   report_cli_test.sh COLLIE SOURCE_DIR CASE     CASE: junit | html | gate | badinput | shared
+#   report_cli_test.sh COLLIE SOURCE_DIR CASE     CASE: junit | html | gate | badinput | sweep | shared
 # junit:    render, compare and accept JUnit validate against tests/reports/report_junit.xsd
 # html:     the HTML report opens in headless Chromium without console errors; the screenshot is
 #           not blank and the DOM holds the busbw/latency plots and the per-rank view; the golden
@@ -9,6 +9,8 @@
 #           one run slowed down through COLLIE_PERF_TEST_DELAY_US is inconclusive (exit 6),
 #           two such runs fail it with exit 1
 # badinput: empty / truncated / corrupt / mismatched inputs exit 2 with one line on stderr
+# sweep:    rows that each pass while the whole sweep is undecided exit 6 (inconclusive), and a
+#           slowdown every row shares, too small for any row's spread, fails (exit 1)
 # shared:   outputs written into a folder others can write: links planted under the names a
 #           temporary file could take (out.csv.part, .out.json.<pid>.tmp) are not written through
 set -euo pipefail
@@ -146,6 +148,52 @@ badinput)
     fail "a duplicate key is not named"
   grep -q 'world size differs' <("$COLLIE" report compare "$ok" "$G/report_input_gloo2.json" 2>&1) \
     || fail "world-size mismatch not named"
+  ;;
+sweep)
+  # Runs made from one real result, each row's samples scaled by a factor per run: a row's runs
+  # spread +-15 % (rotated over the rows, so each run's geometric mean over its 8 rows moves ~1 %).
+  scale() {  # scale OUT F1 F2 F3: the 8 rows of the input scaled by F1, F2, F3, F1, ... rotated
+    python3 - "$G/report_input_gloo2.json" "$@" <<'PY'
+import json, sys
+src, out, *f = sys.argv[1:]
+d = json.load(open(src))
+for k, r in enumerate(d["rows"]):
+    x = float(f[k % 3])
+    r["samples_us"] = [t * x for t in r["samples_us"]]
+    r["time_us"] *= x
+    for key in ("algbw_gbps", "busbw_gbps"):
+        r[key] /= x
+json.dump(d, open(out, "w"))
+PY
+  }
+  scale "$W/b1.json" 1.15 1.0 0.87
+  scale "$W/b2.json" 1.0 0.87 1.15
+  scale "$W/b3.json" 0.87 1.15 1.0
+  "$COLLIE" report baseline "$W"/b{1,2,3}.json -o "$W/base.json" 2>/dev/null
+  # Two current runs 10 % slower in every row and one as the baseline: every row within what its
+  # runs resolve, the sweep beyond its allowance but its runs overlap.
+  scale "$W/c1.json" 1.265 1.1 0.957
+  scale "$W/c2.json" 1.1 0.957 1.265
+  scale "$W/c3.json" 0.87 1.15 1.0
+  rc=0
+  "$COLLIE" report compare "$W/base.json" "$W"/c{1,2,3}.json > "$W/open.txt" 2>&1 || rc=$?
+  grep -q '^inconclusive *whole sweep (8 rows)' "$W/open.txt" || { cat "$W/open.txt"; fail "the sweep is not inconclusive"; }
+  grep -q '0 regression(s), 0 wrong-data, 0 missing, 0 inconclusive' "$W/open.txt" ||
+    { cat "$W/open.txt"; fail "a row was not unchanged"; }
+  [ "$rc" = 6 ] || { cat "$W/open.txt"; fail "an undecided sweep: exit $rc, expected 6"; }
+  # All three 10 % slower: the rows still cannot tell, the sweep fails the gate.
+  scale "$W/c3.json" 0.957 1.265 1.1
+  rc=0
+  "$COLLIE" report compare "$W/base.json" "$W"/c{1,2,3}.json --format json > "$W/slow.json" 2>/dev/null || rc=$?
+  [ "$rc" = 1 ] || { cat "$W/slow.json"; fail "a 10 % slowdown of every row: exit $rc, expected 1"; }
+  python3 - "$W/slow.json" <<'PY' || fail "the JSON does not name the sweep's regression"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["outcome"] == "FAIL" and d["counts"]["regression"] == 0, d["counts"]
+assert d["sweep"]["verdict"] == "regression" and d["sweep"]["rows"] == 8, d["sweep"]
+assert 0.08 < d["sweep"]["worse"] < 0.1, d["sweep"]["worse"]
+PY
+  echo "ok: rows unchanged, whole sweep inconclusive (exit 6), then a regression (exit 1)"
   ;;
 shared)
   ok="$G/report_input_gloo4.json"
