@@ -156,6 +156,7 @@ LoadedRun make_baseline(const std::vector<LoadedRun>& runs) {
   b.result.rows = std::move(c.rows);
   b.spread = std::move(c.spread);
   b.baseline_runs = static_cast<int>(runs.size());
+  for (const auto& run : runs) b.baseline_sources.push_back(run.path);
   b.result.summary = summarize(b.result.rows, first.world_size);
   return b;
 }

@@ -214,10 +214,48 @@ RowRuns sweep_side(const std::map<RowKey, RowRuns>& side, const std::vector<RowK
   return s;
 }
 
+// The run that sits apart from the others of its side over the whole sweep (>= 3 runs): its value
+// differs from the others' median by more than 5 % and by more than 3 times the others' own
+// range. Returns its index, or -1; `apart` gets its value / the others' median - 1.
+int run_apart(const std::vector<double>& values, double& apart) {
+  if (values.size() < 3) return -1;
+  int found = -1;
+  double farthest = 0;
+  for (size_t i = 0; i < values.size(); ++i) {
+    std::vector<double> others;
+    for (size_t j = 0; j < values.size(); ++j)
+      if (j != i) others.push_back(std::log(values[j]));
+    const auto [lo, hi] = std::minmax_element(others.begin(), others.end());
+    const double d = std::log(values[i]) - median(others);
+    if (std::abs(d) > std::max(std::log(1.05), 3 * (*hi - *lo)) && std::abs(d) > farthest) {
+      farthest = std::abs(d);
+      found = static_cast<int>(i);
+      apart = std::expm1(d);
+    }
+  }
+  return found;
+}
+
+// "; baseline run b2.json took 14.2% longer than its other 2 runs over the whole sweep (...)".
+std::string apart_note(const RowRuns& side, const std::vector<std::string>& names,
+                       const char* which, const char* advice) {
+  double apart = 0;
+  const int i = run_apart(side.times_us, apart);
+  if (i < 0) return "";
+  const std::string name = i < static_cast<int>(names.size())
+                               ? file_name(names[i])
+                               : fmt::format("{} of {}", i + 1, side.times_us.size());
+  return fmt::format(
+      "; {} run {} took {:.1f}% {} than its other {} runs over the whole sweep (a busy spell "
+      "slows every row of a run alike){}",
+      which, name, std::abs(apart) * 100, apart > 0 ? "longer" : "less", side.times_us.size() - 1,
+      apart > 0 ? advice : "");
+}
+
 // Judges the whole sweep (compare.h) over the rows that both sides measured in every run.
 void judge_sweep(CompareReport& rep, const std::map<RowKey, RowRuns>& b,
                  const std::map<RowKey, RowRuns>& c, const std::vector<RowKey>& border,
-                 const CompareOptions& o) {
+                 const std::vector<std::string>& baseline_sources, const CompareOptions& o) {
   std::vector<RowKey> keys;
   size_t base_runs = 0;
   for (const RowKey& k : border) {
@@ -236,6 +274,11 @@ void judge_sweep(CompareReport& rep, const std::map<RowKey, RowRuns>& b,
   RowComparison rc;
   rc.sweep_rows = static_cast<int>(keys.size());
   judge(rc, sb, sc, o, rep.sweep_resolution);
+  // Name a run that sits apart: one slowed run widens what a side resolves, or decides a verdict.
+  std::string apart = apart_note(sb, baseline_sources, "baseline",
+                                 ": remake the baseline without it, or with more runs") +
+                      apart_note(sc, rep.current_paths, "current", ": run it again");
+  if (!apart.empty()) rc.note += rc.note.empty() ? apart.substr(2) : apart;
   rep.sweep = std::move(rc);
 }
 
@@ -335,7 +378,7 @@ CompareReport compare_runs(const LoadedRun& base, const std::vector<LoadedRun>& 
     count(rep, rc.verdict);
     rep.rows.push_back(std::move(rc));
   }
-  judge_sweep(rep, b, c, border, opts);
+  judge_sweep(rep, b, c, border, base.baseline_sources, opts);
   if (matched == 0)
     throw InvalidArgument("no row of " + current.front().path + " matches a row of baseline " +
                           base.path + (opts.min_size > 0 ? " at or above --min-size" : "") +

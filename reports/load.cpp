@@ -122,6 +122,11 @@ LoadedRun load_run(const std::string& path) {
     run.result = run_from_json(j);
     if (j.contains("baseline")) {
       run.baseline_runs = j["baseline"].value("runs", 0);
+      // Names for messages only: anything but an array of strings is left out.
+      const json& src = j["baseline"].value("sources", json::array());
+      if (src.is_array() &&
+          std::all_of(src.begin(), src.end(), [](const json& x) { return x.is_string(); }))
+        for (const auto& x : src) run.baseline_sources.push_back(x.get<std::string>());
       for (const auto& row : j.at("rows"))
         run.spread.push_back(row.contains("baseline") ? spread_from_json(row["baseline"])
                                                       : RowSpread{});

@@ -29,6 +29,8 @@ struct LoadedRun {
   RunResult result;
   int baseline_runs = 0;          // > 0 when the file is a baseline made of that many runs
   std::vector<RowSpread> spread;  // parallel to result.rows when baseline_runs > 0
+  // A baseline's run files, in the order of each row's per-run values (empty when not recorded).
+  std::vector<std::string> baseline_sources;
 };
 
 // Reads `path`. Throws InvalidArgument naming the path and what to do about it.

@@ -10,7 +10,8 @@
 #           two such runs fail it with exit 1
 # badinput: empty / truncated / corrupt / mismatched inputs exit 2 with one line on stderr
 # sweep:    rows that each pass while the whole sweep is undecided exit 6 (inconclusive), and a
-#           slowdown every row shares, too small for any row's spread, fails (exit 1)
+#           slowdown every row shares, too small for any row's spread, fails (exit 1); a baseline
+#           run slowed as a whole is named by its file
 # shared:   outputs written into a folder others can write: links planted under the names a
 #           temporary file could take (out.csv.part, .out.json.<pid>.tmp) are not written through
 set -euo pipefail
@@ -193,7 +194,15 @@ assert d["outcome"] == "FAIL" and d["counts"]["regression"] == 0, d["counts"]
 assert d["sweep"]["verdict"] == "regression" and d["sweep"]["rows"] == 8, d["sweep"]
 assert 0.08 < d["sweep"]["worse"] < 0.1, d["sweep"]["worse"]
 PY
-  echo "ok: rows unchanged, whole sweep inconclusive (exit 6), then a regression (exit 1)"
+  # A baseline run slowed as a whole is named by its file, read back from the baseline file.
+  scale "$W/b3.json" 1.3 1.3 1.3
+  scale "$W/b1.json" 1.0 1.0 1.0
+  scale "$W/b2.json" 1.01 1.01 1.01
+  "$COLLIE" report baseline "$W"/b{1,2,3}.json -o "$W/base2.json" 2>/dev/null
+  "$COLLIE" report compare "$W/base2.json" "$W"/b{1,2}.json > "$W/named.txt" 2>&1 || true
+  grep -q 'baseline run b3.json took 2[0-9.]*% longer than its other 2 runs' "$W/named.txt" ||
+    { cat "$W/named.txt"; fail "the slowed baseline run is not named"; }
+  echo "ok: rows unchanged, whole sweep inconclusive (exit 6), then a regression (exit 1); b3.json named"
   ;;
 shared)
   ok="$G/report_input_gloo4.json"

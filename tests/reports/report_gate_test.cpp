@@ -324,6 +324,45 @@ TEST(ReportCompare, TheWholeSweepAveragesOnlyRowsEveryRunMeasuredCorrectly) {
   EXPECT_FALSE(r.failed());
 }
 
+TEST(ReportCompare, ARunSlowedAsAWholeIsNamed) {
+  // A busy spell slows every row of one run alike: the sweep's line names that run (the file),
+  // on whichever side it is, since it is what widens the allowance or decides the verdict.
+  auto slowed = [](LoadedRun run, double f) {
+    for (ResultRow& r : run.result.rows) {
+      for (double& t : r.samples_us) t *= f;
+      r.time_us *= f;
+    }
+    return run;
+  };
+  std::vector<LoadedRun> base_runs = scattered("b", 3, 4, 0.005, 1, 21);
+  base_runs[1] = slowed(base_runs[1], 1.2);
+  const std::vector<LoadedRun> cur = scattered("c", 3, 4, 0.005, 1, 22);
+  CompareReport r = compare_runs(make_baseline(base_runs), cur, {});
+  ASSERT_TRUE(r.sweep.has_value());
+  EXPECT_NE(r.sweep->note.find("baseline run b1.json took 2"), std::string::npos) << r.sweep->note;
+  EXPECT_NE(r.sweep->note.find("% longer than its other 2 runs"), std::string::npos);
+  EXPECT_NE(r.sweep->note.find("remake the baseline without it"), std::string::npos);
+  // On the current side, and a run faster than the others is named without advice.
+  std::vector<LoadedRun> cur2 = cur;
+  cur2[2] = slowed(cur2[2], 1.3);
+  r = compare_runs(make_baseline(scattered("q", 3, 4, 0.005, 1, 23)), cur2, {});
+  EXPECT_NE(r.sweep->note.find("current run c2.json took 29."), std::string::npos) << r.sweep->note;
+  EXPECT_NE(r.sweep->note.find("% longer than its other 2 runs"), std::string::npos);
+  std::vector<LoadedRun> fast = scattered("f", 3, 4, 0.005, 1, 24);
+  fast[0] = slowed(fast[0], 0.8);
+  r = compare_runs(make_baseline(fast), cur, {});
+  EXPECT_NE(r.sweep->note.find("baseline run f0.json took 19."), std::string::npos)
+      << r.sweep->note;
+  EXPECT_NE(r.sweep->note.find("% less than its other 2 runs"), std::string::npos);
+  EXPECT_EQ(r.sweep->note.find("remake"), std::string::npos);
+  // Runs that agree name nobody; a spread shared by every run is no one run's.
+  r = compare_runs(make_baseline(scattered("q", 3, 4, 0.005, 1, 23)), cur, {});
+  EXPECT_EQ(r.sweep->note.find("took"), std::string::npos) << r.sweep->note;
+  r = compare_runs(make_baseline(scattered("w", 3, 4, 0.005, 1, 25)),
+                   {slowed(cur[0], 1.0), slowed(cur[1], 1.1), slowed(cur[2], 1.2)}, {});
+  EXPECT_EQ(r.sweep->note.find("took"), std::string::npos) << r.sweep->note;
+}
+
 TEST(ReportCompare, WrongDataMissingRowsAndIncompleteRunsFail) {
   const LoadedRun base = make_baseline(runs_at("b", {100, 100, 100}));
   std::vector<LoadedRun> cur = runs_at("c", {100, 100, 100});
