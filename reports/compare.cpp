@@ -256,16 +256,13 @@ std::string apart_note(const RowRuns& side, const std::vector<std::string>& name
 void judge_sweep(CompareReport& rep, const std::map<RowKey, RowRuns>& b,
                  const std::map<RowKey, RowRuns>& c, const std::vector<RowKey>& border,
                  const std::vector<std::string>& baseline_sources, const CompareOptions& o) {
+  // per_run rows all hold one value per run of their side (the baseline's runs, or its one run).
   std::vector<RowKey> keys;
-  size_t base_runs = 0;
   for (const RowKey& k : border) {
     auto it = c.find(k);
     if (k.size_bytes < o.min_size || it == c.end()) continue;
     const RowRuns &rb = b.at(k), &rc = it->second;
-    if (!rb.per_run || !rc.per_run || !rb.wrong.empty() || !rc.wrong.empty()) continue;
-    if (keys.empty()) base_runs = rb.times_us.size();
-    if (rb.times_us.size() != base_runs) continue;
-    keys.push_back(k);
+    if (rb.per_run && rc.per_run && rb.wrong.empty() && rc.wrong.empty()) keys.push_back(k);
   }
   if (keys.size() < 2) return;
   const RowRuns sb = sweep_side(b, keys), sc = sweep_side(c, keys);
