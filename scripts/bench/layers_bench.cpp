@@ -12,12 +12,17 @@
 //              op on both sides; the callback path of an async op)
 //   trace-unserved, async-unserved  tracing and tracing-async as the stack traces a group of a
 //              process without a debug server: no metrics observer (src/stack/stack.h)
+//   clock-read, locked-rmw  not layers: the two steps the bookkeeping's floor is made of, for
+//              reading its rows: one reading of the clock an op's bookkeeping reads
+//              (Clock::system().mono_ns()), and one uncontended locked read-modify-write (a
+//              compare-and-swap, as a slot claim or a reference count takes)
 // Usage: collie_layers_bench [ROUNDS=15] [SAMPLES=300]
 //        collie_layers_bench --callgrind LAYER with|without OPS  (scripts/bench/layers.sh runs it
 //        under valgrind: only collie_bench_collect() is counted)
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -166,6 +171,16 @@ std::vector<Layer> make_layers() {
       {"async-unserved",
        [] { async_bare->all_reduce(TensorView::cpu(g_buf, 2, DType::Float32))->complete(); },
        [] { async_unserved->all_reduce(TensorView::cpu(g_buf, 2, DType::Float32))->complete(); }});
+  static Clock& clock = Clock::system();
+  static std::atomic<uint64_t> word{0};
+  layers.push_back({"clock-read", [] { sink = sink + (++seq); },
+                    [] { sink = sink + static_cast<uint64_t>(clock.mono_ns()) + (++seq); }});
+  layers.push_back({"locked-rmw", [] { sink = sink + (++seq); },
+                    [] {
+                      uint64_t w = word.load(std::memory_order_relaxed);
+                      word.compare_exchange_strong(w, w + 1);
+                      sink = sink + (++seq);
+                    }});
   return layers;
 }
 

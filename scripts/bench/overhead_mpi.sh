@@ -4,8 +4,9 @@
 # MPI backend alone (bare) and the whole stack collie perf runs (stack), in the same mpirun.
 # Usage: scripts/bench/overhead_mpi.sh [BUILD_DIR=build] [NP=2] [MAX_BYTES=16777216] [ROUNDS=10]
 # Per size: p50 and p90 of per-op samples (max over ranks), interleaved rounds; st/r = stack /
-# raw, tr-raw and st-raw the added microseconds. For the collie perf CLI against a raw loop, see
-# overhead.sh BACKEND=mpi.
+# raw, tr-raw and st-raw the added microseconds; then, from 64 KiB, the stack's mean and worst op
+# against raw's (the same samples, so both sides share one Open MPI spell). For the collie perf
+# CLI against a raw loop, see overhead.sh BACKEND=mpi.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$root/build}
