@@ -12,6 +12,12 @@
 // and worst op against raw's (issue 38: mean <= 1.05x raw's mean, worst <= 2x raw's worst),
 // taken in the same processes so that both sides share Open MPI's spell of the moment (separate
 // mpiruns on this project's VMs land in spells up to 2x apart). Built and run by overhead_mpi.sh.
+// With a third argument `--controls`, +trace and bare give way to two controls on the raw call:
+//   +lines   the raw call, then 40 writes to cache lines spread over 1 MiB (cold by the next op),
+//            about as many lines as the bookkeeping touches per op
+//   +work    the raw call, then ~0.4 us of arithmetic that touches no memory
+// so that a cost that grows with the message size can be told apart as the cache's (the op's
+// data evicts what the bookkeeping reads) or as time spent.
 #include <fmt/format.h>
 #include <mpi.h>
 
@@ -93,6 +99,7 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   const size_t max_bytes = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : (16u << 20);
   const int trials = argc > 2 ? std::atoi(argv[2]) : 5;
+  const bool controls = argc > 3 && std::strcmp(argv[3], "--controls") == 0;
   MPI_Comm raw, traced_comm;
   MPI_Comm_dup(MPI_COMM_WORLD, &raw);
   MPI_Comm_dup(MPI_COMM_WORLD, &traced_comm);
@@ -118,7 +125,8 @@ int main(int argc, char** argv) {
     double raw_mean, stack_mean, raw_worst, stack_worst;
   };
   std::vector<Tail> tails;
-  const char* kModes[] = {"raw", "+trace", "bare", "stack"};
+  const char* kModes[] = {"raw", controls ? "+lines" : "+trace", controls ? "+work" : "bare",
+                          "stack"};
   constexpr int kNumModes = 4;
   if (rank == 0) {
     std::printf(
@@ -127,6 +135,11 @@ int main(int argc, char** argv) {
         "(ProcessGroup + tracing), bare = "
         "MPI backend, stack = what collie perf runs\n",
         size, mpi_thread_level_name(rt.thread_level()), trials);
+    if (controls) {
+      std::printf(
+          "# --controls: +lines = raw call + 40 writes to cold cache lines, +work = raw call + "
+          "~0.4 us of arithmetic (in the columns of +trace and bare; tr-raw = +lines - raw)\n");
+    }
     std::printf("%-10s %9s %5s", "op", "bytes", "n");
     for (const char* m : kModes) std::printf(" %8s", fmt::format("{} p50", m).c_str());
     for (const char* m : kModes) std::printf(" %8s", fmt::format("{} p90", m).c_str());
@@ -151,7 +164,35 @@ int main(int argc, char** argv) {
              : std::function<void()>([&] {
                  MPI_Alltoall(in.data(), cnt, MPI_FLOAT, out.data(), cnt, MPI_FLOAT, raw);
                }),
-          via(*traced), via(*bare), via(*stack)};
+          controls ? std::function<void()>([&, raw_op = ar] {
+            // A fixed 1 MiB the ops walk through 37 lines apart: each op's 40 lines are cold.
+            static std::vector<uint64_t> lines(1 << 17);
+            static size_t at = 0;
+            if (raw_op) {
+              MPI_Allreduce(MPI_IN_PLACE, in.data(), cnt, MPI_FLOAT, MPI_SUM, raw);
+            } else {
+              MPI_Alltoall(in.data(), cnt, MPI_FLOAT, out.data(), cnt, MPI_FLOAT, raw);
+            }
+            for (int k = 0; k < 40; ++k) {
+              lines[at] += 1;
+              at = (at + 8 * 37) % lines.size();
+            }
+          })
+                   : via(*traced),
+          controls ? std::function<void()>([&, raw_op = ar] {
+            if (raw_op) {
+              MPI_Allreduce(MPI_IN_PLACE, in.data(), cnt, MPI_FLOAT, MPI_SUM, raw);
+            } else {
+              MPI_Alltoall(in.data(), cnt, MPI_FLOAT, out.data(), cnt, MPI_FLOAT, raw);
+            }
+            uint64_t x = 1;
+            for (int k = 0; k < 400; ++k) {  // dependent multiply-adds, no memory
+              x = x * 6364136223846793005ull + 1;
+              asm volatile("" : "+r"(x));
+            }
+          })
+                   : via(*bare),
+          via(*stack)};
       std::vector<double> t[kNumModes];
       for (int k = 0; k < kNumModes; ++k) time_block(raw, std::max(2, iters / 10), ops[k], t[k]);
       for (auto& v : t) v.clear();
