@@ -9,6 +9,8 @@
 // and peer), so a writer only ever waits for the other writer of the same slot (an op's
 // submitting and completing threads) and a dump never blocks an op: it copies each slot,
 // retrying a slot that was being written. JSON is built at dump time from that snapshot.
+// record() asks the CPU for the next slot's cache lines (a prefetch hint), so that an op whose
+// data evicted the ring does not wait on its slot.
 // Field names follow torch's dump (REFERENCE.md) so its users and tools read collie's dumps.
 //
 // Ownership: FlightRecorder::global() lives for the whole process; GroupTrace objects are shared
