@@ -55,6 +55,26 @@ void time_block(MPI_Comm comm, int iters, const std::function<void()>& op,
   out.insert(out.end(), worst.begin(), worst.end());
 }
 
+// --controls: 40 writes to cache lines of a fixed 1 MiB, walked 37 lines apart, so that each
+// op's lines are cold (about as many lines as the bookkeeping touches per op).
+void touch_cold_lines() {
+  static std::vector<uint64_t> lines(1 << 17);
+  static size_t at = 0;
+  for (int k = 0; k < 40; ++k) {
+    lines[at] += 1;
+    at = (at + 8 * 37) % lines.size();
+  }
+}
+
+// --controls: ~0.4 us here of dependent multiply-adds that touch no memory.
+void spend_arithmetic() {
+  uint64_t x = 1;
+  for (int k = 0; k < 400; ++k) {
+    x = x * 6364136223846793005ull + 1;
+    asm volatile("" : "+r"(x));
+  }
+}
+
 // The raw call behind the ProcessGroup API and nothing else: float sum all_reduce in place and
 // even all_to_all, blocking, a completed Work per op.
 class RawMpiGroup : public ProcessGroup {
@@ -158,39 +178,19 @@ int main(int argc, char** argv) {
         if (ar) return [&] { pg.all_reduce(v_in)->wait(); };
         return [&] { pg.all_to_all(v_in, v_out)->wait(); };
       };
+      // The raw call, as an MPI user makes it; the controls make it too, then their own step.
+      const auto raw_call = [&] {
+        if (ar) {
+          MPI_Allreduce(MPI_IN_PLACE, in.data(), cnt, MPI_FLOAT, MPI_SUM, raw);
+        } else {
+          MPI_Alltoall(in.data(), cnt, MPI_FLOAT, out.data(), cnt, MPI_FLOAT, raw);
+        }
+      };
       std::function<void()> ops[kNumModes] = {
-          ar ? std::function<void()>(
-                   [&] { MPI_Allreduce(MPI_IN_PLACE, in.data(), cnt, MPI_FLOAT, MPI_SUM, raw); })
-             : std::function<void()>([&] {
-                 MPI_Alltoall(in.data(), cnt, MPI_FLOAT, out.data(), cnt, MPI_FLOAT, raw);
-               }),
-          controls ? std::function<void()>([&, raw_op = ar] {
-            // A fixed 1 MiB the ops walk through 37 lines apart: each op's 40 lines are cold.
-            static std::vector<uint64_t> lines(1 << 17);
-            static size_t at = 0;
-            if (raw_op) {
-              MPI_Allreduce(MPI_IN_PLACE, in.data(), cnt, MPI_FLOAT, MPI_SUM, raw);
-            } else {
-              MPI_Alltoall(in.data(), cnt, MPI_FLOAT, out.data(), cnt, MPI_FLOAT, raw);
-            }
-            for (int k = 0; k < 40; ++k) {
-              lines[at] += 1;
-              at = (at + 8 * 37) % lines.size();
-            }
-          })
+          raw_call,
+          controls ? std::function<void()>([raw_call] { raw_call(), touch_cold_lines(); })
                    : via(*traced),
-          controls ? std::function<void()>([&, raw_op = ar] {
-            if (raw_op) {
-              MPI_Allreduce(MPI_IN_PLACE, in.data(), cnt, MPI_FLOAT, MPI_SUM, raw);
-            } else {
-              MPI_Alltoall(in.data(), cnt, MPI_FLOAT, out.data(), cnt, MPI_FLOAT, raw);
-            }
-            uint64_t x = 1;
-            for (int k = 0; k < 400; ++k) {  // dependent multiply-adds, no memory
-              x = x * 6364136223846793005ull + 1;
-              asm volatile("" : "+r"(x));
-            }
-          })
+          controls ? std::function<void()>([raw_call] { raw_call(), spend_arithmetic(); })
                    : via(*bare),
           via(*stack)};
       std::vector<double> t[kNumModes];
